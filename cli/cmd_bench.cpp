@@ -1,0 +1,98 @@
+#include <iostream>
+#include <map>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "kernels/registry.h"
+#include "runtime/atomic_file.h"
+#include "runtime/cl_error.h"
+#include "tuning/csv.h"
+#include "tuning/measure.h"
+
+namespace sdspeed {
+
+int cmdBench(const std::vector<std::string>& argv) {
+  auto options = kDeviceOptions;
+  options.insert({"op", "shape", "attrs", "variant", "storage", "params", "points", "seed", "csv",
+                  "min-ms", "warmup"});
+  auto flags = kDeviceFlags;
+  flags.insert({"help"});
+  Args args(argv, options, flags);
+  if (args.has("help") || !args.has("op") || !args.has("shape")) {
+    std::cout << "usage: sdspeed bench --op OP --shape NxCxHxW[,..] [--attrs K=V,..] [--variant V,..]\n"
+                 "                     [--storage F,..] [--params K=V,..] [--points N|all] [--csv FILE]\n"
+                 "Times each variant (defaults + N sampled points, default 0; `all` sweeps the space)\n"
+                 "with device events: median and min over repeats after warm-up, inputs rotated past\n"
+                 "the last-level cache. Every timed point first passes the accuracy check.\n";
+    return args.has("help") ? 0 : 2;
+  }
+  const Family& fam = findFamily(args.get("op"));
+  std::map<std::string, std::string> attrs;
+  for (const auto& kv : args.list("attrs")) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) throw Error("bad attribute '" + kv + "' (want NAME=VALUE)");
+    attrs[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  std::vector<ProblemPtr> problems;
+  for (const auto& s : args.list("shape")) problems.push_back(fam.makeProblem(parseShape(s), attrs));
+  std::vector<StorageFormat> formats;
+  for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
+  if (formats.empty()) formats.push_back(StorageFormat{});
+  std::vector<const VariantDef*> variants;
+  for (const auto& n : args.list("variant")) variants.push_back(&fam.variant(n));
+  if (variants.empty())
+    for (const auto& v : fam.variants()) variants.push_back(&v);
+  if (args.has("params") && variants.size() != 1) throw Error("--params needs exactly one --variant");
+  const bool all = args.get("points") == "all";
+  const int extra = all ? 0 : args.getInt("points", 0);
+  TimingPolicy policy;
+  policy.minTotalMs = args.getInt("min-ms", 50);
+  policy.warmup = args.getInt("warmup", 3);
+  const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1234));
+
+  Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
+  const DeviceInfo& dev = ctx.device();
+  std::cout << "device: " << dev.name << " (" << dev.index() << ", driver " << dev.driverVersion << ", "
+            << dev.openclVersion << ", " << dev.computeUnits << " CUs, LLC " << (dev.globalCacheBytes >> 10)
+            << " KiB)\n";
+  TextTable table({"problem", "variant", "params", "storage", "median us", "min us", "GB/s", "rot", "status"});
+  std::string csv = csvRow({"device", "driver", "problem", "variant", "params", "storage", "status",
+                            "median_us", "min_us", "max_us", "repeats", "rotations", "gb_per_s", "message"});
+  struct Best { double us = 0; std::string what; };
+  std::map<std::string, Best> best;  // per problem + storage
+  for (const auto& prob : problems)
+    for (const VariantDef* v : variants) {
+      std::vector<ParamPoint> points;
+      if (args.has("params")) points = {v->parsePoint(args.get("params"))};
+      else if (all) points = v->space();
+      else points = samplePoints(*v, dev, extra, seed);
+      for (const auto& p : points)
+        for (const auto& f : formats) {
+          Measurement m = measureCase(ctx, fam, *v, p, *prob, f, policy, seed);
+          const bool ok = m.check.status == Status::Ok;
+          std::string status = statusName(m.check.status);
+          if (ok && m.timing.fitsInCache) status += " (working set fits in cache)";
+          if (!ok && m.check.status != Status::Unsupported && !all) status += ": " + m.check.message;
+          table.add({prob->text(), v->name, p.text(), f.name(), ok ? fmtFixed(m.timing.medianMs * 1e3, 2) : "-",
+                     ok ? fmtFixed(m.timing.minMs * 1e3, 2) : "-", ok ? fmtFixed(m.gbPerSec(), 1) : "-",
+                     ok ? std::to_string(m.timing.rotations) : "-", status});
+          csv += csvRow({dev.name, dev.driverVersion, prob->text(), v->name, p.text(), f.name(),
+                         statusName(m.check.status), ok ? fmtFixed(m.timing.medianMs * 1e3, 3) : "",
+                         ok ? fmtFixed(m.timing.minMs * 1e3, 3) : "", ok ? fmtFixed(m.timing.maxMs * 1e3, 3) : "",
+                         ok ? std::to_string(m.timing.repeats) : "", ok ? std::to_string(m.timing.rotations) : "",
+                         ok ? fmtFixed(m.gbPerSec(), 2) : "", m.check.message});
+          if (ok) {
+            Best& b = best[prob->text() + " " + f.name()];
+            if (b.what.empty() || m.timing.medianMs * 1e3 < b.us)
+              b = {m.timing.medianMs * 1e3, v->name + " [" + p.text() + "] min " + fmtFixed(m.timing.minMs * 1e3, 2) +
+                                                " us, " + fmtFixed(m.gbPerSec(), 1) + " GB/s"};
+          }
+        }
+    }
+  table.print(std::cout);
+  for (const auto& [k, b] : best) std::cout << "best: " << k << ": " << fmtFixed(b.us, 2) << " us median, " << b.what << "\n";
+  if (args.has("csv")) writeFileAtomically(args.get("csv"), csv);
+  return 0;
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,127 @@
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "kernels/registry.h"
+#include "runtime/atomic_file.h"
+#include "runtime/cl_error.h"
+#include "tuning/check.h"
+#include "tuning/csv.h"
+
+namespace sdspeed {
+namespace {
+
+void dumpKernels(Context& ctx, const std::string& dir) {
+  for (const auto& rec : ctx.programs().records()) {
+    std::string name;
+    for (char c : rec.label) name += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=') ? c : '_';
+    std::string text = "// build options: " + rec.options + "\n// cache key: " + rec.key + "\n" + rec.source;
+    writeFileAtomically(dir + "/" + name + "-" + rec.key + ".cl", text);
+  }
+  std::cout << "wrote " << ctx.programs().records().size() << " programs to " << dir << "\n";
+}
+
+std::vector<const Family*> familiesFromArgs(const Args& args) {
+  std::vector<const Family*> out;
+  for (const auto& name : args.list("op")) out.push_back(&findFamily(name));
+  if (out.empty())
+    for (const auto& f : allFamilies()) out.push_back(f.get());
+  return out;
+}
+
+std::vector<StorageFormat> formatsFromArgs(const Args& args) {
+  std::vector<StorageFormat> out;
+  for (const auto& s : args.list("storage")) out.push_back(StorageFormat::parse(s));
+  if (out.empty()) out = StorageFormat::all();
+  return out;
+}
+
+}  // namespace
+
+int cmdCheck(const std::vector<std::string>& argv) {
+  auto options = kDeviceOptions;
+  options.insert({"op", "variant", "storage", "points", "params", "seed", "dump-kernels", "csv"});
+  auto flags = kDeviceFlags;
+  flags.insert({"full", "help"});
+  Args args(argv, options, flags);
+  if (args.has("help")) {
+    std::cout << "usage: sdspeed check [--op OP,..] [--variant V,..] [--storage F,..] [--params K=V,..]\n"
+                 "                     [--points N] [--seed S] [--full] [--csv FILE] [--dump-kernels DIR]\n"
+                 "Runs every variant (defaults + N sampled points, default 2) in every storage format on\n"
+                 "fresh random inputs and compares with the double-precision reference. --full adds the\n"
+                 "large Stable Diffusion shapes. Exit status 1 if any case fails.\n";
+    return 0;
+  }
+  const auto families = familiesFromArgs(args);
+  const auto formats = formatsFromArgs(args);
+  const auto variantNames = args.list("variant");
+  const int extra = args.getInt("points", 2);
+  const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1234));
+  // Validate every name before touching the device, so a typo fails fast.
+  for (const auto& vn : variantNames) {
+    bool found = false;
+    for (const Family* f : families)
+      for (const auto& v : f->variants()) found |= v.name == vn;
+    if (!found) families.front()->variant(vn);  // throws "unknown variant"
+  }
+  if (args.has("params")) {
+    if (families.size() != 1 || variantNames.size() != 1)
+      throw Error("--params needs exactly one --op and one --variant");
+    families.front()->variant(variantNames.front()).parsePoint(args.get("params"));
+  }
+
+  Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
+  std::cout << "device: " << ctx.device().name << " (" << ctx.device().index() << ", "
+            << ctx.device().driverVersion << ", " << ctx.device().openclVersion << ")\n";
+  TextTable table({"op", "variant", "params", "storage", "problem", "max abs err", "rel L2", "result"});
+  std::string csv = csvRow({"device", "op", "variant", "params", "storage", "problem", "status",
+                            "max_abs_err", "rel_l2", "message"});
+  int passed = 0, failed = 0, unsupported = 0;
+  std::vector<std::string> failures;
+  uint64_t caseSeed = seed;
+  for (const Family* fam : families) {
+    for (const auto& v : fam->variants()) {
+      if (!variantNames.empty() &&
+          std::find(variantNames.begin(), variantNames.end(), v.name) == variantNames.end())
+        continue;
+      std::vector<ParamPoint> points = args.has("params")
+                                           ? std::vector<ParamPoint>{v.parsePoint(args.get("params"))}
+                                           : samplePoints(v, ctx.device(), extra, seed);
+      for (const auto& p : points)
+        for (const auto& f : formats)
+          for (const auto& prob : fam->checkProblems(args.has("full"))) {
+            CheckResult r = checkCase(ctx, *fam, v, p, *prob, f, ++caseSeed);
+            std::string result = statusName(r.status);
+            if (r.status == Status::Ok) ++passed;
+            else if (r.status == Status::Unsupported) {
+              ++unsupported;
+              result += " (" + r.message + ")";
+            }
+            else {
+              ++failed;
+              result = "FAIL " + result;
+              failures.push_back(r.variant + " [" + r.params + "] " + r.storage + " " + r.problem + ": " + r.message);
+            }
+            const bool ran = r.status == Status::Ok || r.status == Status::Inaccurate;
+            table.add({r.family, r.variant, r.params, r.storage, r.problem,
+                       ran ? fmtSci(r.cmp.maxAbsErr) : "-", ran ? fmtSci(r.cmp.relL2) : "-", result});
+            csv += csvRow({ctx.device().name, r.family, r.variant, r.params, r.storage, r.problem,
+                           statusName(r.status), ran ? fmtSci(r.cmp.maxAbsErr, 3) : "",
+                           ran ? fmtSci(r.cmp.relL2, 3) : "", r.message});
+          }
+    }
+  }
+  table.print(std::cout);
+  for (const auto& f : failures) std::cout << "FAILED: " << f << "\n";
+  const auto st = ctx.programs().stats();
+  std::cout << "programs: " << st.builds << " built, " << st.diskHits << " from disk cache, "
+            << st.memoryHits << " reused\n";
+  if (args.has("csv")) writeFileAtomically(args.get("csv"), csv);
+  if (args.has("dump-kernels")) dumpKernels(ctx, args.get("dump-kernels"));
+  std::cout << "check: " << passed << " passed, " << failed << " failed, " << unsupported
+            << " unsupported\n";
+  return failed ? 1 : 0;
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,62 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "runtime/cl_error.h"
+#include "runtime/device.h"
+
+namespace sdspeed {
+
+DeviceInfo deviceFromArgs(const Args& args) { return selectDevice(listDevices(), args.get("device")); }
+
+ContextOptions contextOptionsFromArgs(const Args& args) {
+  ContextOptions o;
+  o.kernelDir = args.get("kernel-dir");
+  if (args.has("cache-dir")) o.cacheDir = args.get("cache-dir");
+  if (args.has("no-disk-cache")) o.cacheDir.clear();
+  return o;
+}
+
+namespace {
+
+std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+std::string kib(uint64_t bytes) { return std::to_string(bytes >> 10) + " KiB"; }
+
+}  // namespace
+
+int cmdDevices(const std::vector<std::string>& argv) {
+  Args args(argv, {"device"}, {"help"});
+  if (args.has("help")) {
+    std::cout << "usage: sdspeed devices\nLists every OpenCL device; * marks the default "
+                 "(or the one --device selects).\n";
+    return 0;
+  }
+  const auto devices = listDevices();
+  if (devices.empty()) throw Error("no OpenCL device found (is an ICD such as pocl-opencl-icd installed?)");
+  const DeviceInfo chosen = selectDevice(devices, args.get("device"));
+  for (const auto& d : devices) {
+    const bool mark = d.platform == chosen.platform && d.id == chosen.id;
+    std::cout << (mark ? "* " : "  ") << d.index() << "  " << d.name << "  (" << d.typeName() << ")\n";
+    TextTable t({"    property", "value"});
+    t.add({"    platform", d.platformName + " / " + d.platformVersion});
+    t.add({"    vendor", d.vendor});
+    t.add({"    driver", d.driverVersion});
+    t.add({"    OpenCL", d.openclVersion + " (" + d.openclCVersion + ")"});
+    t.add({"    compute units", std::to_string(d.computeUnits)});
+    t.add({"    global memory", mib(d.globalMemBytes) + " (max alloc " + mib(d.maxAllocBytes) + ")"});
+    t.add({"    global cache", kib(d.globalCacheBytes)});
+    t.add({"    local memory", kib(d.localMemBytes)});
+    t.add({"    max work-group", std::to_string(d.maxWorkGroupSize)});
+    t.add({"    images", d.imageSupport ? "yes (2D max " + std::to_string(d.image2dMaxWidth) + "x" +
+                                              std::to_string(d.image2dMaxHeight) + ")"
+                                        : "no"});
+    t.add({"    fp16 arithmetic", d.fp16 ? "yes (cl_khr_fp16)" : "no (f16 storage only)"});
+    t.add({"    fp64", d.fp64 ? "yes" : "no"});
+    t.add({"    subgroups", d.subgroups ? "yes (max " + std::to_string(d.maxSubgroups) + " per work-group)" : "no"});
+    t.add({"    key", d.key()});
+    t.print(std::cout);
+  }
+  return 0;
+}
+
+}  // namespace sdspeed

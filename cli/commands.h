@@ -1,0 +1,23 @@
+// The sdspeed verbs. Each returns the process exit code; errors are thrown as
+// sdspeed::Error and reported by main() as one line.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "runtime/context.h"
+
+namespace sdspeed {
+
+int cmdDevices(const std::vector<std::string>& argv);
+int cmdCheck(const std::vector<std::string>& argv);
+int cmdBench(const std::vector<std::string>& argv);
+
+// Shared by verbs that use one device: --device, --kernel-dir, --cache-dir, --no-disk-cache.
+inline const std::set<std::string> kDeviceOptions = {"device", "kernel-dir", "cache-dir"};
+inline const std::set<std::string> kDeviceFlags = {"no-disk-cache"};
+DeviceInfo deviceFromArgs(const Args& args);
+ContextOptions contextOptionsFromArgs(const Args& args);
+
+}  // namespace sdspeed

@@ -1,0 +1,44 @@
+// sdspeed: kernel benchmarking and autotuning for Stable Diffusion on GPUs.
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "runtime/cl_error.h"
+
+namespace {
+
+void usage(std::ostream& os) {
+  os << "usage: sdspeed VERB [options]\n"
+        "verbs:\n"
+        "  devices                      list OpenCL platforms and devices\n"
+        "  check [--op OP] [--full]     check kernel variants against the Eigen references\n"
+        "  bench --op OP --shape NxCxHxW  time variants on the device (event timing)\n"
+        "common options: --device P:D|NAME  --kernel-dir DIR  --cache-dir DIR  --no-disk-cache\n"
+        "`sdspeed VERB --help` lists a verb's options.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    usage(std::cout);
+    return args.empty() ? 2 : 0;
+  }
+  const std::string verb = args[0];
+  args.erase(args.begin());
+  try {
+    if (verb == "devices") return sdspeed::cmdDevices(args);
+    if (verb == "check") return sdspeed::cmdCheck(args);
+    if (verb == "bench") return sdspeed::cmdBench(args);
+    std::cerr << "sdspeed: unknown verb '" << verb << "'\n";
+    usage(std::cerr);
+    return 2;
+  } catch (const std::exception& e) {
+    // One line naming the problem; the compiler log of a failed build follows it.
+    std::cerr << "sdspeed " << verb << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}

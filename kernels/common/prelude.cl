@@ -1,0 +1,60 @@
+// Prepended to every sdspeed program, before the generated tensor accessors.
+// Helpers the accessor macros (runtime/tensor_access.cpp) expand to.
+
+#define SD_CAT_(a, b) a##b
+#define SD_CAT(a, b) SD_CAT_(a, b)
+
+// floatN for N in {1, 2, 4, 8, 16}: SD_FLOATN(4) -> float4, SD_FLOATN(1) -> float.
+#define SD_FLOAT_1 float
+#define SD_FLOAT_2 float2
+#define SD_FLOAT_4 float4
+#define SD_FLOAT_8 float8
+#define SD_FLOAT_16 float16
+#define SD_FLOATN(n) SD_CAT(SD_FLOAT_, n)
+
+// Vector loads/stores of n consecutive elements starting at pointer p. The f16 forms
+// use the core vload_half/vstore_half built-ins: half *storage* needs no cl_khr_fp16.
+#define SD_VLOAD_F32_1(p) (*(p))
+#define SD_VLOAD_F32_2(p) vload2(0, p)
+#define SD_VLOAD_F32_4(p) vload4(0, p)
+#define SD_VLOAD_F32_8(p) vload8(0, p)
+#define SD_VLOAD_F32_16(p) vload16(0, p)
+#define SD_VSTORE_F32_1(v, p) (*(p) = (v))
+#define SD_VSTORE_F32_2(v, p) vstore2(v, 0, p)
+#define SD_VSTORE_F32_4(v, p) vstore4(v, 0, p)
+#define SD_VSTORE_F32_8(v, p) vstore8(v, 0, p)
+#define SD_VSTORE_F32_16(v, p) vstore16(v, 0, p)
+#define SD_VLOAD_F16_1(p) vload_half(0, p)
+#define SD_VLOAD_F16_2(p) vload_half2(0, p)
+#define SD_VLOAD_F16_4(p) vload_half4(0, p)
+#define SD_VLOAD_F16_8(p) vload_half8(0, p)
+#define SD_VLOAD_F16_16(p) vload_half16(0, p)
+#define SD_VSTORE_F16_1(v, p) vstore_half_rte(v, 0, p)
+#define SD_VSTORE_F16_2(v, p) vstore_half2_rte(v, 0, p)
+#define SD_VSTORE_F16_4(v, p) vstore_half4_rte(v, 0, p)
+#define SD_VSTORE_F16_8(v, p) vstore_half8_rte(v, 0, p)
+#define SD_VSTORE_F16_16(v, p) vstore_half16_rte(v, 0, p)
+
+// Element i of a float4 with a run-time i.
+inline float sd_lane(float4 v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
+
+// Zero the lanes of a slice past the tensor's last channel (NC4HW4 padding).
+inline float4 sd_mask_pad(float4 v, int s, int C) {
+  int valid = C - 4 * s;
+  if (valid < 4) {
+    if (valid < 4) v.w = 0.0f;
+    if (valid < 3) v.z = 0.0f;
+    if (valid < 2) v.y = 0.0f;
+  }
+  return v;
+}
+
+__constant sampler_t sd_sampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
+
+// Horizontal sums of floatN, one name per width (OpenCL C has no overloading).
+inline float sd_hsum1(float v) { return v; }
+inline float sd_hsum2(float2 v) { return v.s0 + v.s1; }
+inline float sd_hsum4(float4 v) { return (v.s0 + v.s1) + (v.s2 + v.s3); }
+inline float sd_hsum8(float8 v) { return sd_hsum4(v.lo + v.hi); }
+inline float sd_hsum16(float16 v) { return sd_hsum8(v.lo + v.hi); }
+#define SD_HSUM(n) SD_CAT(sd_hsum, n)

@@ -1,0 +1,183 @@
+#include "kernels/family.h"
+
+#include <sstream>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+
+int ParamPoint::operator[](const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw Error("parameter '" + name + "' is not set in point " + text());
+  return it->second;
+}
+
+std::string ParamPoint::text() const {
+  std::string s;
+  for (const auto& [k, v] : values_) s += (s.empty() ? "" : ",") + k + "=" + std::to_string(v);
+  return s;
+}
+
+const ParamDef* VariantDef::param(const std::string& n) const {
+  for (const auto& p : params)
+    if (p.name == n) return &p;
+  return nullptr;
+}
+
+ParamPoint VariantDef::defaults() const {
+  std::map<std::string, int> v;
+  for (const auto& p : params) v[p.name] = p.values.front();
+  return ParamPoint(v);
+}
+
+std::vector<ParamPoint> VariantDef::space() const {
+  std::vector<ParamPoint> out;
+  std::map<std::string, int> cur;
+  std::function<void(size_t)> walk = [&](size_t i) {
+    if (i == params.size()) {
+      ParamPoint p(cur);
+      if (violatedConstraint(p).empty()) out.push_back(p);
+      return;
+    }
+    for (int v : params[i].values) {
+      cur[params[i].name] = v;
+      walk(i + 1);
+    }
+  };
+  walk(0);
+  return out;
+}
+
+ParamPoint VariantDef::parsePoint(const std::string& text) const {
+  std::map<std::string, int> v = defaults().values();
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    auto eq = item.find('=');
+    if (eq == std::string::npos)
+      throw Error("bad parameter '" + item + "' for variant " + name + " (want NAME=VALUE)");
+    std::string key = item.substr(0, eq);
+    const ParamDef* def = param(key);
+    if (!def) {
+      std::string known;
+      for (const auto& p : params) known += (known.empty() ? "" : ", ") + p.name;
+      throw Error("unknown parameter '" + key + "' for variant " + name + " (known: " + known + ")");
+    }
+    int value = 0;
+    try {
+      size_t used = 0;
+      value = std::stoi(item.substr(eq + 1), &used);
+      if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
+    } catch (const std::exception&) {
+      throw Error("bad value in '" + item + "' for variant " + name);
+    }
+    bool listed = false;
+    for (int x : def->values) listed |= x == value;
+    if (!listed) {
+      std::string vals;
+      for (int x : def->values) vals += (vals.empty() ? "" : ", ") + std::to_string(x);
+      throw Error("value " + std::to_string(value) + " of " + key + " is not one of {" + vals +
+                  "} for variant " + name);
+    }
+    v[key] = value;
+  }
+  ParamPoint p(v);
+  if (std::string bad = violatedConstraint(p); !bad.empty())
+    throw Error("impossible parameters " + p.text() + " for variant " + name + ": violates " + bad);
+  return p;
+}
+
+std::string VariantDef::violatedConstraint(const ParamPoint& p) const {
+  for (const auto& c : constraints)
+    if (!c.holds(p)) return c.description;
+  return {};
+}
+
+std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceInfo& dev) const {
+  if (workGroupSize) {
+    size_t wg = workGroupSize(p);
+    if (wg > dev.maxWorkGroupSize)
+      return "work-group of " + std::to_string(wg) + " exceeds the device maximum " +
+             std::to_string(dev.maxWorkGroupSize);
+  }
+  if (localMemBytes) {
+    size_t lm = localMemBytes(p);
+    if (lm > dev.localMemBytes)
+      return std::to_string(lm) + " bytes of local memory exceed the device's " +
+             std::to_string(dev.localMemBytes);
+  }
+  return {};
+}
+
+std::string Family::unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
+                                      const StorageFormat& f, const DeviceInfo& dev) const {
+  if (std::string bad = v.violatedConstraint(p); !bad.empty()) return "violates " + bad;
+  if (std::string why = v.deviceLimitReason(p, dev); !why.empty()) return why;
+  const auto sl = slots();
+  const auto sh = shapes(prob);
+  for (size_t i = 0; i < sl.size(); ++i) {
+    TensorDesc d{sh[i], sl[i].activation ? f : StorageFormat{}};
+    if (std::string why = d.unsupportedReason(dev); !why.empty()) return sl[i].name + ": " + why;
+  }
+  return {};
+}
+
+size_t Family::minBytes(const Problem& prob, const StorageFormat& f) const {
+  const auto sl = slots();
+  const auto sh = shapes(prob);
+  size_t total = 0;
+  for (size_t i = 0; i < sl.size(); ++i) {
+    TensorDesc d{sh[i], sl[i].activation ? f : StorageFormat{}};
+    total += static_cast<size_t>(d.shape.elements()) * d.elementBytes();
+  }
+  return total;
+}
+
+const VariantDef& Family::variant(const std::string& n) const {
+  for (const auto& v : variants())
+    if (v.name == n) return v;
+  std::string known;
+  for (const auto& v : variants()) known += (known.empty() ? "" : ", ") + v.name;
+  throw Error("unknown variant '" + n + "' of " + name() + " (known: " + known + ")");
+}
+
+std::string Family::sourceText(const Context& ctx) const { return ctx.sources().get(sourcePath()); }
+
+std::string Family::programSource(const Context& ctx, const ParamPoint& p, const StorageFormat& f,
+                                  int vec) const {
+  std::ostringstream s;
+  s << "// sdspeed program: family " << name() << ", params " << p.text() << ", storage "
+    << f.name() << "\n";
+  s << ctx.sources().get("common/prelude.cl") << "\n";
+  for (const auto& [k, v] : p.values()) s << "#define " << k << " " << v << "\n";
+  const StorageFormat paramFormat{DType::F32, Storage::Buffer, Layout::NCHW};
+  for (const auto& slot : slots())
+    s << tensorAccessors(slot.name, slot.activation ? f : paramFormat, slot.access, vec);
+  s << "\n" << sourceText(ctx);
+  return s.str();
+}
+
+cl_program Family::buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                const StorageFormat& f, int vec) const {
+  std::string label = name() + "." + v.name + " [" + p.text() + "] " + f.name();
+  // No fast-math: accuracy is what the harness checks, and the references assume IEEE float.
+  return ctx.programs().get(label, programSource(ctx, p, f, vec), "-cl-std=CL1.2");
+}
+
+ClEvent enqueueLaunch(cl_command_queue q, const Launch& l) {
+  cl_event ev = nullptr;
+  cl_int err = clEnqueueNDRangeKernel(q, l.kernel, static_cast<cl_uint>(l.dims), nullptr, l.global,
+                                      l.local, 0, nullptr, &ev);
+  if (err != CL_SUCCESS) {
+    std::ostringstream d;
+    d << "global " << l.global[0] << "x" << l.global[1] << "x" << l.global[2] << ", local "
+      << l.local[0] << "x" << l.local[1] << "x" << l.local[2];
+    throw ClError("clEnqueueNDRangeKernel", err, d.str());
+  }
+  return ClEvent(ev);
+}
+
+size_t roundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+}  // namespace sdspeed

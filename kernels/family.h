@@ -1,0 +1,168 @@
+// A kernel family declared as data (after CLBlast's tuner): named variants, each
+// with named integer parameters and their value lists, constraints as predicates
+// over named parameters, and rules for work-group size and local memory that are
+// checked against the device. Parameters become #defines in the family's one
+// kernel source; shapes and op attributes are kernel arguments, so one program
+// serves every shape.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/cl_error.h"
+#include "runtime/context.h"
+#include "runtime/tensor.h"
+#include "runtime/tensor_access.h"
+
+namespace sdspeed {
+
+struct ParamDef {
+  std::string name;         // also the #define name, e.g. "WG"
+  std::vector<int> values;  // the first value is the default
+  std::string help;
+};
+
+// Values for every parameter of one variant.
+class ParamPoint {
+ public:
+  ParamPoint() = default;
+  explicit ParamPoint(std::map<std::string, int> values) : values_(std::move(values)) {}
+  int operator[](const std::string& name) const;  // throws Error on an unknown name
+  const std::map<std::string, int>& values() const { return values_; }
+  std::string text() const;  // "VEC=4,WG=256" (sorted, stable)
+  bool operator==(const ParamPoint&) const = default;
+
+ private:
+  std::map<std::string, int> values_;
+};
+
+struct Constraint {
+  std::string description;  // shown when a point violates it, e.g. "VEC*CACHE <= 64"
+  std::function<bool(const ParamPoint&)> holds;
+};
+
+struct VariantDef {
+  std::string name;  // e.g. "one_pass"
+  std::string summary;
+  std::vector<ParamDef> params;
+  std::vector<Constraint> constraints;
+  // Largest work-group the point launches, and local memory per work-group.
+  std::function<size_t(const ParamPoint&)> workGroupSize;
+  std::function<size_t(const ParamPoint&)> localMemBytes;
+
+  const ParamDef* param(const std::string& name) const;
+  ParamPoint defaults() const;
+  // Every point of the Cartesian product that satisfies the constraints.
+  std::vector<ParamPoint> space() const;
+  // Parses "WG=256,VEC=4" over the defaults; throws Error for an unknown parameter,
+  // a value outside its list, or a point violating a constraint (naming it).
+  ParamPoint parsePoint(const std::string& text) const;
+  // Empty if the point satisfies every constraint, else the first violated one.
+  std::string violatedConstraint(const ParamPoint& p) const;
+  // Empty if the device can run the point (work-group size, local memory).
+  std::string deviceLimitReason(const ParamPoint& p, const DeviceInfo& dev) const;
+};
+
+// A tensor the op reads or writes. Activations use the run's StorageFormat;
+// parameters (weights, biases) are always f32 buffers in NCHW.
+struct TensorSlot {
+  std::string name;
+  Access access;
+  bool activation;
+};
+
+// Host data for one tensor of an op, logical NCHW.
+struct HostTensor {
+  Shape shape;
+  std::vector<float> data;
+};
+
+// Per op and precision: an element passes if |out - ref| <= atol + rtol * |ref|,
+// and the whole output must have ||out - ref|| / ||ref|| <= relL2.
+struct Tolerance {
+  double atol = 0, rtol = 0, relL2 = 0;
+};
+
+// One problem of a family: the op's attributes and shape, with a stable text form.
+struct Problem {
+  virtual ~Problem() = default;
+  virtual std::string text() const = 0;
+};
+using ProblemPtr = std::shared_ptr<const Problem>;
+
+// A kernel launch: entry point, global and local sizes (dims = 1..3).
+struct Launch {
+  cl_kernel kernel = nullptr;
+  int dims = 1;
+  size_t global[3] = {1, 1, 1};
+  size_t local[3] = {1, 1, 1};
+};
+
+// A family with its program built for one (variant, point, format): binds tensors
+// and enqueues the op's kernels, returning one event per kernel.
+class PreparedOp {
+ public:
+  virtual ~PreparedOp() = default;
+  // tensors: in the order of Family::slots(); the written ones are outputs.
+  virtual std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& tensors) = 0;
+  virtual size_t scratchBytes() const { return 0; }
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+  virtual std::string name() const = 0;
+  virtual std::string sourcePath() const = 0;  // under kernels/, e.g. "groupnorm/groupnorm.cl"
+  virtual const std::vector<VariantDef>& variants() const = 0;
+  virtual std::vector<TensorSlot> slots() const = 0;
+
+  // Problems for checking: quick (CI) or full (adds the big shapes).
+  virtual std::vector<ProblemPtr> checkProblems(bool full) const = 0;
+  // Shapes of every slot for a problem (same order as slots()).
+  virtual std::vector<Shape> shapes(const Problem& p) const = 0;
+  // Fresh random inputs for every read slot (written slots get empty data).
+  virtual std::vector<HostTensor> makeInputs(const Problem& p, std::mt19937_64& rng) const = 0;
+  // The ground truth in double for the written slot, from the (storage-rounded) inputs.
+  virtual std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const = 0;
+  virtual Tolerance tolerance(DType dtype) const = 0;
+  // A problem from the command line: a shape and NAME=VALUE attributes; throws Error
+  // naming an unknown or bad attribute.
+  virtual ProblemPtr makeProblem(const Shape& shape,
+                                 const std::map<std::string, std::string>& attrs) const = 0;
+  // The fewest bytes the op must move (each input read once, output written once),
+  // for GB/s: counted from the op's definition, not from what a variant does.
+  virtual size_t minBytes(const Problem& p, const StorageFormat& f) const;
+
+  // Empty if the variant handles this problem in this format on this device, else why
+  // not (constraints and device limits included).
+  virtual std::string unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
+                                        const StorageFormat& f, const DeviceInfo& dev) const;
+  // Builds (or fetches from the cache) the program and creates the kernels.
+  virtual std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                              const Problem& prob, const StorageFormat& f) const = 0;
+
+  const VariantDef& variant(const std::string& name) const;  // throws Error if unknown
+  // The kernel source this family is built from (overridable for tests).
+  virtual std::string sourceText(const Context& ctx) const;
+  // Full program text: prelude, parameter #defines, tensor accessors, family source.
+  std::string programSource(const Context& ctx, const ParamPoint& p, const StorageFormat& f,
+                            int vec) const;
+  // Builds the program for a point; label names it in errors and dumps.
+  cl_program buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                          const StorageFormat& f, int vec) const;
+};
+
+// Enqueues one launch with profiling; returns its event.
+ClEvent enqueueLaunch(cl_command_queue q, const Launch& l);
+// Sets a plain (by-value) kernel argument.
+template <typename T>
+void setArg(cl_kernel k, int index, const T& value) {
+  clCheck(clSetKernelArg(k, index, sizeof(T), &value), "clSetKernelArg");
+}
+size_t roundUp(size_t x, size_t multiple);
+
+}  // namespace sdspeed

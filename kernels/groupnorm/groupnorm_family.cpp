@@ -1,0 +1,278 @@
+#include "kernels/groupnorm/groupnorm_family.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+constexpr int kFlagSilu = 1, kFlagResidual = 2;  // GN_SILU, GN_RESIDUAL in groupnorm.cl
+
+const GroupNormProblem& asGroupNorm(const Problem& p) {
+  auto* g = dynamic_cast<const GroupNormProblem*>(&p);
+  if (!g) throw Error("groupnorm given a problem of another family: " + p.text());
+  return *g;
+}
+
+VariantDef twoPass() {
+  VariantDef v;
+  v.name = "two_pass";
+  v.summary = "statistics kernel (SPLIT work-groups per group) + per-slice normalize kernel";
+  v.params = {
+      {"WG", {256, 64, 128, 512, 1024}, "work-group size of the statistics kernel"},
+      {"VEC", {4, 1, 2, 8}, "hw positions per vector load in the statistics kernel"},
+      {"SPLIT", {8, 1, 2, 4, 16, 32, 64}, "work-groups sharing one group's statistics"},
+      {"NWG", {128, 64, 256, 512}, "work-group size of the normalize kernel"},
+  };
+  v.constraints = {
+      // A work-group must have an item for each of the 4 lanes it prepares stats for.
+      {"NWG >= 4", [](const ParamPoint& p) { return p["NWG"] >= 4; }},
+  };
+  v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(std::max(p["WG"], p["NWG"])); };
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 4 + 32; };
+  return v;
+}
+
+VariantDef onePass() {
+  VariantDef v;
+  v.name = "one_pass";
+  v.summary = "one work-group per (batch, group): statistics and normalization in one kernel";
+  v.params = {
+      {"WG", {256, 64, 128, 512, 1024}, "work-group size"},
+      {"VEC", {4, 1, 2, 8}, "hw positions per vector load"},
+      {"CACHE", {8, 0, 1, 2, 4, 10, 16}, "VEC-vectors per item kept in registers (0: re-read x)"},
+  };
+  v.constraints = {
+      // More than 64 cached floats per work-item spills registers on every GPU we target.
+      {"VEC * CACHE <= 64", [](const ParamPoint& p) { return p["VEC"] * p["CACHE"] <= 64; }},
+  };
+  v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 4; };
+  return v;
+}
+
+std::string formatEps(double eps) {
+  std::ostringstream s;
+  s << eps;
+  return s.str();
+}
+
+class GroupNormOp : public PreparedOp {
+ public:
+  GroupNormOp(Context& ctx, const GroupNormFamily& fam, const VariantDef& v, const ParamPoint& p,
+              const GroupNormProblem& prob, const StorageFormat& f)
+      : ctx_(ctx), prob_(prob), point_(p), twoPass_(v.name == "two_pass") {
+    cl_program program = fam.buildProgram(ctx, v, p, f, p["VEC"]);
+    const Shape& s = prob.shape;
+    flags_ = (prob.attrs.silu ? kFlagSilu : 0) | (prob.attrs.residual ? kFlagResidual : 0);
+    if (twoPass_) {
+      stats_ = ctx.createKernel(program, "gn_stats");
+      normalize_ = ctx.createKernel(program, "gn_normalize");
+      const size_t split = p["SPLIT"], wg = p["WG"], nwg = p["NWG"];
+      scratchBytes_ = static_cast<size_t>(s.n * prob.attrs.groups) * split * 2 * sizeof(float);
+      partials_ = ctx.createBuffer(scratchBytes_);
+      launches_.push_back({stats_.get(), 2, {split * wg, static_cast<size_t>(s.n * prob.attrs.groups), 1}, {wg, 1, 1}});
+      launches_.push_back({normalize_.get(), 3,
+                           {roundUp(static_cast<size_t>(s.hw()), nwg), static_cast<size_t>(s.slices()),
+                            static_cast<size_t>(s.n)},
+                           {nwg, 1, 1}});
+    } else {
+      onePass_ = ctx.createKernel(program, "gn_one_pass");
+      const size_t wg = p["WG"];
+      launches_.push_back({onePass_.get(), 2, {wg, static_cast<size_t>(s.n * prob.attrs.groups), 1}, {wg, 1, 1}});
+    }
+  }
+
+  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    // Slots: x, gamma, beta, res, y.
+    const cl_int G = prob_.attrs.groups;
+    const cl_float eps = static_cast<cl_float>(prob_.attrs.eps);
+    std::vector<ClEvent> events;
+    if (twoPass_) {
+      int i = t[0]->setArgs(stats_.get(), 0);
+      setArg(stats_.get(), i++, G);
+      cl_mem part = partials_.get();
+      setArg(stats_.get(), i++, part);
+      cl_kernel k = normalize_.get();
+      i = 0;
+      for (int slot = 0; slot < 5; ++slot) i = t[slot]->setArgs(k, i);
+      setArg(k, i++, G);
+      setArg(k, i++, eps);
+      setArg(k, i++, flags_);
+      setArg(k, i++, part);
+    } else {
+      cl_kernel k = onePass_.get();
+      int i = 0;
+      for (int slot = 0; slot < 5; ++slot) i = t[slot]->setArgs(k, i);
+      setArg(k, i++, G);
+      setArg(k, i++, eps);
+      setArg(k, i++, flags_);
+    }
+    for (const auto& l : launches_) events.push_back(enqueueLaunch(ctx_.queue(), l));
+    return events;
+  }
+
+  size_t scratchBytes() const override { return scratchBytes_; }
+
+ private:
+  Context& ctx_;
+  GroupNormProblem prob_;
+  ParamPoint point_;
+  bool twoPass_;
+  cl_int flags_ = 0;
+  ClKernel stats_, normalize_, onePass_;
+  ClMem partials_;
+  size_t scratchBytes_ = 0;
+  std::vector<Launch> launches_;
+};
+
+}  // namespace
+
+std::string GroupNormProblem::text() const {
+  std::string t = "groupnorm " + shape.text() + " g=" + std::to_string(attrs.groups) +
+                  " eps=" + formatEps(attrs.eps);
+  if (attrs.silu) t += " +silu";
+  if (attrs.residual) t += " +residual";
+  if (inputMean != 0.0f) t += " mean=" + formatEps(inputMean);
+  return t;
+}
+
+ProblemPtr GroupNormFamily::problem(Shape s, int groups, double eps, bool silu, bool residual,
+                                    float inputMean) {
+  if (groups <= 0 || s.c % groups != 0)
+    throw Error("groupnorm: C=" + std::to_string(s.c) + " is not divisible by G=" + std::to_string(groups));
+  auto p = std::make_shared<GroupNormProblem>();
+  p->shape = s;
+  p->attrs = {groups, eps, silu, residual};
+  p->inputMean = inputMean;
+  return p;
+}
+
+GroupNormFamily::GroupNormFamily() : variants_{twoPass(), onePass()} {}
+
+std::vector<TensorSlot> GroupNormFamily::slots() const {
+  return {{"x", Access::Read, true},
+          {"gamma", Access::Read, false},
+          {"beta", Access::Read, false},
+          {"res", Access::Read, true},
+          {"y", Access::Write, true}};
+}
+
+std::vector<ProblemPtr> GroupNormFamily::checkProblems(bool full) const {
+  std::vector<ProblemPtr> out = {
+      // Odd shapes: C not a multiple of 4, H*W not a multiple of any work-group or VEC.
+      problem({1, 6, 5, 7}, 3, 1e-5, false, false),
+      problem({2, 12, 9, 9}, 12, 1e-5, true, false),     // one channel per group
+      problem({1, 10, 3, 11}, 5, 1e-6, true, true),      // C % 4 == 2, fused residual
+      problem({1, 32, 16, 16}, 8, 1e-5, false, false, 1000.0f),  // large mean: no cancellation
+      // Stable Diffusion 1.5 shapes small enough for CI.
+      problem({2, 1280, 8, 8}, 32, 1e-5, true, false),
+      problem({2, 640, 16, 16}, 32, 1e-5, false, true),
+      problem({2, 320, 64, 64}, 32, 1e-5, true, false),
+  };
+  if (!full) return out;
+  // Every other GroupNorm of SD 1.5 at 512x512: UNet (batch 2, eps 1e-5) ...
+  const int64_t unet[][2] = {{320, 32}, {640, 32}, {640, 64}, {960, 32}, {960, 64}, {1280, 16},
+                             {1280, 32}, {1920, 16}, {1920, 32}, {2560, 8}, {2560, 16}};
+  for (auto [c, h] : unet) out.push_back(problem({2, c, h, h}, 32, 1e-5, true, false));
+  // ... and the VAE decoder (batch 1, eps 1e-6), up to 512x512.
+  const int64_t vae[][2] = {{512, 64}, {512, 128}, {512, 256}, {256, 256}, {256, 512}, {128, 512}};
+  for (auto [c, h] : vae) out.push_back(problem({1, c, h, h}, 32, 1e-6, true, false));
+  return out;
+}
+
+std::vector<Shape> GroupNormFamily::shapes(const Problem& p) const {
+  const Shape& s = asGroupNorm(p).shape;
+  const Shape vec{1, s.c, 1, 1};
+  return {s, vec, vec, s, s};
+}
+
+std::vector<HostTensor> GroupNormFamily::makeInputs(const Problem& p, std::mt19937_64& rng) const {
+  const auto& gp = asGroupNorm(p);
+  const Shape& s = gp.shape;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  std::vector<HostTensor> in = {{s, {}}, {{1, s.c, 1, 1}, {}}, {{1, s.c, 1, 1}, {}}, {s, {}}, {s, {}}};
+  // x: per-channel mean in [-2, 2] (+ the problem's offset) and scale in [0.5, 2], so
+  // groups differ and a kernel mixing them up is caught.
+  in[0].data.resize(static_cast<size_t>(s.elements()));
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c) {
+      const float mean = gp.inputMean + 4.0f * uni(rng) - 2.0f, scale = 0.5f + 1.5f * uni(rng);
+      for (int64_t i = 0; i < s.hw(); ++i)
+        in[0].data[static_cast<size_t>((n * s.c + c) * s.hw() + i)] = mean + scale * normal(rng);
+    }
+  for (int64_t c = 0; c < s.c; ++c) {
+    in[1].data.push_back(1.0f + 0.3f * normal(rng));
+    in[2].data.push_back(0.5f * normal(rng));
+  }
+  in[3].data.resize(static_cast<size_t>(s.elements()));
+  for (auto& v : in[3].data) v = normal(rng);
+  return in;
+}
+
+std::vector<double> GroupNormFamily::reference(const Problem& p, const std::vector<HostTensor>& in) const {
+  const auto& gp = asGroupNorm(p);
+  return groupNormReference(gp.shape, gp.attrs, in[0].data, in[1].data, in[2].data, in[3].data);
+}
+
+Tolerance GroupNormFamily::tolerance(DType dtype) const {
+  if (dtype == DType::F32) {
+    // Outputs are O(1) (normalized, then gamma ~ 1 +- 0.3, beta ~ 0.5). Float sums over
+    // up to 1M elements per group leave mean and rstd with relative errors near 1e-5;
+    // with |z| up to ~5 that is ~5e-5 absolute. A mean near 1000 is itself rounded to
+    // 6e-5. 2e-4 bounds both with margin, and is still 10x under what a wrong eps
+    // (x100) or the E[x^2]-E[x]^2 formula at mean 1000 produces.
+    return {2e-4, 2e-4, 2e-5};
+  }
+  // f16 storage: inputs are rounded before the reference sees them, so the error is
+  // the output's rounding to half (2^-11 = 4.9e-4 relative) plus float arithmetic.
+  return {1e-3, 1e-3, 1e-3};
+}
+
+ProblemPtr GroupNormFamily::makeProblem(const Shape& shape,
+                                        const std::map<std::string, std::string>& attrs) const {
+  int groups = 32;
+  double eps = 1e-5;
+  bool silu = false, residual = false;
+  for (const auto& [k, v] : attrs) {
+    try {
+      size_t used = 0;
+      if (k == "g") groups = std::stoi(v, &used);
+      else if (k == "eps") eps = std::stod(v, &used);
+      else if (k == "silu") silu = std::stoi(v, &used) != 0;
+      else if (k == "residual") residual = std::stoi(v, &used) != 0;
+      else throw Error("unknown groupnorm attribute '" + k + "' (known: g, eps, silu, residual)");
+      if (used != v.size()) throw std::invalid_argument(v);
+    } catch (const std::logic_error&) {
+      throw Error("bad value '" + v + "' for groupnorm attribute " + k);
+    }
+  }
+  if (eps <= 0) throw Error("groupnorm eps must be positive");
+  return problem(shape, groups, eps, silu, residual);
+}
+
+size_t GroupNormFamily::minBytes(const Problem& p, const StorageFormat& f) const {
+  const auto& gp = asGroupNorm(p);
+  const size_t act = static_cast<size_t>(gp.shape.elements()) * (f.dtype == DType::F32 ? 4 : 2);
+  // x read, y written, residual read if fused, gamma and beta read (f32).
+  return act * (gp.attrs.residual ? 3 : 2) + 2 * sizeof(float) * static_cast<size_t>(gp.shape.c);
+}
+
+std::string GroupNormFamily::unsupportedReason(const VariantDef& v, const ParamPoint& p,
+                                               const Problem& prob, const StorageFormat& f,
+                                               const DeviceInfo& dev) const {
+  if (std::string why = Family::unsupportedReason(v, p, prob, f, dev); !why.empty()) return why;
+  if (v.name == "one_pass" && f.storage == Storage::Image2D)
+    return "one_pass stores single channels and an image2d texel holds four (use two_pass)";
+  return {};
+}
+
+std::unique_ptr<PreparedOp> GroupNormFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                                     const Problem& prob, const StorageFormat& f) const {
+  return std::make_unique<GroupNormOp>(ctx, *this, v, p, asGroupNorm(prob), f);
+}
+
+}  // namespace sdspeed

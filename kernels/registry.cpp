@@ -1,0 +1,26 @@
+#include "kernels/registry.h"
+
+#include "kernels/groupnorm/groupnorm_family.h"
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+
+const std::vector<std::unique_ptr<Family>>& allFamilies() {
+  static const std::vector<std::unique_ptr<Family>> families = [] {
+    std::vector<std::unique_ptr<Family>> f;
+    f.push_back(std::make_unique<GroupNormFamily>());
+    return f;
+  }();
+  return families;
+}
+
+const Family& findFamily(const std::string& name) {
+  std::string known;
+  for (const auto& f : allFamilies()) {
+    if (f->name() == name) return *f;
+    known += (known.empty() ? "" : ", ") + f->name();
+  }
+  throw Error("unknown op '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,37 @@
+// OpenCL error handling: every failing OpenCL call becomes a ClError that names
+// the call and the error code by name, e.g. "clBuildProgram: CL_BUILD_PROGRAM_FAILURE (-11)".
+#pragma once
+
+#include <CL/cl.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace sdspeed {
+
+// Base class of every error sdspeed reports to a user: the CLI prints what() as one line.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// "CL_OUT_OF_RESOURCES" for -5; "CL_UNKNOWN_ERROR(-1234)" for codes no spec names.
+std::string clErrorName(cl_int code);
+
+class ClError : public Error {
+ public:
+  ClError(std::string call, cl_int code, const std::string& detail = {});
+  const std::string& call() const { return call_; }
+  cl_int code() const { return code_; }
+
+ private:
+  std::string call_;
+  cl_int code_;
+};
+
+// Throws ClError(call, code) unless code == CL_SUCCESS.
+inline void clCheck(cl_int code, const char* call) {
+  if (code != CL_SUCCESS) throw ClError(call, code);
+}
+
+}  // namespace sdspeed

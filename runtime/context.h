@@ -1,0 +1,51 @@
+// One device in use: its OpenCL context, a profiling command queue, the program
+// cache and the kernel sources. Memory helpers turn every failure into ClError
+// naming the call.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "runtime/cl_handle.h"
+#include "runtime/device.h"
+#include "runtime/kernel_sources.h"
+#include "runtime/program_cache.h"
+
+namespace sdspeed {
+
+struct ContextOptions {
+  std::string kernelDir;  // empty: embedded sources
+  std::string cacheDir = ProgramCache::defaultCacheDir();  // empty: no disk cache
+};
+
+class Context {
+ public:
+  explicit Context(const DeviceInfo& device, const ContextOptions& options = {});
+
+  const DeviceInfo& device() const { return device_; }
+  cl_context handle() const { return context_.get(); }
+  cl_command_queue queue() const { return queue_.get(); }
+  ProgramCache& programs() { return *programs_; }
+  const KernelSources& sources() const { return sources_; }
+
+  ClKernel createKernel(cl_program program, const std::string& name);
+  ClMem createBuffer(size_t bytes, cl_mem_flags flags = CL_MEM_READ_WRITE);
+  // RGBA image of float (CL_FLOAT) or half (CL_HALF_FLOAT) channels.
+  ClMem createImage2D(size_t width, size_t height, cl_channel_type type,
+                      cl_mem_flags flags = CL_MEM_READ_WRITE);
+
+  void writeBuffer(cl_mem buf, const void* data, size_t bytes, size_t offset = 0);
+  void readBuffer(cl_mem buf, void* data, size_t bytes, size_t offset = 0);
+  void writeImage(cl_mem img, const void* data, size_t width, size_t height);
+  void readImage(cl_mem img, void* data, size_t width, size_t height);
+  void finish();
+
+ private:
+  DeviceInfo device_;
+  KernelSources sources_;
+  ClContext context_;
+  ClQueue queue_;
+  std::unique_ptr<ProgramCache> programs_;
+};
+
+}  // namespace sdspeed

@@ -1,0 +1,23 @@
+#include "runtime/kernel_sources.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+
+std::string KernelSources::get(const std::string& path) const {
+  if (dir_.empty()) {
+    for (const auto& s : embeddedKernelSources())
+      if (s.path == path) return s.text;
+    throw Error("no embedded kernel source '" + path + "'");
+  }
+  std::ifstream in(dir_ + "/" + path, std::ios::binary);
+  if (!in) throw Error("cannot read kernel source '" + dir_ + "/" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace sdspeed

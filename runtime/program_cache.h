@@ -1,0 +1,62 @@
+// Programs are built from full source text (the #define parameters are part of the
+// text) plus build options, and cached twice: in memory for the process, and on disk
+// as device binaries keyed by device + driver + source + options, so a re-run of the
+// same sweep does not compile again. A build failure throws with the compiler log.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/cl_handle.h"
+#include "runtime/device.h"
+
+namespace sdspeed {
+
+struct ProgramRecord {  // what `check --dump-kernels` writes
+  std::string label;    // e.g. "groupnorm.one_pass"
+  std::string key;      // cache key (hex)
+  std::string source;
+  std::string options;
+};
+
+struct ProgramCacheStats {
+  int memoryHits = 0;
+  int diskHits = 0;
+  int builds = 0;
+};
+
+class ProgramCache {
+ public:
+  // cacheDir empty: no disk cache.
+  ProgramCache(cl_context ctx, const DeviceInfo& dev, std::string cacheDir);
+
+  // Thread-safe; builds may run concurrently from several threads.
+  cl_program get(const std::string& label, const std::string& source, const std::string& options);
+
+  std::string keyFor(const std::string& source, const std::string& options) const;
+  const std::string& cacheDir() const { return dir_; }
+  ProgramCacheStats stats() const;
+  std::vector<ProgramRecord> records() const;
+
+  // $SDSPEED_CACHE_DIR, else $XDG_CACHE_HOME/sdspeed, else ~/.cache/sdspeed.
+  static std::string defaultCacheDir();
+
+ private:
+  ClProgram buildFromSource(const std::string& label, const std::string& source,
+                            const std::string& options);
+  ClProgram loadBinary(const std::string& path, const std::string& options);
+  void storeBinary(cl_program program, const std::string& path);
+  std::string buildLog(cl_program program) const;
+
+  cl_context ctx_;
+  DeviceInfo dev_;
+  std::string dir_;
+  mutable std::mutex mu_;
+  std::map<std::string, ClProgram> programs_;
+  std::vector<ProgramRecord> records_;
+  ProgramCacheStats stats_;
+};
+
+}  // namespace sdspeed

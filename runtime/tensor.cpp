@@ -1,0 +1,142 @@
+#include "runtime/tensor.h"
+
+#include <Eigen/Core>  // Eigen::half: IEEE binary16 with round-to-nearest-even
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+void storeElement(const TensorDesc& d, uint8_t* base, size_t i, float v) {
+  if (d.format.dtype == DType::F32) {
+    std::memcpy(base + 4 * i, &v, 4);
+  } else {
+    uint16_t bits = Eigen::numext::bit_cast<uint16_t>(Eigen::half(v));
+    std::memcpy(base + 2 * i, &bits, 2);
+  }
+}
+
+float loadElement(const TensorDesc& d, const uint8_t* base, size_t i) {
+  if (d.format.dtype == DType::F32) {
+    float v;
+    std::memcpy(&v, base + 4 * i, 4);
+    return v;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, base + 2 * i, 2);
+  return static_cast<float>(Eigen::numext::bit_cast<Eigen::half>(bits));
+}
+
+void checkSize(const TensorDesc& d, size_t n) {
+  if (n != static_cast<size_t>(d.shape.elements()))
+    throw Error("tensor " + d.shape.text() + " needs " + std::to_string(d.shape.elements()) +
+                " values, got " + std::to_string(n));
+}
+
+}  // namespace
+
+std::vector<uint8_t> packTensor(const TensorDesc& d, const std::vector<float>& nchw) {
+  checkSize(d, nchw.size());
+  std::vector<uint8_t> out(d.bytes(), 0);  // padding lanes stay zero
+  const Shape& s = d.shape;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t hw = 0; hw < s.hw(); ++hw)
+        storeElement(d, out.data(), d.physicalIndex(n, c, hw), nchw[((n * s.c) + c) * s.hw() + hw]);
+  return out;
+}
+
+std::vector<float> physicalToFloats(const TensorDesc& d, const std::vector<uint8_t>& bytes) {
+  std::vector<float> out(d.physicalElements());
+  for (size_t i = 0; i < out.size(); ++i) out[i] = loadElement(d, bytes.data(), i);
+  return out;
+}
+
+std::vector<float> unpackTensor(const TensorDesc& d, const std::vector<uint8_t>& bytes) {
+  if (bytes.size() < d.bytes()) throw Error("tensor data for " + d.text() + " is short");
+  const Shape& s = d.shape;
+  std::vector<float> out(static_cast<size_t>(s.elements()));
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t hw = 0; hw < s.hw(); ++hw)
+        out[((n * s.c) + c) * s.hw() + hw] = loadElement(d, bytes.data(), d.physicalIndex(n, c, hw));
+  return out;
+}
+
+std::vector<size_t> paddingIndices(const TensorDesc& d) {
+  std::vector<size_t> out;
+  if (d.format.layout != Layout::NC4HW4 || d.shape.c % 4 == 0) return out;
+  const Shape& s = d.shape;
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = s.c; c < s.slices() * 4; ++c)
+      for (int64_t hw = 0; hw < s.hw(); ++hw) out.push_back(d.physicalIndex(n, c, hw));
+  return out;
+}
+
+DeviceTensor::DeviceTensor(Context& ctx, const TensorDesc& desc, bool withCanary)
+    : ctx_(&ctx), desc_(desc), canary_(withCanary && desc.format.storage == Storage::Buffer) {
+  if (std::string why = desc_.unsupportedReason(ctx.device()); !why.empty()) throw Error(why);
+  if (desc_.format.storage == Storage::Buffer) {
+    mem_ = ctx.createBuffer(desc_.bytes() + (canary_ ? kCanaryBytes : 0));
+  } else {
+    mem_ = ctx.createImage2D(desc_.imageWidth(), desc_.imageHeight(),
+                             desc_.format.dtype == DType::F32 ? CL_FLOAT : CL_HALF_FLOAT);
+  }
+}
+
+void DeviceTensor::writeBytes(const std::vector<uint8_t>& bytes) {
+  if (desc_.format.storage == Storage::Buffer)
+    ctx_->writeBuffer(mem_.get(), bytes.data(), bytes.size());
+  else
+    ctx_->writeImage(mem_.get(), bytes.data(), desc_.imageWidth(), desc_.imageHeight());
+}
+
+void DeviceTensor::upload(const std::vector<float>& nchw) { writeBytes(packTensor(desc_, nchw)); }
+
+std::vector<uint8_t> DeviceTensor::downloadBytes() const {
+  std::vector<uint8_t> bytes(desc_.bytes());
+  if (desc_.format.storage == Storage::Buffer)
+    ctx_->readBuffer(mem_.get(), bytes.data(), bytes.size());
+  else
+    ctx_->readImage(mem_.get(), bytes.data(), desc_.imageWidth(), desc_.imageHeight());
+  return bytes;
+}
+
+std::vector<float> DeviceTensor::download() const { return unpackTensor(desc_, downloadBytes()); }
+
+void DeviceTensor::poison() {
+  std::vector<uint8_t> bytes(desc_.bytes());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (size_t i = 0; i < desc_.physicalElements(); ++i) storeElement(desc_, bytes.data(), i, nan);
+  writeBytes(bytes);
+}
+
+void DeviceTensor::writeCanary() {
+  if (!canary_) return;
+  std::vector<uint8_t> c(kCanaryBytes, kCanaryByte);
+  ctx_->writeBuffer(mem_.get(), c.data(), c.size(), desc_.bytes());
+}
+
+bool DeviceTensor::canaryIntact() const {
+  if (!canary_) return true;
+  std::vector<uint8_t> c(kCanaryBytes);
+  ctx_->readBuffer(mem_.get(), c.data(), c.size(), desc_.bytes());
+  for (uint8_t b : c)
+    if (b != kCanaryByte) return false;
+  return true;
+}
+
+int DeviceTensor::setArgs(cl_kernel kernel, int index) const {
+  cl_mem m = mem_.get();
+  cl_int dims[3] = {static_cast<cl_int>(desc_.shape.c), static_cast<cl_int>(desc_.shape.hw()),
+                    static_cast<cl_int>(desc_.shape.w)};
+  clCheck(clSetKernelArg(kernel, index, sizeof(cl_mem), &m), "clSetKernelArg");
+  for (int i = 0; i < 3; ++i)
+    clCheck(clSetKernelArg(kernel, index + 1 + i, sizeof(cl_int), &dims[i]), "clSetKernelArg");
+  return index + 4;
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,84 @@
+#include "runtime/tensor_desc.h"
+
+#include <charconv>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+
+std::string Shape::text() const {
+  return std::to_string(n) + "x" + std::to_string(c) + "x" + std::to_string(h) + "x" +
+         std::to_string(w);
+}
+
+Shape parseShape(const std::string& text) {
+  int64_t v[4];
+  const char* p = text.data();
+  const char* end = p + text.size();
+  for (int i = 0; i < 4; ++i) {
+    auto r = std::from_chars(p, end, v[i]);
+    if (r.ec != std::errc() || v[i] <= 0) throw Error("bad shape '" + text + "' (want NxCxHxW)");
+    p = r.ptr;
+    if (i < 3) {
+      if (p == end || *p != 'x') throw Error("bad shape '" + text + "' (want NxCxHxW)");
+      ++p;
+    }
+  }
+  if (p != end) throw Error("bad shape '" + text + "' (want NxCxHxW)");
+  return {v[0], v[1], v[2], v[3]};
+}
+
+std::string StorageFormat::name() const {
+  std::string s = dtype == DType::F32 ? "f32" : "f16";
+  s += storage == Storage::Buffer ? ".buffer" : ".image2d";
+  s += layout == Layout::NCHW ? ".nchw" : ".nc4hw4";
+  return s;
+}
+
+StorageFormat StorageFormat::parse(const std::string& text) {
+  for (const auto& f : all())
+    if (f.name() == text) return f;
+  if (text.find("image2d.nchw") != std::string::npos)
+    throw Error("storage format '" + text + "' is impossible: image2d storage is always nc4hw4");
+  throw Error("unknown storage format '" + text +
+              "' (want dtype.storage.layout, e.g. f32.buffer.nchw, f16.image2d.nc4hw4)");
+}
+
+std::vector<StorageFormat> StorageFormat::all() {
+  std::vector<StorageFormat> out;
+  for (DType d : {DType::F32, DType::F16}) {
+    out.push_back({d, Storage::Buffer, Layout::NCHW});
+    out.push_back({d, Storage::Buffer, Layout::NC4HW4});
+    out.push_back({d, Storage::Image2D, Layout::NC4HW4});
+  }
+  return out;
+}
+
+size_t TensorDesc::physicalElements() const {
+  if (format.layout == Layout::NCHW) return static_cast<size_t>(shape.elements());
+  return static_cast<size_t>(shape.n * shape.slices() * shape.hw() * 4);
+}
+
+size_t TensorDesc::physicalIndex(int64_t n, int64_t c, int64_t hw) const {
+  if (format.layout == Layout::NCHW) return static_cast<size_t>((n * shape.c + c) * shape.hw() + hw);
+  return static_cast<size_t>(((n * shape.slices() + c / 4) * shape.hw() + hw) * 4 + c % 4);
+}
+
+std::string TensorDesc::unsupportedReason(const DeviceInfo& dev) const {
+  if (format.storage == Storage::Buffer) {
+    if (bytes() > dev.maxAllocBytes)
+      return "tensor " + shape.text() + " needs " + std::to_string(bytes()) +
+             " bytes, over the device's max allocation of " + std::to_string(dev.maxAllocBytes);
+    return {};
+  }
+  if (!dev.imageSupport) return "device has no image support";
+  if (imageWidth() > dev.image2dMaxWidth || imageHeight() > dev.image2dMaxHeight)
+    return "image2d " + std::to_string(imageWidth()) + "x" + std::to_string(imageHeight()) +
+           " exceeds the device limit " + std::to_string(dev.image2dMaxWidth) + "x" +
+           std::to_string(dev.image2dMaxHeight);
+  return {};
+}
+
+std::string TensorDesc::text() const { return shape.text() + " " + format.name(); }
+
+}  // namespace sdspeed

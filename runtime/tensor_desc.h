@@ -1,0 +1,64 @@
+// Tensor virtualization (ML Drift): a logical tensor is always NCHW (token tensors
+// [B, S, C] are N=B, C, H=1, W=S), kept apart from how it is stored on the device.
+// A StorageFormat (dtype x storage x layout) is a property of the whole run, chosen
+// per device and recorded with every measurement; kernels reach their tensors only
+// through accessor macros generated from the descriptor (tensor_access.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+
+namespace sdspeed {
+
+enum class DType { F32, F16 };          // F16 is storage only: kernels compute in float
+enum class Storage { Buffer, Image2D };
+enum class Layout { NCHW, NC4HW4 };     // NC4HW4 = [N][ceil(C/4)][H][W][4], pad lanes zero
+
+struct Shape {
+  int64_t n = 1, c = 1, h = 1, w = 1;
+  int64_t hw() const { return h * w; }
+  int64_t elements() const { return n * c * h * w; }
+  int64_t slices() const { return (c + 3) / 4; }
+  std::string text() const;  // "2x320x64x64"
+  bool operator==(const Shape&) const = default;
+};
+
+// Parses "2x320x64x64" (N x C x H x W); throws Error on anything else.
+Shape parseShape(const std::string& text);
+
+struct StorageFormat {
+  DType dtype = DType::F32;
+  Storage storage = Storage::Buffer;
+  Layout layout = Layout::NCHW;
+
+  std::string name() const;  // "f32.buffer.nchw", "f16.image2d.nc4hw4"
+  bool operator==(const StorageFormat&) const = default;
+  // Throws Error for unknown text or an impossible combination (an image is RGBA
+  // texels, so it is always NC4HW4).
+  static StorageFormat parse(const std::string& text);
+  // Every valid combination, in a stable order.
+  static std::vector<StorageFormat> all();
+};
+
+struct TensorDesc {
+  Shape shape;
+  StorageFormat format;
+
+  size_t elementBytes() const { return format.dtype == DType::F32 ? 4 : 2; }
+  // Elements the storage holds, padding lanes included.
+  size_t physicalElements() const;
+  size_t bytes() const { return physicalElements() * elementBytes(); }
+  // Image2D extents: width W, height N * ceil(C/4) * H (one texel = 4 channels).
+  size_t imageWidth() const { return static_cast<size_t>(shape.w); }
+  size_t imageHeight() const { return static_cast<size_t>(shape.n * shape.slices() * shape.h); }
+  // Physical element index of logical (n, c, h*W + w) for buffer storage.
+  size_t physicalIndex(int64_t n, int64_t c, int64_t hw) const;
+  // Empty when this device can hold the tensor, else why not (one line).
+  std::string unsupportedReason(const DeviceInfo& dev) const;
+  std::string text() const;  // "2x320x64x64 f32.buffer.nchw"
+};
+
+}  // namespace sdspeed

@@ -1,0 +1,69 @@
+#include "runtime/timing.h"
+
+#include <algorithm>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+
+double eventSpanNs(const std::vector<ClEvent>& events) {
+  if (events.empty()) throw Error("an op enqueued no kernels to time");
+  cl_ulong first = ~cl_ulong(0), last = 0;
+  for (const auto& e : events) {
+    cl_event ev = e.get();
+    clCheck(clWaitForEvents(1, &ev), "clWaitForEvents");
+    cl_int status = CL_COMPLETE;
+    clCheck(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr),
+            "clGetEventInfo");
+    if (status < 0) throw ClError("kernel execution", status);
+    cl_ulong start = 0, end = 0;
+    clCheck(clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr),
+            "clGetEventProfilingInfo");
+    clCheck(clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr),
+            "clGetEventProfilingInfo");
+    first = std::min(first, start);
+    last = std::max(last, end);
+  }
+  return last > first ? static_cast<double>(last - first) : 0.0;
+}
+
+TimingStats summarize(std::vector<double> samples) {
+  TimingStats s;
+  s.repeats = static_cast<int>(samples.size());
+  s.samplesMs = samples;
+  std::sort(samples.begin(), samples.end());
+  size_t n = samples.size();
+  s.minMs = samples.front();
+  s.maxMs = samples.back();
+  s.medianMs = n % 2 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return s;
+}
+
+int rotationsFor(const DeviceInfo& dev, size_t bytesPerRun, const TimingPolicy& policy) {
+  if (bytesPerRun == 0) return 1;
+  size_t want = 2 * dev.globalCacheBytes / bytesPerRun + 1;
+  size_t memCap = std::max<size_t>(1, dev.globalMemBytes / 4 / bytesPerRun);
+  return static_cast<int>(std::clamp<size_t>(want, 1, std::min<size_t>(policy.maxRotations, memCap)));
+}
+
+TimingStats timeOp(Context& ctx, int rotations,
+                   const std::function<std::vector<ClEvent>(int rotation)>& enqueue,
+                   const TimingPolicy& policy) {
+  rotations = std::max(1, rotations);
+  int r = 0;
+  for (int i = 0; i < policy.warmup; ++i) eventSpanNs(enqueue(r++ % rotations));
+  std::vector<double> samples;
+  double total = 0;
+  while (static_cast<int>(samples.size()) < policy.maxRepeats &&
+         (static_cast<int>(samples.size()) < policy.minRepeats || total < policy.minTotalMs)) {
+    double ms = eventSpanNs(enqueue(r++ % rotations)) * 1e-6;
+    samples.push_back(ms);
+    total += ms;
+  }
+  ctx.finish();
+  TimingStats s = summarize(std::move(samples));
+  s.rotations = rotations;
+  return s;
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,49 @@
+// How sdspeed times an op, defined once for every family, the tuner and benches:
+// an op's time is from the start of its first kernel to the end of its last
+// (device events, CL_QUEUE_PROFILING_ENABLE), the median over repeats after warm-up,
+// with the inputs rotated among enough copies that the working set exceeds the
+// device's last-level cache (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/cl_handle.h"
+#include "runtime/context.h"
+
+namespace sdspeed {
+
+struct TimingPolicy {
+  int warmup = 3;
+  int minRepeats = 10;
+  int maxRepeats = 500;
+  double minTotalMs = 50.0;  // keep repeating until this much device time was measured
+  int maxRotations = 64;     // cap on input copies (device memory)
+};
+
+struct TimingStats {
+  int repeats = 0;
+  int rotations = 1;
+  bool fitsInCache = false;  // the rotated working set still fits in the LLC
+  double medianMs = 0, minMs = 0, maxMs = 0;
+  std::vector<double> samplesMs;
+};
+
+// Nanoseconds from the earliest CL_PROFILING_COMMAND_START to the latest _END.
+double eventSpanNs(const std::vector<ClEvent>& events);
+
+// Median/min/max of samples (samples non-empty).
+TimingStats summarize(std::vector<double> samplesMs);
+
+// Copies of the op's inputs needed so that rotating through them touches more
+// than twice the device's last-level cache; at least 1, at most policy.maxRotations
+// and never more than a quarter of device memory.
+int rotationsFor(const DeviceInfo& dev, size_t bytesPerRun, const TimingPolicy& policy);
+
+// Runs enqueue(rotation) -> the op's kernel events, warm-up first, then repeats.
+TimingStats timeOp(Context& ctx, int rotations,
+                   const std::function<std::vector<ClEvent>(int rotation)>& enqueue,
+                   const TimingPolicy& policy = {});
+
+}  // namespace sdspeed
