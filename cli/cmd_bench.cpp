@@ -14,13 +14,14 @@ namespace sdspeed {
 int cmdBench(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "attrs", "variant", "storage", "params", "points", "seed", "csv",
-                  "min-ms", "warmup"});
+                  "min-ms", "warmup", "llc-mib"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
   if (args.has("help") || !args.has("op") || !args.has("shape")) {
     std::cout << "usage: sdspeed bench --op OP --shape NxCxHxW[,..] [--attrs K=V,..] [--variant V,..]\n"
                  "                     [--storage F,..] [--params K=V,..] [--points N|all] [--csv FILE]\n"
+                 "                     [--min-ms MS] [--warmup N] [--llc-mib MIB]\n"
                  "Times each variant (defaults + N sampled points, default 0; `all` sweeps the space)\n"
                  "with device events: median and min over repeats after warm-up, inputs rotated past\n"
                  "the last-level cache. Every timed point first passes the accuracy check.\n";
@@ -48,6 +49,7 @@ int cmdBench(const std::vector<std::string>& argv) {
   TimingPolicy policy;
   policy.minTotalMs = args.getInt("min-ms", 50);
   policy.warmup = args.getInt("warmup", 3);
+  policy.llcBytes = static_cast<uint64_t>(args.getInt("llc-mib", 0)) << 20;
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1234));
 
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));

@@ -107,6 +107,7 @@ std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceInfo&
       return std::to_string(lm) + " bytes of local memory exceed the device's " +
              std::to_string(dev.localMemBytes);
   }
+  if (deviceRule) return deviceRule(p, dev);
   return {};
 }
 
@@ -144,13 +145,14 @@ const VariantDef& Family::variant(const std::string& n) const {
 
 std::string Family::sourceText(const Context& ctx) const { return ctx.sources().get(sourcePath()); }
 
-std::string Family::programSource(const Context& ctx, const ParamPoint& p, const StorageFormat& f,
-                                  int vec) const {
+std::string Family::programSource(const Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                  const StorageFormat& f, int vec) const {
   std::ostringstream s;
   s << "// sdspeed program: family " << name() << ", params " << p.text() << ", storage "
     << f.name() << "\n";
   s << ctx.sources().get("common/prelude.cl") << "\n";
-  for (const auto& [k, v] : p.values()) s << "#define " << k << " " << v << "\n";
+  for (const auto& [k, x] : v.defines) s << "#define " << k << " " << x << "\n";
+  for (const auto& [k, x] : p.values()) s << "#define " << k << " " << x << "\n";
   const StorageFormat paramFormat{DType::F32, Storage::Buffer, Layout::NCHW};
   for (const auto& slot : slots())
     s << tensorAccessors(slot.name, slot.activation ? f : paramFormat, slot.access, vec);
@@ -162,7 +164,7 @@ cl_program Family::buildProgram(Context& ctx, const VariantDef& v, const ParamPo
                                 const StorageFormat& f, int vec) const {
   std::string label = name() + "." + v.name + " [" + p.text() + "] " + f.name();
   // No fast-math: accuracy is what the harness checks, and the references assume IEEE float.
-  return ctx.programs().get(label, programSource(ctx, p, f, vec), "-cl-std=CL1.2");
+  return ctx.programs().get(label, programSource(ctx, v, p, f, vec), "-cl-std=CL1.2");
 }
 
 ClEvent enqueueLaunch(cl_command_queue q, const Launch& l) {

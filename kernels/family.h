@@ -50,9 +50,13 @@ struct VariantDef {
   std::string summary;
   std::vector<ParamDef> params;
   std::vector<Constraint> constraints;
+  // Fixed #defines of the variant (not tuned), e.g. {"COOP", 1} selecting its kernels.
+  std::map<std::string, int> defines;
   // Largest work-group the point launches, and local memory per work-group.
   std::function<size_t(const ParamPoint&)> workGroupSize;
   std::function<size_t(const ParamPoint&)> localMemBytes;
+  // Optional: a reason this device cannot run the point at all (empty = fine).
+  std::function<std::string(const ParamPoint&, const DeviceInfo&)> deviceRule;
 
   const ParamDef* param(const std::string& name) const;
   ParamPoint defaults() const;
@@ -149,8 +153,8 @@ class Family {
   // The kernel source this family is built from (overridable for tests).
   virtual std::string sourceText(const Context& ctx) const;
   // Full program text: prelude, parameter #defines, tensor accessors, family source.
-  std::string programSource(const Context& ctx, const ParamPoint& p, const StorageFormat& f,
-                            int vec) const;
+  std::string programSource(const Context& ctx, const VariantDef& v, const ParamPoint& p,
+                            const StorageFormat& f, int vec) const;
   // Builds the program for a point; label names it in errors and dumps.
   cl_program buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
                           const StorageFormat& f, int vec) const;

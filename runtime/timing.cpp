@@ -41,7 +41,7 @@ TimingStats summarize(std::vector<double> samples) {
 
 int rotationsFor(const DeviceInfo& dev, size_t bytesPerRun, const TimingPolicy& policy) {
   if (bytesPerRun == 0) return 1;
-  size_t want = 2 * dev.globalCacheBytes / bytesPerRun + 1;
+  size_t want = 2 * policy.cacheBytes(dev) / bytesPerRun + 1;
   size_t memCap = std::max<size_t>(1, dev.globalMemBytes / 4 / bytesPerRun);
   return static_cast<int>(std::clamp<size_t>(want, 1, std::min<size_t>(policy.maxRotations, memCap)));
 }
@@ -51,14 +51,28 @@ TimingStats timeOp(Context& ctx, int rotations,
                    const TimingPolicy& policy) {
   rotations = std::max(1, rotations);
   int r = 0;
-  for (int i = 0; i < policy.warmup; ++i) eventSpanNs(enqueue(r++ % rotations));
+  for (int i = 0; i < policy.warmup; ++i) enqueue(r++ % rotations);
+  ctx.finish();
+  // Runs are enqueued in batches and read back afterwards, so the device works back
+  // to back as in a pipeline instead of idling (and clocking down) between runs.
   std::vector<double> samples;
   double total = 0;
-  while (static_cast<int>(samples.size()) < policy.maxRepeats &&
-         (static_cast<int>(samples.size()) < policy.minRepeats || total < policy.minTotalMs)) {
-    double ms = eventSpanNs(enqueue(r++ % rotations)) * 1e-6;
-    samples.push_back(ms);
-    total += ms;
+  int batch = std::max(1, policy.minRepeats);
+  while (static_cast<int>(samples.size()) < policy.maxRepeats) {
+    batch = std::min(batch, policy.maxRepeats - static_cast<int>(samples.size()));
+    std::vector<std::vector<ClEvent>> runs;
+    runs.reserve(static_cast<size_t>(batch));
+    for (int i = 0; i < batch; ++i) runs.push_back(enqueue(r++ % rotations));
+    clCheck(clFlush(ctx.queue()), "clFlush");
+    for (const auto& events : runs) {
+      double ms = eventSpanNs(events) * 1e-6;
+      samples.push_back(ms);
+      total += ms;
+    }
+    if (static_cast<int>(samples.size()) >= policy.minRepeats && total >= policy.minTotalMs) break;
+    // Size the next batch from the time per run seen so far.
+    const double perRun = std::max(total / samples.size(), 1e-4);
+    batch = std::clamp(static_cast<int>((policy.minTotalMs - total) / perRun) + 1, 1, 256);
   }
   ctx.finish();
   TimingStats s = summarize(std::move(samples));

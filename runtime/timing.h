@@ -20,6 +20,11 @@ struct TimingPolicy {
   int maxRepeats = 500;
   double minTotalMs = 50.0;  // keep repeating until this much device time was measured
   int maxRotations = 64;     // cap on input copies (device memory)
+  // Last-level cache size to rotate past; 0 = CL_DEVICE_GLOBAL_MEM_CACHE_SIZE. Some
+  // drivers report less than the real LLC (NVIDIA's OpenCL reports 4224 KiB on an H200,
+  // whose L2 is 60 MB), so `bench --llc-mib` can raise it.
+  uint64_t llcBytes = 0;
+  uint64_t cacheBytes(const DeviceInfo& dev) const { return llcBytes ? llcBytes : dev.globalCacheBytes; }
 };
 
 struct TimingStats {

@@ -35,7 +35,7 @@ Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, co
         args[r].push_back(sets[r].back().get());
       }
     m.timing = timeOp(ctx, rotations, [&](int r) { return op->enqueue(args[static_cast<size_t>(r)]); }, policy);
-    m.timing.fitsInCache = static_cast<uint64_t>(rotations) * setBytes <= ctx.device().globalCacheBytes;
+    m.timing.fitsInCache = static_cast<uint64_t>(rotations) * setBytes <= policy.cacheBytes(ctx.device());
   } catch (const Error& e) {
     m.check.status = Status::RunFailed;
     m.check.message = e.what();

@@ -24,19 +24,31 @@
 #define floatV SD_FLOATN(VEC)
 #define hsumV SD_HSUM(VEC)
 
-// Sum of v over the work-group (WG items, power of two); every item gets the total.
-inline float gn_reduce(float v, __local float* buf) {
+// Sum of v over the work-group (WG items); every item gets the total. A radix-8
+// tree: log8(WG) barriers instead of log2(WG), which matters for short kernels.
+// Within a level, item i reads buf[i + k * active] and writes only buf[i]; every
+// index another item reads is >= active, so reads and writes never overlap.
+inline float2 gn_reduce2(float2 v, __local float2* buf) {
   const int lid = get_local_id(0);
   buf[lid] = v;
   barrier(CLK_LOCAL_MEM_FENCE);
-  for (int off = WG / 2; off > 0; off >>= 1) {
-    if (lid < off) buf[lid] += buf[lid + off];
+  for (int n = WG; n > 1;) {
+    const int active = (n + 7) / 8;
+    if (lid < active) {
+      float2 t = buf[lid];
+      for (int k = 1; k < 8; ++k)
+        if (lid + k * active < n) t += buf[lid + k * active];
+      buf[lid] = t;
+    }
+    n = active;
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  const float total = buf[0];
+  const float2 total = buf[0];
   barrier(CLK_LOCAL_MEM_FENCE);  // buf is reused right after
   return total;
 }
+
+inline float gn_reduce(float v, __local float2* buf) { return gn_reduce2((float2)(v, 0.0f), buf).x; }
 
 // Sums of (x - K) and (x - K)^2 over this item's share of elements [first, end) of
 // group (n, g), walked with stride `stride` in VEC-vectors; tails (HW % VEC) by `tail_item`.
@@ -68,12 +80,12 @@ inline float gn_act(float v, int flags) { return (flags & GN_SILU) ? v / (1.0f +
 inline floatV gn_actV(floatV v, int flags) { return (flags & GN_SILU) ? v / (1.0f + exp(-v)) : v; }
 
 // ---------------------------------------------------------------- two_pass
-#ifdef SPLIT
+#if defined(SPLIT) && !defined(COOP)
 // Grid (SPLIT * WG, N * G): work-group (chunk, n*G+g) writes the shifted sums of its
 // share of group g to partials[(ng * SPLIT + chunk) * 2 + {0, 1}].
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gn_stats(x_PARAMS, const int G, __global float* partials) {
-  __local float red[WG];
+  __local float2 red[WG];
   const int chunk = get_group_id(0), ng = get_group_id(1);
   const int n = ng / G, g = ng % G, cpg = x_C / G, c0 = g * cpg;
   const float K = x_LOAD(n, c0, 0);
@@ -83,11 +95,10 @@ void gn_stats(x_PARAMS, const int G, __global float* partials) {
   const int lid = get_local_id(0);
   const float2 s = gn_shifted_sums(x_ARGS, n, c0, cpg, K, first + lid, end, WG,
                                    chunk == 0 ? lid : -1, WG);
-  const float t1 = gn_reduce(s.x, red);
-  const float t2 = gn_reduce(s.y, red);
+  const float2 t = gn_reduce2(s, red);
   if (lid == 0) {
-    partials[(ng * SPLIT + chunk) * 2] = t1;
-    partials[(ng * SPLIT + chunk) * 2 + 1] = t2;
+    partials[(ng * SPLIT + chunk) * 2] = t.x;
+    partials[(ng * SPLIT + chunk) * 2 + 1] = t.y;
   }
 }
 
@@ -137,7 +148,7 @@ void gn_normalize(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, con
 // ---------------------------------------------------------------- one_pass
 // One work-group per (n, g), grid (WG, N * G): statistics and normalization in one
 // kernel (the paper's "one GPU command"). It stores single channels, which an image
-// texel cannot take, so it exists for buffer storage only.
+// texel cannot take, so it exists for buffer storage only (as does split).
 #if defined(CACHE) && !y_IS_IMAGE
 // The work-group of the last group also writes the NC4HW4 padding lanes as zero.
 inline void gn_zero_padding(y_PARAMS, const int n, const int g, const int G) {
@@ -145,11 +156,13 @@ inline void gn_zero_padding(y_PARAMS, const int n, const int g, const int G) {
   const int pad = y_STORED_C - y_C;
   for (int j = get_local_id(0); j < pad * y_HW; j += WG) y_STORE(n, y_C + j / y_HW, j % y_HW, 0.0f);
 }
+#endif
 
+#if defined(CACHE) && !defined(COOP) && !y_IS_IMAGE
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const int G,
                  const float eps, const int flags) {
-  __local float red[WG];
+  __local float2 red[WG];
   const int ng = get_group_id(1), lid = get_local_id(0);
   const int n = ng / G, g = ng % G, cpg = x_C / G, c0 = g * cpg;
   const int hwv = x_HW / VEC, tail = x_HW - hwv * VEC, nvec = cpg * hwv;
@@ -193,9 +206,9 @@ void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, cons
   // Streaming: shifted sums, then a second read of x to normalize.
   const float K = x_LOAD(n, c0, 0);
   const float2 s = gn_shifted_sums(x_ARGS, n, c0, cpg, K, lid, nvec, WG, lid, WG);
-  const float t1 = gn_reduce(s.x, red), t2 = gn_reduce(s.y, red);
-  const float m = t1 / count;
-  const float rstd = rsqrt(max(t2 / count - m * m, 0.0f) + eps);
+  const float2 t = gn_reduce2(s, red);
+  const float m = t.x / count;
+  const float rstd = rsqrt(max(t.y / count - m * m, 0.0f) + eps);
   for (int j = lid; j < nvec; j += WG) {
     const int c = c0 + j / hwv, hw = (j % hwv) * VEC;
     floatV out = gn_actV(((x_LOADV(n, c, hw) - K) - m) * (gamma_LOAD(0, c, 0) * rstd) + beta_LOAD(0, c, 0), flags);
@@ -211,3 +224,107 @@ void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, cons
   gn_zero_padding(y_ARGS, n, g, G);
 }
 #endif  // CACHE
+
+// ---------------------------------------------------------------- split
+// SPLIT co-resident work-groups per (n, g), grid (SPLIT * WG, N * G), one kernel: each
+// work-group reduces its share of the group to shifted sums, publishes them, waits
+// for the group's other work-groups, then normalizes its share (still in registers
+// when it fits). This spreads a group over several compute units without a second
+// kernel launch. The wait is only safe when every work-group of the launch is
+// resident at once: the family's rules allow it on GPUs for grids no larger than the
+// device can hold, and a bounded spin turns any violation into NaN output (caught
+// by the accuracy gate) rather than a hang.
+// counters[ng] grows by SPLIT per launch (never reset); `target` is SPLIT times the
+// launch's sequence number, so no clearing command is needed between launches.
+#if defined(COOP) && !y_IS_IMAGE
+#define GN_MAX_SPINS (1 << 22)
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gn_split(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const int G,
+              const float eps, const int flags, __global int* counters,
+              __global float* partials, const int target) {
+  __local float2 red[WG];
+  __local int arrived;
+  const int chunk = get_group_id(0), ng = get_group_id(1), lid = get_local_id(0);
+  const int n = ng / G, g = ng % G, cpg = x_C / G, c0 = g * cpg;
+  const int hwv = x_HW / VEC, tail = x_HW - hwv * VEC, nvec = cpg * hwv;
+  const int per = (nvec + SPLIT - 1) / SPLIT;
+  const int first = chunk * per, end = min(nvec, first + per);
+  const float count = (float)(cpg * x_HW);
+  const float K = x_LOAD(n, c0, 0);
+  const bool cached = CACHE > 0 && tail == 0 && per <= WG * CACHE;
+#if CACHE > 0
+  floatV v[CACHE];
+#endif
+  float2 s = (float2)(0.0f);
+  if (cached) {
+#if CACHE > 0
+    floatV a1 = (floatV)(0.0f), a2 = (floatV)(0.0f);
+#pragma unroll
+    for (int k = 0; k < CACHE; ++k) {
+      const int j = first + lid + k * WG;
+      v[k] = (floatV)(0.0f);
+      if (j < end) v[k] = x_LOADV(n, c0 + j / hwv, (j % hwv) * VEC) - K;
+      a1 += v[k];
+      a2 += v[k] * v[k];
+    }
+    s = (float2)(hsumV(a1), hsumV(a2));
+#endif
+  } else {
+    s = gn_shifted_sums(x_ARGS, n, c0, cpg, K, first + lid, end, WG, chunk == 0 ? lid : -1, WG);
+  }
+  const float2 mine = gn_reduce2(s, red);
+  if (lid == 0) {
+    // Publish through atomics (performed at the device-wide coherence point), fence,
+    // then count this work-group in; read the others' sums the same way.
+    atomic_xchg((volatile __global float*)&partials[(ng * SPLIT + chunk) * 2], mine.x);
+    atomic_xchg((volatile __global float*)&partials[(ng * SPLIT + chunk) * 2 + 1], mine.y);
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    atomic_inc(&counters[ng]);
+    int spins = 0;
+    while (atomic_add(&counters[ng], 0) - target < 0 && ++spins < GN_MAX_SPINS) {
+    }
+    mem_fence(CLK_GLOBAL_MEM_FENCE);
+    float2 all = (float2)(0.0f);
+    for (int k = 0; k < SPLIT; ++k) {
+      all.x += as_float(atomic_or((volatile __global int*)&partials[(ng * SPLIT + k) * 2], 0));
+      all.y += as_float(atomic_or((volatile __global int*)&partials[(ng * SPLIT + k) * 2 + 1], 0));
+    }
+    red[0] = all;
+    arrived = spins < GN_MAX_SPINS;
+  }
+  barrier(CLK_LOCAL_MEM_FENCE);
+  const float2 t = red[0];
+  const float m = t.x / count;
+  const float rstd = arrived ? rsqrt(max(t.y / count - m * m, 0.0f) + eps) : NAN;
+  if (cached) {
+#if CACHE > 0
+#pragma unroll
+    for (int k = 0; k < CACHE; ++k) {
+      const int j = first + lid + k * WG;
+      if (j < end) {
+        const int c = c0 + j / hwv, hw = (j % hwv) * VEC;
+        floatV out = gn_actV((v[k] - m) * (gamma_LOAD(0, c, 0) * rstd) + beta_LOAD(0, c, 0), flags);
+        if (flags & GN_RESIDUAL) out += res_LOADV(n, c, hw);
+        y_STOREV(n, c, hw, out);
+      }
+    }
+#endif
+  } else {
+    for (int j = first + lid; j < end; j += WG) {
+      const int c = c0 + j / hwv, hw = (j % hwv) * VEC;
+      floatV out = gn_actV(((x_LOADV(n, c, hw) - K) - m) * (gamma_LOAD(0, c, 0) * rstd) + beta_LOAD(0, c, 0), flags);
+      if (flags & GN_RESIDUAL) out += res_LOADV(n, c, hw);
+      y_STOREV(n, c, hw, out);
+    }
+    if (chunk == 0) {
+      for (int j = lid; j < cpg * tail; j += WG) {
+        const int c = c0 + j / tail, hw = hwv * VEC + j % tail;
+        float out = gn_act(((x_LOAD(n, c, hw) - K) - m) * (gamma_LOAD(0, c, 0) * rstd) + beta_LOAD(0, c, 0), flags);
+        if (flags & GN_RESIDUAL) out += res_LOAD(n, c, hw);
+        y_STORE(n, c, hw, out);
+      }
+    }
+  }
+  if (chunk == 0) gn_zero_padding(y_ARGS, n, g, G);
+}
+#endif  // COOP

@@ -53,6 +53,33 @@ VariantDef onePass() {
   return v;
 }
 
+VariantDef split() {
+  VariantDef v;
+  v.name = "split";
+  v.summary = "SPLIT co-resident work-groups per group exchange statistics inside one kernel";
+  v.defines = {{"COOP", 1}};
+  v.params = {
+      {"WG", {1024, 128, 256, 512}, "work-group size"},
+      {"VEC", {4, 1, 2}, "hw positions per vector load"},
+      {"SPLIT", {2, 1, 3, 4, 8}, "work-groups per group"},
+      {"CACHE", {4, 0, 1, 2, 8}, "VEC-vectors per item kept in registers (0: re-read x)"},
+  };
+  v.constraints = {
+      {"VEC * CACHE <= 64", [](const ParamPoint& p) { return p["VEC"] * p["CACHE"] <= 64; }},
+  };
+  v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 8 + 8; };
+  // Work-groups wait for each other, so all of a group's must run at once. CPU
+  // runtimes (PoCL) may run work-groups one after another on a thread, so there only
+  // SPLIT=1 (no waiting on others) is allowed; it still runs the exchange code in CI.
+  v.deviceRule = [](const ParamPoint& p, const DeviceInfo& dev) -> std::string {
+    if (p["SPLIT"] > 1 && !dev.isGpu())
+      return "SPLIT > 1 needs co-resident work-groups, which only GPUs are assumed to give";
+    return {};
+  };
+  return v;
+}
+
 std::string formatEps(double eps) {
   std::ostringstream s;
   s << eps;
@@ -63,7 +90,7 @@ class GroupNormOp : public PreparedOp {
  public:
   GroupNormOp(Context& ctx, const GroupNormFamily& fam, const VariantDef& v, const ParamPoint& p,
               const GroupNormProblem& prob, const StorageFormat& f)
-      : ctx_(ctx), prob_(prob), point_(p), twoPass_(v.name == "two_pass") {
+      : ctx_(ctx), prob_(prob), point_(p), twoPass_(v.name == "two_pass"), split_(v.name == "split") {
     cl_program program = fam.buildProgram(ctx, v, p, f, p["VEC"]);
     const Shape& s = prob.shape;
     flags_ = (prob.attrs.silu ? kFlagSilu : 0) | (prob.attrs.residual ? kFlagResidual : 0);
@@ -78,6 +105,16 @@ class GroupNormOp : public PreparedOp {
                            {roundUp(static_cast<size_t>(s.hw()), nwg), static_cast<size_t>(s.slices()),
                             static_cast<size_t>(s.n)},
                            {nwg, 1, 1}});
+    } else if (split_) {
+      onePass_ = ctx.createKernel(program, "gn_split");
+      const size_t wg = p["WG"], parts = p["SPLIT"], groups = static_cast<size_t>(s.n * prob.attrs.groups);
+      counters_ = ctx.createBuffer(groups * sizeof(cl_int));
+      std::vector<cl_int> zeros(groups, 0);
+      ctx.writeBuffer(counters_.get(), zeros.data(), zeros.size() * sizeof(cl_int));
+      scratchBytes_ = groups * parts * 2 * sizeof(float);
+      partials_ = ctx.createBuffer(scratchBytes_);
+      scratchBytes_ += groups * sizeof(cl_int);
+      launches_.push_back({onePass_.get(), 2, {parts * wg, groups, 1}, {wg, 1, 1}});
     } else {
       onePass_ = ctx.createKernel(program, "gn_one_pass");
       const size_t wg = p["WG"];
@@ -109,6 +146,13 @@ class GroupNormOp : public PreparedOp {
       setArg(k, i++, G);
       setArg(k, i++, eps);
       setArg(k, i++, flags_);
+      if (split_) {
+        // The counters grow by SPLIT per launch; wait for this launch's total.
+        ++sequence_;
+        setArg(k, i++, counters_.get());
+        setArg(k, i++, partials_.get());
+        setArg(k, i++, static_cast<cl_int>(sequence_ * point_["SPLIT"]));
+      }
     }
     for (const auto& l : launches_) events.push_back(enqueueLaunch(ctx_.queue(), l));
     return events;
@@ -120,10 +164,11 @@ class GroupNormOp : public PreparedOp {
   Context& ctx_;
   GroupNormProblem prob_;
   ParamPoint point_;
-  bool twoPass_;
+  bool twoPass_, split_;
   cl_int flags_ = 0;
+  int64_t sequence_ = 0;
   ClKernel stats_, normalize_, onePass_;
-  ClMem partials_;
+  ClMem partials_, counters_;
   size_t scratchBytes_ = 0;
   std::vector<Launch> launches_;
 };
@@ -150,7 +195,7 @@ ProblemPtr GroupNormFamily::problem(Shape s, int groups, double eps, bool silu, 
   return p;
 }
 
-GroupNormFamily::GroupNormFamily() : variants_{twoPass(), onePass()} {}
+GroupNormFamily::GroupNormFamily() : variants_{twoPass(), onePass(), split()} {}
 
 std::vector<TensorSlot> GroupNormFamily::slots() const {
   return {{"x", Access::Read, true},
@@ -265,8 +310,19 @@ std::string GroupNormFamily::unsupportedReason(const VariantDef& v, const ParamP
                                                const Problem& prob, const StorageFormat& f,
                                                const DeviceInfo& dev) const {
   if (std::string why = Family::unsupportedReason(v, p, prob, f, dev); !why.empty()) return why;
-  if (v.name == "one_pass" && f.storage == Storage::Image2D)
-    return "one_pass stores single channels and an image2d texel holds four (use two_pass)";
+  if (v.name != "two_pass" && f.storage == Storage::Image2D)
+    return v.name + " stores single channels and an image2d texel holds four (use two_pass)";
+  if (v.name == "split" && dev.isGpu()) {
+    // Every work-group of the launch must be resident at once. Assume a compute unit
+    // holds 1024 work-items' worth of work-groups (true of every GPU we target at the
+    // register use of this kernel); the bounded spin catches a wrong assumption.
+    const auto& gp = asGroupNorm(prob);
+    const int64_t wgs = gp.shape.n * gp.attrs.groups * p["SPLIT"];
+    const int64_t resident = static_cast<int64_t>(dev.computeUnits) * std::max(1, 1024 / p["WG"]);
+    if (wgs > resident)
+      return std::to_string(wgs) + " work-groups exceed the " + std::to_string(resident) +
+             " this device is assumed to hold at once";
+  }
   return {};
 }
 

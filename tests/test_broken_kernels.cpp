@@ -1,0 +1,124 @@
+// The harness must be able to fail: a GroupNorm kernel with deliberate bugs (tests/
+// data/groupnorm_broken.cl) runs through the same checkCase as the real kernels,
+// with the real GroupNorm problems, inputs, reference and tolerances. The correct
+// build (BUG=0) must pass; each bug must be caught, and caught for the right reason.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "kernels/groupnorm/groupnorm_family.h"
+#include "tuning/check.h"
+
+namespace sdspeed {
+namespace {
+
+class BrokenGroupNorm : public GroupNormFamily {
+ public:
+  BrokenGroupNorm() {
+    VariantDef v;
+    v.name = "plain";
+    v.summary = "one work-group per group, with a BUG switch";
+    v.params = {{"WG", {64}, "work-group size"}, {"BUG", {0, 1, 2, 3}, "which bug"}};
+    v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
+    variants_ = {v};
+  }
+  std::string name() const override { return "groupnorm_broken"; }
+  std::string sourceText(const Context&) const override {
+    std::ifstream in(std::string(SDSPEED_TEST_DATA) + "/groupnorm_broken.cl");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (ss.str().empty()) throw Error("cannot read groupnorm_broken.cl");
+    return ss.str();
+  }
+  std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                      const Problem& prob, const StorageFormat& f) const override {
+    return std::make_unique<Op>(ctx, buildProgram(ctx, v, p, f, 1), p["WG"],
+                                dynamic_cast<const GroupNormProblem&>(prob));
+  }
+
+ private:
+  struct Op : PreparedOp {
+    Op(Context& c, cl_program program, int wg, const GroupNormProblem& prob)
+        : ctx(c), kernel(c.createKernel(program, "gn_plain")), wg(wg), prob(prob) {}
+    std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+      int i = 0;
+      for (auto* tensor : t) i = tensor->setArgs(kernel.get(), i);
+      setArg(kernel.get(), i++, static_cast<cl_int>(prob.attrs.groups));
+      setArg(kernel.get(), i++, static_cast<cl_float>(prob.attrs.eps));
+      setArg(kernel.get(), i++, static_cast<cl_int>((prob.attrs.silu ? 1 : 0) | (prob.attrs.residual ? 2 : 0)));
+      Launch l{kernel.get(), 2, {static_cast<size_t>(wg), static_cast<size_t>(prob.shape.n * prob.attrs.groups), 1},
+               {static_cast<size_t>(wg), 1, 1}};
+      std::vector<ClEvent> ev;
+      ev.push_back(enqueueLaunch(ctx.queue(), l));
+      return ev;
+    }
+    Context& ctx;
+    ClKernel kernel;
+    int wg;
+    GroupNormProblem prob;
+  };
+};
+
+struct Outcome {
+  int ok = 0, inaccurate = 0, unwritten = 0, overTolerance = 0, canary = 0, other = 0;
+};
+
+Outcome runBug(int bug, const StorageFormat& f) {
+  static Context ctx(selectDevice(listDevices(), ""), ContextOptions{});
+  BrokenGroupNorm fam;
+  const VariantDef& v = fam.variants().front();
+  const ParamPoint p = v.parsePoint("BUG=" + std::to_string(bug));
+  Outcome o;
+  uint64_t seed = 99;
+  for (const auto& prob : fam.checkProblems(false)) {
+    CheckResult r = checkCase(ctx, fam, v, p, *prob, f, ++seed);
+    if (r.status == Status::Ok) ++o.ok;
+    else if (r.status == Status::Inaccurate) ++o.inaccurate;
+    else ADD_FAILURE() << statusName(r.status) << ": " << r.message, ++o.other;
+    o.unwritten += r.cmp.nonFinite > 0;
+    o.overTolerance += r.cmp.overTolerance > 0;
+    o.canary += !r.canaryIntact;
+  }
+  return o;
+}
+
+class BrokenKernels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BrokenKernels, CorrectBuildPasses) {
+  Outcome o = runBug(0, StorageFormat::parse(GetParam()));
+  EXPECT_GT(o.ok, 0);
+  EXPECT_EQ(o.inaccurate, 0);
+}
+
+TEST_P(BrokenKernels, SkippedTailIsCaughtAsUnwritten) {
+  Outcome o = runBug(1, StorageFormat::parse(GetParam()));
+  EXPECT_GT(o.inaccurate, 0);
+  EXPECT_GT(o.unwritten, 0);  // the poisoned NaNs survive where the tail was skipped
+}
+
+TEST_P(BrokenKernels, WrongEpsIsCaughtAsInaccurate) {
+  Outcome o = runBug(2, StorageFormat::parse(GetParam()));
+  EXPECT_GT(o.overTolerance, 0);
+  // In f32 every problem's output moves past tolerance; f16 output rounding can hide
+  // the shift on the smallest-variance-effect problems.
+  if (GetParam().rfind("f32", 0) == 0) {
+    EXPECT_EQ(o.ok, 0);
+  }
+}
+
+TEST_P(BrokenKernels, WritePastTheEndIsCaughtByTheCanary) {
+  Outcome o = runBug(3, StorageFormat::parse(GetParam()));
+  EXPECT_GT(o.canary, 0);
+  EXPECT_EQ(o.canary, o.inaccurate);
+}
+
+INSTANTIATE_TEST_SUITE_P(Storage, BrokenKernels, ::testing::Values("f32.buffer.nchw", "f16.buffer.nchw"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s) c = c == '.' ? '_' : c;
+                           return s;
+                         });
+
+}  // namespace
+}  // namespace sdspeed
