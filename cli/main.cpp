@@ -33,8 +33,7 @@ int main(int argc, char** argv) {
     if (verb == "devices") return sdspeed::cmdDevices(args);
     if (verb == "check") return sdspeed::cmdCheck(args);
     if (verb == "bench") return sdspeed::cmdBench(args);
-    std::cerr << "sdspeed: unknown verb '" << verb << "'\n";
-    usage(std::cerr);
+    std::cerr << "sdspeed: error: unknown verb '" << verb << "' (see sdspeed --help)\n";
     return 2;
   } catch (const std::exception& e) {
     // One line naming the problem; the compiler log of a failed build follows it.

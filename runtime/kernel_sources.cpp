@@ -7,6 +7,11 @@
 
 namespace sdspeed {
 
+KernelSources::KernelSources(std::string directory) : dir_(std::move(directory)) {
+  std::ifstream probe(dir_ + "/common/prelude.cl");
+  if (!probe) throw Error("--kernel-dir '" + dir_ + "' is not a kernel tree (no common/prelude.cl in it)");
+}
+
 std::string KernelSources::get(const std::string& path) const {
   if (dir_.empty()) {
     for (const auto& s : embeddedKernelSources())

@@ -18,7 +18,8 @@ const std::vector<EmbeddedSource>& embeddedKernelSources();
 class KernelSources {
  public:
   KernelSources() = default;  // embedded sources
-  explicit KernelSources(std::string directory) : dir_(std::move(directory)) {}
+  // Throws Error when the directory holds no kernel tree (no common/prelude.cl).
+  explicit KernelSources(std::string directory);
   // Text of kernels/<path>; throws Error naming the path when it does not exist.
   std::string get(const std::string& path) const;
   const std::string& directory() const { return dir_; }

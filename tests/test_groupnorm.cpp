@@ -19,6 +19,10 @@ struct Case {
   StorageFormat format;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.family->name() << "." << c.variant->name << " [" << c.point.text() << "] " << c.format.name();
+}
+
 const DeviceInfo& testDevice() {
   static const DeviceInfo dev = selectDevice(listDevices(), "");
   return dev;

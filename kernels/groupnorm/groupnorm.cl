@@ -173,12 +173,19 @@ void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, cons
     // are kept shifted by K so a large mean does not cost the sum its precision.
     const float K = x_LOAD(n, c0, 0);
     floatV v[CACHE];
+    float ga[CACHE], be[CACHE];  // gamma, beta fetched with x: off the critical path
     floatV acc = (floatV)(0.0f);
 #pragma unroll
     for (int k = 0; k < CACHE; ++k) {
       const int j = lid + k * WG;
       v[k] = (floatV)(0.0f);
-      if (j < nvec) v[k] = x_LOADV(n, c0 + j / hwv, (j % hwv) * VEC) - K;
+      ga[k] = be[k] = 0.0f;
+      if (j < nvec) {
+        const int c = c0 + j / hwv;
+        v[k] = x_LOADV(n, c, (j % hwv) * VEC) - K;
+        ga[k] = gamma_LOAD(0, c, 0);
+        be[k] = beta_LOAD(0, c, 0);
+      }
       acc += v[k];
     }
     const float mean = gn_reduce(hsumV(acc), red) / count;  // of x - K
@@ -194,7 +201,7 @@ void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, cons
       const int j = lid + k * WG;
       if (j < nvec) {
         const int c = c0 + j / hwv, hw = (j % hwv) * VEC;
-        floatV out = gn_actV((v[k] - mean) * (gamma_LOAD(0, c, 0) * rstd) + beta_LOAD(0, c, 0), flags);
+        floatV out = gn_actV((v[k] - mean) * (ga[k] * rstd) + be[k], flags);
         if (flags & GN_RESIDUAL) out += res_LOADV(n, c, hw);
         y_STOREV(n, c, hw, out);
       }
@@ -243,6 +250,7 @@ void gn_split(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const i
               const float eps, const int flags, __global int* counters,
               __global float* partials, const int target) {
   __local float2 red[WG];
+  __local float sums[2 * SPLIT];
   __local int arrived;
   const int chunk = get_group_id(0), ng = get_group_id(1), lid = get_local_id(0);
   const int n = ng / G, g = ng % G, cpg = x_C / G, c0 = g * cpg;
@@ -254,6 +262,7 @@ void gn_split(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const i
   const bool cached = CACHE > 0 && tail == 0 && per <= WG * CACHE;
 #if CACHE > 0
   floatV v[CACHE];
+  float ga[CACHE], be[CACHE];  // gamma, beta fetched with x: off the critical path
 #endif
   float2 s = (float2)(0.0f);
   if (cached) {
@@ -263,7 +272,13 @@ void gn_split(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const i
     for (int k = 0; k < CACHE; ++k) {
       const int j = first + lid + k * WG;
       v[k] = (floatV)(0.0f);
-      if (j < end) v[k] = x_LOADV(n, c0 + j / hwv, (j % hwv) * VEC) - K;
+      ga[k] = be[k] = 0.0f;
+      if (j < end) {
+        const int c = c0 + j / hwv;
+        v[k] = x_LOADV(n, c, (j % hwv) * VEC) - K;
+        ga[k] = gamma_LOAD(0, c, 0);
+        be[k] = beta_LOAD(0, c, 0);
+      }
       a1 += v[k];
       a2 += v[k] * v[k];
     }
@@ -275,7 +290,7 @@ void gn_split(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const i
   const float2 mine = gn_reduce2(s, red);
   if (lid == 0) {
     // Publish through atomics (performed at the device-wide coherence point), fence,
-    // then count this work-group in; read the others' sums the same way.
+    // then count this work-group in and wait for the rest of the group.
     atomic_xchg((volatile __global float*)&partials[(ng * SPLIT + chunk) * 2], mine.x);
     atomic_xchg((volatile __global float*)&partials[(ng * SPLIT + chunk) * 2 + 1], mine.y);
     mem_fence(CLK_GLOBAL_MEM_FENCE);
@@ -283,17 +298,15 @@ void gn_split(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const i
     int spins = 0;
     while (atomic_add(&counters[ng], 0) - target < 0 && ++spins < GN_MAX_SPINS) {
     }
-    mem_fence(CLK_GLOBAL_MEM_FENCE);
-    float2 all = (float2)(0.0f);
-    for (int k = 0; k < SPLIT; ++k) {
-      all.x += as_float(atomic_or((volatile __global int*)&partials[(ng * SPLIT + k) * 2], 0));
-      all.y += as_float(atomic_or((volatile __global int*)&partials[(ng * SPLIT + k) * 2 + 1], 0));
-    }
-    red[0] = all;
     arrived = spins < GN_MAX_SPINS;
   }
+  barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+  // All 2 * SPLIT sums read at once (one round trip, not 2 * SPLIT in a chain).
+  if (lid < 2 * SPLIT)
+    sums[lid] = as_float(atomic_or((volatile __global int*)&partials[ng * SPLIT * 2 + lid], 0));
   barrier(CLK_LOCAL_MEM_FENCE);
-  const float2 t = red[0];
+  float2 t = (float2)(0.0f);
+  for (int k = 0; k < SPLIT; ++k) t += (float2)(sums[2 * k], sums[2 * k + 1]);
   const float m = t.x / count;
   const float rstd = arrived ? rsqrt(max(t.y / count - m * m, 0.0f) + eps) : NAN;
   if (cached) {
@@ -303,7 +316,7 @@ void gn_split(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const i
       const int j = first + lid + k * WG;
       if (j < end) {
         const int c = c0 + j / hwv, hw = (j % hwv) * VEC;
-        floatV out = gn_actV((v[k] - m) * (gamma_LOAD(0, c, 0) * rstd) + beta_LOAD(0, c, 0), flags);
+        floatV out = gn_actV((v[k] - m) * (ga[k] * rstd) + be[k], flags);
         if (flags & GN_RESIDUAL) out += res_LOADV(n, c, hw);
         y_STOREV(n, c, hw, out);
       }

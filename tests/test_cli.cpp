@@ -1,0 +1,180 @@
+// The sdspeed executable end to end: exit codes, one-line error messages for bad
+// input, and a real `check` run writing a CSV and the dumped kernels.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "test_support.h"
+#include "tuning/csv.h"
+
+using sdspeed_test::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exitCode = -1;
+  std::string out, err;
+  std::vector<std::string> errLines() const {
+    std::vector<std::string> lines;
+    std::stringstream ss(err);
+    std::string l;
+    while (std::getline(ss, l)) lines.push_back(l);
+    return lines;
+  }
+  std::string describe() const {
+    return "exit " + std::to_string(exitCode) + "\n--- stderr:\n" + err + "--- stdout:\n" + out;
+  }
+};
+
+std::string quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs sdspeed with args, a fresh program cache directory and captured output.
+class Cli : public ::testing::Test {
+ protected:
+  Result run(const std::vector<std::string>& args) {
+    std::string cmd = "SDSPEED_CACHE_DIR=" + quote(cache_.path()) + " " + quote(SDSPEED_BIN);
+    for (const auto& a : args) {
+      cmd += ' ';
+      cmd += quote(a);
+    }
+    const std::string outPath = io_.path() + "/stdout", errPath = io_.path() + "/stderr";
+    cmd += " </dev/null >" + quote(outPath) + " 2>" + quote(errPath);
+    const int status = std::system(cmd.c_str());
+    Result r;
+    r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = slurp(outPath);
+    r.err = slurp(errPath);
+    return r;
+  }
+
+  // Bad input: a non-zero exit and exactly one stderr line containing each phrase.
+  void expectOneLineError(const std::vector<std::string>& args, const std::vector<std::string>& phrases) {
+    std::string line = "sdspeed";
+    for (const auto& a : args) line += " " + a;
+    SCOPED_TRACE(line);
+    const Result r = run(args);
+    EXPECT_NE(r.exitCode, 0) << r.describe();
+    EXPECT_LT(r.exitCode, 128) << "crashed: " << r.describe();
+    const auto lines = r.errLines();
+    ASSERT_EQ(lines.size(), 1u) << "want exactly one stderr line\n" << r.describe();
+    for (const auto& p : phrases) EXPECT_NE(lines[0].find(p), std::string::npos) << "missing '" << p << "' in: " << lines[0];
+  }
+
+  TempDir cache_, io_;
+};
+
+}  // namespace
+
+TEST_F(Cli, DevicesExitsZero) {
+  const Result r = run({"devices"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  int marked = 0;  // exactly one device is marked as the default
+  std::stringstream ss(r.out);
+  for (std::string l; std::getline(ss, l);) marked += l.rfind("* ", 0) == 0;
+  EXPECT_EQ(marked, 1) << r.out;
+  EXPECT_NE(r.out.find("max work-group"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(Cli, UnknownDevice) {
+  expectOneLineError({"check", "--device", "nosuchdevice"}, {"no OpenCL device matches 'nosuchdevice'"});
+}
+
+TEST_F(Cli, DeviceIndexOutOfRange) {
+  expectOneLineError({"check", "--device", "97:3"}, {"no OpenCL device at index 97:3"});
+}
+
+TEST_F(Cli, UnknownOp) { expectOneLineError({"check", "--op", "nosuchop"}, {"unknown op 'nosuchop'", "groupnorm"}); }
+
+TEST_F(Cli, ImpossibleStorageFormat) {
+  expectOneLineError({"check", "--storage", "f32.image2d.nchw"}, {"f32.image2d.nchw", "impossible"});
+}
+
+TEST_F(Cli, UnknownStorageFormat) {
+  expectOneLineError({"check", "--storage", "f32.buffer.nhwc"}, {"unknown storage format 'f32.buffer.nhwc'"});
+}
+
+TEST_F(Cli, ImpossibleParameterCombination) {
+  expectOneLineError({"check", "--op", "groupnorm", "--variant", "one_pass", "--params", "VEC=8,CACHE=16"},
+                     {"impossible parameters", "VEC * CACHE <= 64"});
+}
+
+TEST_F(Cli, UnknownParameter) {
+  expectOneLineError({"check", "--op", "groupnorm", "--variant", "one_pass", "--params", "BOGUS=1"},
+                     {"unknown parameter 'BOGUS'"});
+}
+
+TEST_F(Cli, UnknownVariant) {
+  expectOneLineError({"check", "--op", "groupnorm", "--variant", "three_pass"}, {"unknown variant 'three_pass'"});
+}
+
+TEST_F(Cli, UnknownFlag) { expectOneLineError({"check", "--bogus-flag"}, {"unknown option --bogus-flag"}); }
+
+TEST_F(Cli, OptionMissingValue) { expectOneLineError({"check", "--op"}, {"--op needs a value"}); }
+
+TEST_F(Cli, UnknownVerb) { expectOneLineError({"frobnicate"}, {"unknown verb 'frobnicate'"}); }
+
+TEST_F(Cli, CheckWritesCsvAndDumpedKernels) {
+  TempDir work;
+  const std::string dump = work.path() + "/dump", csv = work.path() + "/out/result.csv";
+  const Result r = run({"check", "--op", "groupnorm", "--variant", "two_pass", "--points", "0", "--storage",
+                        "f32.buffer.nchw", "--dump-kernels", dump, "--csv", csv});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("0 failed"), std::string::npos) << r.out;
+
+  int clFiles = 0;
+  ASSERT_TRUE(fs::is_directory(dump)) << r.describe();
+  for (const auto& e : fs::directory_iterator(dump)) {
+    if (e.path().extension() != ".cl") continue;
+    ++clFiles;
+    const std::string text = slurp(e.path().string());
+    EXPECT_EQ(text.rfind("// build options:", 0), 0u) << e.path();
+    EXPECT_NE(text.find("__kernel"), std::string::npos) << e.path();
+    EXPECT_NE(e.path().filename().string().find("two_pass"), std::string::npos) << e.path();
+  }
+  EXPECT_GE(clFiles, 1);
+
+  ASSERT_TRUE(fs::exists(csv)) << r.describe();
+  const auto rows = sdspeed::csvParse(slurp(csv));
+  ASSERT_GE(rows.size(), 2u) << "a header and at least one result";
+  ASSERT_GE(rows[0].size(), 3u);
+  EXPECT_EQ(rows[0][0], "device");
+  EXPECT_EQ(rows[0][1], "op");
+  EXPECT_EQ(rows[0][2], "variant");
+  for (size_t i = 1; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), rows[0].size()) << "row " << i;
+    EXPECT_EQ(rows[i][1], "groupnorm");
+    EXPECT_EQ(rows[i][2], "two_pass");
+    EXPECT_EQ(rows[i][4], "f32.buffer.nchw");
+  }
+  EXPECT_EQ(slurp(csv).rfind("device,op,variant", 0), 0u);
+}
+
+TEST_F(Cli, KernelDirFromSourceTree) {
+  const Result r = run({"check", "--op", "groupnorm", "--variant", "two_pass", "--points", "0", "--storage",
+                        "f32.buffer.nchw", "--kernel-dir", std::string(SDSPEED_SOURCE_DIR) + "/kernels"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("0 failed"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(Cli, KernelDirMissing) {
+  expectOneLineError({"check", "--op", "groupnorm", "--variant", "two_pass", "--points", "0", "--storage",
+                      "f32.buffer.nchw", "--kernel-dir", "/nonexistent"},
+                     {"/nonexistent"});
+}

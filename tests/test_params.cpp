@@ -1,0 +1,218 @@
+// Parameter spaces declared as data (kernels/family.h), through the real GroupNorm
+// family and a small hand-made variant, and the family registry.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "kernels/family.h"
+#include "kernels/groupnorm/groupnorm_family.h"
+#include "kernels/registry.h"
+#include "runtime/cl_error.h"
+
+using namespace sdspeed;
+
+namespace {
+
+template <typename Fn>
+std::string errorMessage(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-sdspeed exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "did not throw";
+  return {};
+}
+
+bool listed(const ParamDef& def, int v) {
+  for (int x : def.values)
+    if (x == v) return true;
+  return false;
+}
+
+// Every point of the Cartesian product of v's parameter lists, constrained or not.
+std::vector<std::map<std::string, int>> product(const VariantDef& v) {
+  std::vector<std::map<std::string, int>> out{{}};
+  for (const auto& p : v.params) {
+    std::vector<std::map<std::string, int>> next;
+    for (const auto& partial : out)
+      for (int x : p.values) {
+        auto m = partial;
+        m[p.name] = x;
+        next.push_back(m);
+      }
+    out = std::move(next);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(GroupNormParams, HasOnePassAndTwoPass) {
+  GroupNormFamily fam;
+  EXPECT_EQ(fam.name(), "groupnorm");
+  std::set<std::string> names;
+  for (const auto& v : fam.variants()) names.insert(v.name);
+  EXPECT_EQ(names.size(), fam.variants().size()) << "variant names are unique";
+  EXPECT_EQ(names.count("one_pass"), 1u);
+  EXPECT_EQ(names.count("two_pass"), 1u);
+  std::string msg = errorMessage([&] { fam.variant("three_pass"); });
+  EXPECT_NE(msg.find("unknown variant 'three_pass'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("one_pass"), std::string::npos) << msg;
+}
+
+TEST(GroupNormParams, DefaultsAreFirstValues) {
+  GroupNormFamily fam;
+  for (const auto& v : fam.variants()) {
+    SCOPED_TRACE(v.name);
+    ASSERT_FALSE(v.params.empty());
+    const ParamPoint d = v.defaults();
+    EXPECT_EQ(d.values().size(), v.params.size());
+    for (const auto& p : v.params) {
+      ASSERT_FALSE(p.values.empty()) << p.name;
+      EXPECT_EQ(d[p.name], p.values.front()) << p.name;
+      EXPECT_FALSE(p.help.empty()) << p.name;
+    }
+    EXPECT_EQ(v.violatedConstraint(d), "") << "defaults violate a constraint";
+    EXPECT_EQ(v.parsePoint(""), d);
+    EXPECT_EQ(v.parsePoint(d.text()), d);
+  }
+  const ParamPoint one = fam.variant("one_pass").defaults();
+  std::string msg = errorMessage([&] { one["NOPE"]; });
+  EXPECT_NE(msg.find("NOPE"), std::string::npos) << msg;
+}
+
+TEST(GroupNormParams, SpaceIsExactlyTheConstrainedProduct) {
+  GroupNormFamily fam;
+  for (const auto& v : fam.variants()) {
+    SCOPED_TRACE(v.name);
+    const auto space = v.space();
+    ASSERT_FALSE(space.empty());
+    std::set<std::string> seen;
+    for (const auto& p : space) {
+      EXPECT_TRUE(seen.insert(p.text()).second) << "duplicate point " << p.text();
+      EXPECT_EQ(p.values().size(), v.params.size()) << p.text();
+      for (const auto& def : v.params) EXPECT_TRUE(listed(def, p[def.name])) << p.text();
+      for (const auto& c : v.constraints) EXPECT_TRUE(c.holds(p)) << p.text() << " violates " << c.description;
+    }
+    // Independently: the product filtered by the constraints.
+    size_t want = 0;
+    for (const auto& m : product(v)) {
+      ParamPoint p(m);
+      bool ok = true;
+      for (const auto& c : v.constraints) ok = ok && c.holds(p);
+      if (ok) {
+        ++want;
+        EXPECT_EQ(seen.count(p.text()), 1u) << "valid point missing from space(): " << p.text();
+      } else {
+        EXPECT_EQ(seen.count(p.text()), 0u) << "invalid point in space(): " << p.text();
+      }
+    }
+    EXPECT_EQ(space.size(), want);
+  }
+  // one_pass excludes VEC * CACHE > 64, so its space is smaller than the full product.
+  const VariantDef& one = fam.variant("one_pass");
+  EXPECT_LT(one.space().size(), product(one).size());
+  for (const auto& p : one.space()) EXPECT_LE(p["VEC"] * p["CACHE"], 64) << p.text();
+}
+
+TEST(GroupNormParams, ParsePointOverridesDefaults) {
+  GroupNormFamily fam;
+  const VariantDef& one = fam.variant("one_pass");
+  ParamPoint p = one.parsePoint("WG=64,VEC=2");
+  EXPECT_EQ(p["WG"], 64);
+  EXPECT_EQ(p["VEC"], 2);
+  EXPECT_EQ(p["CACHE"], one.defaults()["CACHE"]);
+  EXPECT_EQ(one.parsePoint("VEC=4,CACHE=16")["CACHE"], 16);  // 4 * 16 == 64: allowed
+  const VariantDef& two = fam.variant("two_pass");
+  ParamPoint q = two.parsePoint("SPLIT=1,NWG=64");
+  EXPECT_EQ(q["SPLIT"], 1);
+  EXPECT_EQ(q["NWG"], 64);
+  EXPECT_EQ(q["WG"], two.defaults()["WG"]);
+}
+
+TEST(GroupNormParams, ParsePointUnknownParameter) {
+  GroupNormFamily fam;
+  std::string msg = errorMessage([&] { fam.variant("one_pass").parsePoint("BOGUS=1"); });
+  EXPECT_NE(msg.find("unknown parameter 'BOGUS'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("one_pass"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CACHE"), std::string::npos) << "should list the known parameters: " << msg;
+  // SPLIT belongs to two_pass only.
+  msg = errorMessage([&] { fam.variant("one_pass").parsePoint("SPLIT=8"); });
+  EXPECT_NE(msg.find("unknown parameter 'SPLIT'"), std::string::npos) << msg;
+}
+
+TEST(GroupNormParams, ParsePointValueNotInList) {
+  GroupNormFamily fam;
+  std::string msg = errorMessage([&] { fam.variant("one_pass").parsePoint("VEC=3"); });
+  EXPECT_NE(msg.find("value 3 of VEC is not one of"), std::string::npos) << msg;
+  std::string vals;  // the message lists the allowed values
+  for (int x : fam.variant("one_pass").param("VEC")->values) vals += (vals.empty() ? "" : ", ") + std::to_string(x);
+  EXPECT_NE(msg.find("{" + vals + "}"), std::string::npos) << msg;
+  msg = errorMessage([&] { fam.variant("two_pass").parsePoint("WG=100"); });
+  EXPECT_NE(msg.find("value 100 of WG"), std::string::npos) << msg;
+  msg = errorMessage([&] { fam.variant("two_pass").parsePoint("WG=abc"); });
+  EXPECT_NE(msg.find("bad value in 'WG=abc'"), std::string::npos) << msg;
+  msg = errorMessage([&] { fam.variant("two_pass").parsePoint("WG=64x"); });
+  EXPECT_NE(msg.find("bad value in 'WG=64x'"), std::string::npos) << msg;
+  msg = errorMessage([&] { fam.variant("two_pass").parsePoint("WG"); });
+  EXPECT_NE(msg.find("want NAME=VALUE"), std::string::npos) << msg;
+}
+
+TEST(GroupNormParams, ParsePointViolatingConstraint) {
+  GroupNormFamily fam;
+  const VariantDef& one = fam.variant("one_pass");
+  std::string msg = errorMessage([&] { one.parsePoint("VEC=8,CACHE=16"); });
+  EXPECT_NE(msg.find("impossible parameters"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("VEC * CACHE <= 64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("CACHE=16"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("VEC=8"), std::string::npos) << msg;
+  // The same limit reached through the defaults: CACHE=10 with the default VEC=4 is fine,
+  // VEC=8 with the default CACHE=8 is 64 and fine, VEC=8 with CACHE=10 is not.
+  EXPECT_NO_THROW(one.parsePoint("CACHE=10"));
+  EXPECT_NO_THROW(one.parsePoint("VEC=8"));
+  EXPECT_THROW(one.parsePoint("VEC=8,CACHE=10"), Error);
+  EXPECT_EQ(one.violatedConstraint(ParamPoint({{"WG", 256}, {"VEC", 8}, {"CACHE", 16}})),
+            "VEC * CACHE <= 64");
+}
+
+TEST(GroupNormParams, DeviceLimits) {
+  GroupNormFamily fam;
+  const VariantDef& one = fam.variant("one_pass");
+  DeviceInfo dev;
+  dev.maxWorkGroupSize = 256;
+  dev.localMemBytes = 64 * 1024;
+  EXPECT_EQ(one.deviceLimitReason(one.parsePoint("WG=256"), dev), "");
+  std::string why = one.deviceLimitReason(one.parsePoint("WG=512"), dev);
+  EXPECT_NE(why.find("work-group of 512"), std::string::npos) << why;
+  dev.maxWorkGroupSize = 4096;
+  dev.localMemBytes = 1024;  // WG=1024 floats of local memory do not fit
+  why = one.deviceLimitReason(one.parsePoint("WG=1024"), dev);
+  EXPECT_NE(why.find("local memory"), std::string::npos) << why;
+}
+
+TEST(VariantDef, HandMadeSpace) {
+  VariantDef v;
+  v.name = "toy";
+  v.params = {{"A", {2, 1, 3}, "a"}, {"B", {10, 20}, "b"}};
+  v.constraints = {{"A * B <= 40", [](const ParamPoint& p) { return p["A"] * p["B"] <= 40; }}};
+  EXPECT_EQ(v.defaults().text(), "A=2,B=10");
+  std::set<std::string> got;
+  for (const auto& p : v.space()) got.insert(p.text());
+  EXPECT_EQ(got, (std::set<std::string>{"A=1,B=10", "A=1,B=20", "A=2,B=10", "A=2,B=20", "A=3,B=10"}));
+  std::string msg = errorMessage([&] { v.parsePoint("A=3,B=20"); });
+  EXPECT_NE(msg.find("violates A * B <= 40"), std::string::npos) << msg;
+}
+
+TEST(Registry, FindFamily) {
+  EXPECT_EQ(findFamily("groupnorm").name(), "groupnorm");
+  EXPECT_FALSE(allFamilies().empty());
+  std::string msg = errorMessage([] { findFamily("nosuch"); });
+  EXPECT_NE(msg.find("unknown op 'nosuch'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("groupnorm"), std::string::npos) << "should list the known ops: " << msg;
+  EXPECT_THROW(findFamily(""), Error);
+  EXPECT_THROW(findFamily("GroupNorm"), Error);  // names are exact
+}

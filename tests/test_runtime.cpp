@@ -1,0 +1,514 @@
+// The OpenCL runtime layer on the real device (PoCL in CI): device selection, error
+// names, the program cache (memory and disk), device tensors in every storage format,
+// poisoning and canaries, and event timing.
+#include <gtest/gtest.h>
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+#include "runtime/cl_error.h"
+#include "runtime/context.h"
+#include "runtime/device.h"
+#include "runtime/program_cache.h"
+#include "runtime/tensor.h"
+#include "runtime/timing.h"
+#include "test_support.h"
+
+using namespace sdspeed;
+using sdspeed_test::TempDir;
+
+namespace {
+
+template <typename Fn>
+std::string errorMessage(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-sdspeed exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "did not throw";
+  return {};
+}
+
+const DeviceInfo& testDevice() {
+  static const DeviceInfo dev = selectDevice(listDevices(), "");
+  return dev;
+}
+
+bool sameDevice(const DeviceInfo& a, const DeviceInfo& b) {
+  return a.platform == b.platform && a.id == b.id && a.index() == b.index();
+}
+
+std::string swapCase(std::string s) {
+  for (char& c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    c = static_cast<char>(std::islower(u) ? std::toupper(u) : std::tolower(u));
+  }
+  return s;
+}
+
+// A kernel source unique to this run (a random constant), so no cache anywhere has it.
+std::string uniqueSource(uint64_t salt) {
+  return "// salt " + std::to_string(salt) +
+         "\n__kernel void fill(__global float* out, const float v) {\n"
+         "  out[get_global_id(0)] = v + (float)get_global_id(0);\n}\n";
+}
+
+void runFill(Context& ctx, cl_program program, float v) {
+  ClKernel k = ctx.createKernel(program, "fill");
+  const size_t n = 64;
+  ClMem buf = ctx.createBuffer(n * sizeof(float));
+  cl_mem m = buf.get();
+  clCheck(clSetKernelArg(k.get(), 0, sizeof(cl_mem), &m), "clSetKernelArg");
+  clCheck(clSetKernelArg(k.get(), 1, sizeof(float), &v), "clSetKernelArg");
+  clCheck(clEnqueueNDRangeKernel(ctx.queue(), k.get(), 1, nullptr, &n, nullptr, 0, nullptr, nullptr),
+          "clEnqueueNDRangeKernel");
+  std::vector<float> out(n, 0.0f);
+  ctx.readBuffer(m, out.data(), n * sizeof(float));
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], v + static_cast<float>(i)) << "element " << i;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- devices
+
+TEST(Devices, ListIsNonEmptyAndDescribed) {
+  const auto devices = listDevices();
+  ASSERT_FALSE(devices.empty()) << "no OpenCL device: is pocl-opencl-icd installed?";
+  for (const auto& d : devices) {
+    SCOPED_TRACE(d.index() + " " + d.name);
+    EXPECT_NE(d.id, nullptr);
+    EXPECT_NE(d.platform, nullptr);
+    EXPECT_FALSE(d.name.empty());
+    EXPECT_EQ(d.index(), std::to_string(d.platformIndex) + ":" + std::to_string(d.deviceIndex));
+    EXPECT_GT(d.computeUnits, 0u);
+    EXPECT_GT(d.maxWorkGroupSize, 0u);
+    EXPECT_GT(d.globalMemBytes, 0u);
+    EXPECT_GT(d.maxAllocBytes, 0u);
+    EXPECT_FALSE(d.key().empty());
+    EXPECT_EQ(d.key().find(' '), std::string::npos) << d.key();
+  }
+}
+
+TEST(Devices, SelectDefault) {
+  const auto devices = listDevices();
+  ASSERT_FALSE(devices.empty());
+  const DeviceInfo* want = &devices.front();
+  for (const auto& d : devices)
+    if (d.type & CL_DEVICE_TYPE_GPU) {
+      want = &d;
+      break;
+    }
+  EXPECT_TRUE(sameDevice(selectDevice(devices, ""), *want));
+}
+
+TEST(Devices, SelectDefaultPrefersGpu) {
+  // A made-up list: the GPU comes second but is the default.
+  DeviceInfo cpu, gpu;
+  cpu.name = "Some CPU";
+  cpu.type = CL_DEVICE_TYPE_CPU;
+  cpu.deviceIndex = 0;
+  gpu.name = "Some GPU";
+  gpu.type = CL_DEVICE_TYPE_GPU;
+  gpu.deviceIndex = 1;
+  EXPECT_EQ(selectDevice({cpu, gpu}, "").name, "Some GPU");
+  EXPECT_EQ(selectDevice({cpu}, "").name, "Some CPU");
+}
+
+TEST(Devices, SelectByIndex) {
+  const auto devices = listDevices();
+  ASSERT_FALSE(devices.empty());
+  for (const auto& d : devices) EXPECT_TRUE(sameDevice(selectDevice(devices, d.index()), d)) << d.index();
+}
+
+TEST(Devices, SelectByCaseInsensitiveNameSubstring) {
+  const auto devices = listDevices();
+  ASSERT_FALSE(devices.empty());
+  for (const auto& d : devices) {
+    ASSERT_GE(d.name.size(), 3u);
+    // A piece from the middle of the name, with its case flipped.
+    const std::string piece = swapCase(d.name.substr(1, std::min<size_t>(8, d.name.size() - 2)));
+    SCOPED_TRACE("'" + piece + "' from '" + d.name + "'");
+    const DeviceInfo got = selectDevice(devices, piece);
+    // The first device whose name contains the piece (ignoring case).
+    std::string lowPiece = piece;
+    std::transform(lowPiece.begin(), lowPiece.end(), lowPiece.begin(), ::tolower);
+    const DeviceInfo* first = nullptr;
+    for (const auto& e : devices) {
+      std::string n = e.name;
+      std::transform(n.begin(), n.end(), n.begin(), ::tolower);
+      if (n.find(lowPiece) != std::string::npos) {
+        first = &e;
+        break;
+      }
+    }
+    ASSERT_NE(first, nullptr);
+    EXPECT_TRUE(sameDevice(got, *first));
+  }
+}
+
+TEST(Devices, UnknownNameThrows) {
+  const auto devices = listDevices();
+  ASSERT_FALSE(devices.empty());
+  std::string msg = errorMessage([&] { selectDevice(devices, "nosuchdevice-zq"); });
+  EXPECT_NE(msg.find("no OpenCL device matches 'nosuchdevice-zq'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sdspeed devices"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+}
+
+TEST(Devices, OutOfRangeIndexThrows) {
+  const auto devices = listDevices();
+  ASSERT_FALSE(devices.empty());
+  for (const std::string bad : {"99:0", "0:99", "-1:0"}) {
+    SCOPED_TRACE(bad);
+    std::string msg = errorMessage([&] { selectDevice(devices, bad); });
+    EXPECT_NE(msg.find("no OpenCL device at index " + bad), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+  }
+  std::string msg = errorMessage([] { selectDevice({}, ""); });
+  EXPECT_NE(msg.find("no OpenCL device found"), std::string::npos) << msg;
+}
+
+TEST(ClErrors, Names) {
+  EXPECT_EQ(clErrorName(CL_OUT_OF_RESOURCES), "CL_OUT_OF_RESOURCES");
+  EXPECT_EQ(clErrorName(CL_BUILD_PROGRAM_FAILURE), "CL_BUILD_PROGRAM_FAILURE");
+  EXPECT_EQ(clErrorName(CL_INVALID_KERNEL_NAME), "CL_INVALID_KERNEL_NAME");
+  EXPECT_EQ(clErrorName(-1001), "CL_PLATFORM_NOT_FOUND_KHR");
+  EXPECT_EQ(clErrorName(-1234), "CL_UNKNOWN_ERROR(-1234)");
+  ClError e("clFoo", CL_OUT_OF_RESOURCES, "detail here");
+  EXPECT_STREQ(e.what(), "clFoo: CL_OUT_OF_RESOURCES (-5): detail here");
+  EXPECT_EQ(e.code(), CL_OUT_OF_RESOURCES);
+  EXPECT_EQ(e.call(), "clFoo");
+  EXPECT_THROW(clCheck(CL_INVALID_VALUE, "clBar"), ClError);
+  EXPECT_NO_THROW(clCheck(CL_SUCCESS, "clBar"));
+}
+
+// ---------------------------------------------------------------- program cache
+
+TEST(ProgramCache, MemoryHitOnSecondBuild) {
+  SDSPEED_SEEDED_RNG(rng);
+  TempDir dir;
+  Context ctx(testDevice(), ContextOptions{"", dir.path()});
+  const std::string src = uniqueSource(rng());
+  cl_program a = ctx.programs().get("test.fill", src, "-cl-std=CL1.2");
+  auto st = ctx.programs().stats();
+  EXPECT_EQ(st.builds, 1);
+  EXPECT_EQ(st.memoryHits, 0);
+  EXPECT_EQ(st.diskHits, 0);
+  cl_program b = ctx.programs().get("test.fill", src, "-cl-std=CL1.2");
+  EXPECT_EQ(a, b);
+  st = ctx.programs().stats();
+  EXPECT_EQ(st.builds, 1);
+  EXPECT_EQ(st.memoryHits, 1);
+  EXPECT_EQ(st.diskHits, 0);
+  // Other options are another program.
+  cl_program c = ctx.programs().get("test.fill", src, "-cl-std=CL1.2 -DUNUSED=1");
+  EXPECT_NE(a, c);
+  EXPECT_EQ(ctx.programs().stats().builds, 2);
+  EXPECT_NE(ctx.programs().keyFor(src, "-cl-std=CL1.2"), ctx.programs().keyFor(src, "-cl-std=CL1.2 -DUNUSED=1"));
+  const auto recs = ctx.programs().records();
+  ASSERT_EQ(recs.size(), 2u);
+  EXPECT_EQ(recs[0].label, "test.fill");
+  EXPECT_EQ(recs[0].source, src);
+  EXPECT_EQ(recs[0].key, ctx.programs().keyFor(src, "-cl-std=CL1.2"));
+  runFill(ctx, a, 3.5f);
+}
+
+TEST(ProgramCache, SecondContextLoadsFromDisk) {
+  SDSPEED_SEEDED_RNG(rng);
+  TempDir dir;
+  const std::string src = uniqueSource(rng());
+  std::string key;
+  {
+    Context first(testDevice(), ContextOptions{"", dir.path()});
+    first.programs().get("test.fill", src, "");
+    EXPECT_EQ(first.programs().stats().builds, 1);
+    key = first.programs().keyFor(src, "");
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/programs/" + key + ".bin"))
+      << "no binary written under " << dir.path();
+  Context second(testDevice(), ContextOptions{"", dir.path()});
+  cl_program p = second.programs().get("test.fill", src, "");
+  const auto st = second.programs().stats();
+  EXPECT_EQ(st.diskHits, 1);
+  EXPECT_EQ(st.builds, 0);
+  EXPECT_EQ(st.memoryHits, 0);
+  // The program from the binary runs.
+  const float v = static_cast<float>(rng() % 1000) + 0.25f;
+  runFill(second, p, v);
+
+  // Without a disk cache the same source is built again.
+  Context third(testDevice(), ContextOptions{"", ""});
+  third.programs().get("test.fill", src, "");
+  EXPECT_EQ(third.programs().stats().builds, 1);
+  EXPECT_EQ(third.programs().stats().diskHits, 0);
+}
+
+TEST(ProgramCache, CorruptBinaryIsRebuilt) {
+  SDSPEED_SEEDED_RNG(rng);
+  TempDir dir;
+  const std::string src = uniqueSource(rng());
+  Context ctx(testDevice(), ContextOptions{"", dir.path()});
+  const std::string path = dir.path() + "/programs/" + ctx.programs().keyFor(src, "") + ".bin";
+  std::filesystem::create_directories(dir.path() + "/programs");
+  {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fputs("this is not a device binary", f);
+    std::fclose(f);
+  }
+  cl_program p = ctx.programs().get("test.fill", src, "");
+  EXPECT_EQ(ctx.programs().stats().builds, 1);
+  EXPECT_EQ(ctx.programs().stats().diskHits, 0);
+  runFill(ctx, p, 1.5f);
+}
+
+TEST(ProgramCache, SyntaxErrorThrowsWithCompilerLog) {
+  SDSPEED_SEEDED_RNG(rng);
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  const std::string src = "// " + std::to_string(rng()) +
+                          "\n__kernel void broken(__global float* out) {\n"
+                          "  out[0] = sdspeed_undeclared_identifier_q + 1.0f;\n}\n";
+  try {
+    ctx.programs().get("test.broken", src, "");
+    FAIL() << "a program with a syntax error built";
+  } catch (const ClError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), CL_BUILD_PROGRAM_FAILURE) << what;
+    EXPECT_NE(what.find("CL_BUILD_PROGRAM_FAILURE"), std::string::npos) << what;
+    EXPECT_NE(what.find("test.broken"), std::string::npos) << "names the program: " << what;
+    // The compiler log: the compiler's own words about the undeclared identifier.
+    EXPECT_NE(what.find("sdspeed_undeclared_identifier_q"), std::string::npos) << what;
+    EXPECT_NE(what.find("error"), std::string::npos) << what;
+  }
+  EXPECT_EQ(ctx.programs().stats().builds, 0);
+  EXPECT_TRUE(ctx.programs().records().empty());
+}
+
+// ---------------------------------------------------------------- device tensors
+
+class DeviceTensorTest : public ::testing::TestWithParam<StorageFormat> {
+ protected:
+  void SetUp() override {
+    if (GetParam().storage == Storage::Image2D && !testDevice().imageSupport)
+      GTEST_SKIP() << testDevice().name << " has no image support";
+  }
+};
+
+TEST_P(DeviceTensorTest, UploadDownloadRoundTrip) {
+  SDSPEED_SEEDED_RNG(rng);
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  for (const Shape& shape : {Shape{2, 7, 3, 5}, Shape{1, 8, 4, 4}}) {
+    SCOPED_TRACE(shape.text());
+    const TensorDesc d{shape, GetParam()};
+    DeviceTensor t(ctx, d);
+    const auto x = sdspeed_test::randomNonZero(rng, static_cast<size_t>(shape.elements()), 1e-2f, 100.0f);
+    t.poison();  // so a transfer that writes nothing is caught
+    t.upload(x);
+    const auto back = t.download();
+    ASSERT_EQ(back.size(), x.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float want = d.format.dtype == DType::F32 ? x[i] : static_cast<float>(Eigen::half(x[i]));
+      ASSERT_EQ(back[i], want) << "element " << i;
+    }
+    // The device holds exactly the packed bytes, padding lanes zero.
+    EXPECT_EQ(t.downloadBytes(), packTensor(d, x));
+  }
+}
+
+TEST_P(DeviceTensorTest, PoisonMakesEverythingNaN) {
+  SDSPEED_SEEDED_RNG(rng);
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  const TensorDesc d{{1, 6, 3, 4}, GetParam()};
+  DeviceTensor t(ctx, d);
+  t.upload(sdspeed_test::randomNonZero(rng, static_cast<size_t>(d.shape.elements())));
+  t.poison();
+  for (float v : t.download()) ASSERT_TRUE(std::isnan(v)) << v;
+  const auto phys = physicalToFloats(d, t.downloadBytes());
+  ASSERT_EQ(phys.size(), d.physicalElements());
+  for (float v : phys) ASSERT_TRUE(std::isnan(v)) << "padding lanes are poisoned too: " << v;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFormats, DeviceTensorTest, ::testing::ValuesIn(StorageFormat::all()),
+                         [](const ::testing::TestParamInfo<StorageFormat>& info) {
+                           std::string n = info.param.name();
+                           for (char& c : n)
+                             if (c == '.') c = '_';
+                           return n;
+                         });
+
+TEST(DeviceTensorCanary, DetectsWritesPastTheEnd) {
+  SDSPEED_SEEDED_RNG(rng);
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  for (const char* fmt : {"f32.buffer.nchw", "f16.buffer.nc4hw4"}) {
+    SCOPED_TRACE(fmt);
+    const TensorDesc d{{1, 5, 3, 3}, StorageFormat::parse(fmt)};
+    DeviceTensor t(ctx, d, /*withCanary=*/true);
+    ASSERT_TRUE(t.hasCanary());
+    t.writeCanary();
+    EXPECT_TRUE(t.canaryIntact());
+    // Writing the whole tensor, and its very last byte, leaves the canary alone.
+    t.upload(sdspeed_test::randomNonZero(rng, static_cast<size_t>(d.shape.elements())));
+    const uint8_t last = 0x3C;
+    ctx.writeBuffer(t.mem(), &last, 1, d.bytes() - 1);
+    t.poison();
+    EXPECT_TRUE(t.canaryIntact());
+    // One byte past the end, anywhere in the canary region, is caught.
+    std::uniform_int_distribution<size_t> where(0, DeviceTensor::kCanaryBytes - 1);
+    for (size_t off : {size_t{0}, DeviceTensor::kCanaryBytes - 1, where(rng)}) {
+      SCOPED_TRACE("canary offset " + std::to_string(off));
+      t.writeCanary();
+      ASSERT_TRUE(t.canaryIntact());
+      const uint8_t clobber = static_cast<uint8_t>(DeviceTensor::kCanaryByte ^ (1 + rng() % 255));
+      ctx.writeBuffer(t.mem(), &clobber, 1, d.bytes() + off);
+      EXPECT_FALSE(t.canaryIntact());
+    }
+  }
+  // Without a canary: nothing allocated past the end, and the check is vacuous.
+  DeviceTensor plain(ctx, TensorDesc{{1, 4, 2, 2}, StorageFormat{}}, false);
+  EXPECT_FALSE(plain.hasCanary());
+  size_t size = 0;
+  clCheck(clGetMemObjectInfo(plain.mem(), CL_MEM_SIZE, sizeof(size), &size, nullptr), "clGetMemObjectInfo");
+  EXPECT_EQ(size, plain.desc().bytes());
+}
+
+// ---------------------------------------------------------------- timing
+
+TEST(Timing, SummarizeKnownSamples) {
+  TimingStats s = summarize({5.0, 1.0, 3.0});
+  EXPECT_EQ(s.repeats, 3);
+  EXPECT_DOUBLE_EQ(s.medianMs, 3.0);
+  EXPECT_DOUBLE_EQ(s.minMs, 1.0);
+  EXPECT_DOUBLE_EQ(s.maxMs, 5.0);
+  EXPECT_EQ(s.samplesMs, (std::vector<double>{5.0, 1.0, 3.0}));  // in measured order
+
+  s = summarize({4.0, 1.0, 3.0, 2.0, 100.0, 0.5});
+  EXPECT_EQ(s.repeats, 6);
+  EXPECT_DOUBLE_EQ(s.medianMs, 2.5);  // mean of the middle two: 2 and 3
+  EXPECT_DOUBLE_EQ(s.minMs, 0.5);
+  EXPECT_DOUBLE_EQ(s.maxMs, 100.0);
+
+  s = summarize({7.25});
+  EXPECT_DOUBLE_EQ(s.medianMs, 7.25);
+  EXPECT_DOUBLE_EQ(s.minMs, 7.25);
+  EXPECT_DOUBLE_EQ(s.maxMs, 7.25);
+}
+
+TEST(Timing, RotationsForBounds) {
+  DeviceInfo dev;
+  dev.globalCacheBytes = 1 << 20;   // 1 MiB LLC
+  dev.globalMemBytes = 1ull << 30;  // 1 GiB
+  TimingPolicy policy;
+  policy.maxRotations = 64;
+  EXPECT_EQ(rotationsFor(dev, 0, policy), 1);
+  EXPECT_EQ(rotationsFor(dev, 1 << 20, policy), 3);          // 3 MiB > 2 x 1 MiB
+  EXPECT_EQ(rotationsFor(dev, 3 << 20, policy), 1);          // one copy already exceeds 2x LLC
+  EXPECT_EQ(rotationsFor(dev, 1 << 10, policy), 64);         // capped by maxRotations
+  policy.maxRotations = 5;
+  EXPECT_EQ(rotationsFor(dev, 1 << 10, policy), 5);
+  dev.globalMemBytes = 8 << 20;                              // a quarter is 2 MiB
+  policy.maxRotations = 64;
+  EXPECT_EQ(rotationsFor(dev, 1 << 20, policy), 2);          // capped by memory
+  EXPECT_EQ(rotationsFor(dev, 16 << 20, policy), 1);         // never below 1
+
+  // Random sizes: within bounds, and past 2x LLC unless a cap applies.
+  SDSPEED_SEEDED_RNG(rng);
+  dev.globalCacheBytes = 4 << 20;
+  dev.globalMemBytes = 2ull << 30;
+  policy.maxRotations = 32;
+  std::uniform_int_distribution<size_t> bytes(1, 64 << 20);
+  for (int i = 0; i < 1000; ++i) {
+    const size_t b = bytes(rng);
+    const int r = rotationsFor(dev, b, policy);
+    ASSERT_GE(r, 1) << b;
+    ASSERT_LE(r, policy.maxRotations) << b;
+    if (r > 1) {
+      ASSERT_LE(static_cast<uint64_t>(r) * b, dev.globalMemBytes / 4) << b;
+    }
+    if (r < policy.maxRotations) {
+      ASSERT_GT(static_cast<uint64_t>(r) * b, 2 * dev.globalCacheBytes) << b;
+    }
+  }
+}
+
+TEST(Timing, TimeOpOnATinyKernel) {
+  SDSPEED_SEEDED_RNG(rng);
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  cl_program prog = ctx.programs().get(
+      "test.halve_add_one",
+      "__kernel void halve_add_one(__global float* a) { size_t i = get_global_id(0); a[i] = a[i] * 0.5f + 1.0f; }\n",
+      "-cl-std=CL1.2");
+  ClKernel k = ctx.createKernel(prog, "halve_add_one");
+  const size_t n = 1024;
+  const int rotations = 3;
+  std::vector<std::vector<float>> host;
+  std::vector<ClMem> bufs;
+  for (int r = 0; r < rotations; ++r) {
+    host.push_back(sdspeed_test::randomNonZero(rng, n, 1.0f, 1000.0f));
+    bufs.push_back(ctx.createBuffer(n * sizeof(float)));
+    ctx.writeBuffer(bufs.back().get(), host.back().data(), n * sizeof(float));
+  }
+  std::vector<int> calls(rotations, 0);
+  TimingPolicy policy;
+  policy.warmup = 2;
+  policy.minRepeats = 7;
+  policy.maxRepeats = 40;
+  policy.minTotalMs = 0.0;
+  auto enqueue = [&](int r) {
+    EXPECT_GE(r, 0);
+    EXPECT_LT(r, rotations);
+    ++calls[static_cast<size_t>(r)];
+    cl_mem m = bufs[static_cast<size_t>(r)].get();
+    clCheck(clSetKernelArg(k.get(), 0, sizeof(cl_mem), &m), "clSetKernelArg");
+    cl_event ev = nullptr;
+    clCheck(clEnqueueNDRangeKernel(ctx.queue(), k.get(), 1, nullptr, &n, nullptr, 0, nullptr, &ev),
+            "clEnqueueNDRangeKernel");
+    std::vector<ClEvent> events;
+    events.emplace_back(ev);
+    return events;
+  };
+  TimingStats s = timeOp(ctx, rotations, enqueue, policy);
+  EXPECT_GE(s.repeats, policy.minRepeats);
+  EXPECT_LE(s.repeats, policy.maxRepeats);
+  EXPECT_EQ(s.repeats, policy.minRepeats);  // minTotalMs 0: no reason to go on
+  EXPECT_EQ(s.samplesMs.size(), static_cast<size_t>(s.repeats));
+  EXPECT_EQ(s.rotations, rotations);
+  EXPECT_LE(s.minMs, s.medianMs);
+  EXPECT_LE(s.medianMs, s.maxMs);
+  EXPECT_GE(s.minMs, 0.0);
+  EXPECT_GT(s.maxMs, 0.0) << "a kernel over 1024 elements took no time at all";
+  EXPECT_LT(s.maxMs, 1000.0);
+  int total = 0;
+  for (int c : calls) total += c;
+  EXPECT_EQ(total, policy.warmup + s.repeats);
+  // Rotation is round-robin: the copies are used evenly.
+  EXPECT_LE(*std::max_element(calls.begin(), calls.end()) - *std::min_element(calls.begin(), calls.end()), 1);
+
+  // Each copy saw its kernel applied calls[r] times (a * 0.5 is exact, so the
+  // result does not depend on contraction into fma).
+  for (int r = 0; r < rotations; ++r) {
+    std::vector<float> got(n);
+    ctx.readBuffer(bufs[static_cast<size_t>(r)].get(), got.data(), n * sizeof(float));
+    for (size_t i = 0; i < n; ++i) {
+      float want = host[static_cast<size_t>(r)][i];
+      for (int j = 0; j < calls[static_cast<size_t>(r)]; ++j) want = want * 0.5f + 1.0f;
+      ASSERT_EQ(got[i], want) << "rotation " << r << " element " << i;
+    }
+  }
+
+  // A time budget the op never reaches: repeats stop at maxRepeats.
+  policy.minRepeats = 2;
+  policy.maxRepeats = 9;
+  policy.minTotalMs = 1e9;
+  s = timeOp(ctx, 1, enqueue, policy);
+  EXPECT_EQ(s.repeats, 9);
+  EXPECT_EQ(s.rotations, 1);
+
+  EXPECT_THROW(eventSpanNs({}), Error);
+}
