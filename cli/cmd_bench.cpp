@@ -27,7 +27,8 @@ int cmdBench(const std::vector<std::string>& argv) {
                  "the last-level cache. Every timed point first passes the accuracy check.\n";
     return args.has("help") ? 0 : 2;
   }
-  const Family& fam = findFamily(args.get("op"));
+  const std::string op = args.get("op");
+  const Family& fam = findFamily(op);
   std::map<std::string, std::string> attrs;
   for (const auto& kv : args.list("attrs")) {
     auto eq = kv.find('=');
