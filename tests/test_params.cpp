@@ -8,24 +8,11 @@
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
+#include "test_support.h"
 
 using namespace sdspeed;
 
 namespace {
-
-template <typename Fn>
-std::string errorMessage(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-sdspeed exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
 
 bool listed(const ParamDef& def, int v) {
   for (int x : def.values)
@@ -59,7 +46,7 @@ TEST(GroupNormParams, HasOnePassAndTwoPass) {
   EXPECT_EQ(names.size(), fam.variants().size()) << "variant names are unique";
   EXPECT_EQ(names.count("one_pass"), 1u);
   EXPECT_EQ(names.count("two_pass"), 1u);
-  std::string msg = errorMessage([&] { fam.variant("three_pass"); });
+  std::string msg = sdspeed_test::errorMessage([&] { fam.variant("three_pass"); });
   EXPECT_NE(msg.find("unknown variant 'three_pass'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("one_pass"), std::string::npos) << msg;
 }
@@ -81,7 +68,7 @@ TEST(GroupNormParams, DefaultsAreFirstValues) {
     EXPECT_EQ(v.parsePoint(d.text()), d);
   }
   const ParamPoint one = fam.variant("one_pass").defaults();
-  std::string msg = errorMessage([&] { one["NOPE"]; });
+  std::string msg = sdspeed_test::errorMessage([&] { one["NOPE"]; });
   EXPECT_NE(msg.find("NOPE"), std::string::npos) << msg;
 }
 
@@ -136,36 +123,36 @@ TEST(GroupNormParams, ParsePointOverridesDefaults) {
 
 TEST(GroupNormParams, ParsePointUnknownParameter) {
   GroupNormFamily fam;
-  std::string msg = errorMessage([&] { fam.variant("one_pass").parsePoint("BOGUS=1"); });
+  std::string msg = sdspeed_test::errorMessage([&] { fam.variant("one_pass").parsePoint("BOGUS=1"); });
   EXPECT_NE(msg.find("unknown parameter 'BOGUS'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("one_pass"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CACHE"), std::string::npos) << "should list the known parameters: " << msg;
   // SPLIT belongs to two_pass only.
-  msg = errorMessage([&] { fam.variant("one_pass").parsePoint("SPLIT=8"); });
+  msg = sdspeed_test::errorMessage([&] { fam.variant("one_pass").parsePoint("SPLIT=8"); });
   EXPECT_NE(msg.find("unknown parameter 'SPLIT'"), std::string::npos) << msg;
 }
 
 TEST(GroupNormParams, ParsePointValueNotInList) {
   GroupNormFamily fam;
-  std::string msg = errorMessage([&] { fam.variant("one_pass").parsePoint("VEC=3"); });
+  std::string msg = sdspeed_test::errorMessage([&] { fam.variant("one_pass").parsePoint("VEC=3"); });
   EXPECT_NE(msg.find("value 3 of VEC is not one of"), std::string::npos) << msg;
   std::string vals;  // the message lists the allowed values
   for (int x : fam.variant("one_pass").param("VEC")->values) vals += (vals.empty() ? "" : ", ") + std::to_string(x);
   EXPECT_NE(msg.find("{" + vals + "}"), std::string::npos) << msg;
-  msg = errorMessage([&] { fam.variant("two_pass").parsePoint("WG=100"); });
+  msg = sdspeed_test::errorMessage([&] { fam.variant("two_pass").parsePoint("WG=100"); });
   EXPECT_NE(msg.find("value 100 of WG"), std::string::npos) << msg;
-  msg = errorMessage([&] { fam.variant("two_pass").parsePoint("WG=abc"); });
+  msg = sdspeed_test::errorMessage([&] { fam.variant("two_pass").parsePoint("WG=abc"); });
   EXPECT_NE(msg.find("bad value in 'WG=abc'"), std::string::npos) << msg;
-  msg = errorMessage([&] { fam.variant("two_pass").parsePoint("WG=64x"); });
+  msg = sdspeed_test::errorMessage([&] { fam.variant("two_pass").parsePoint("WG=64x"); });
   EXPECT_NE(msg.find("bad value in 'WG=64x'"), std::string::npos) << msg;
-  msg = errorMessage([&] { fam.variant("two_pass").parsePoint("WG"); });
+  msg = sdspeed_test::errorMessage([&] { fam.variant("two_pass").parsePoint("WG"); });
   EXPECT_NE(msg.find("want NAME=VALUE"), std::string::npos) << msg;
 }
 
 TEST(GroupNormParams, ParsePointViolatingConstraint) {
   GroupNormFamily fam;
   const VariantDef& one = fam.variant("one_pass");
-  std::string msg = errorMessage([&] { one.parsePoint("VEC=8,CACHE=16"); });
+  std::string msg = sdspeed_test::errorMessage([&] { one.parsePoint("VEC=8,CACHE=16"); });
   EXPECT_NE(msg.find("impossible parameters"), std::string::npos) << msg;
   EXPECT_NE(msg.find("VEC * CACHE <= 64"), std::string::npos) << msg;
   EXPECT_NE(msg.find("CACHE=16"), std::string::npos) << msg;
@@ -203,14 +190,14 @@ TEST(VariantDef, HandMadeSpace) {
   std::set<std::string> got;
   for (const auto& p : v.space()) got.insert(p.text());
   EXPECT_EQ(got, (std::set<std::string>{"A=1,B=10", "A=1,B=20", "A=2,B=10", "A=2,B=20", "A=3,B=10"}));
-  std::string msg = errorMessage([&] { v.parsePoint("A=3,B=20"); });
+  std::string msg = sdspeed_test::errorMessage([&] { v.parsePoint("A=3,B=20"); });
   EXPECT_NE(msg.find("violates A * B <= 40"), std::string::npos) << msg;
 }
 
 TEST(Registry, FindFamily) {
   EXPECT_EQ(findFamily("groupnorm").name(), "groupnorm");
   EXPECT_FALSE(allFamilies().empty());
-  std::string msg = errorMessage([] { findFamily("nosuch"); });
+  std::string msg = sdspeed_test::errorMessage([] { findFamily("nosuch"); });
   EXPECT_NE(msg.find("unknown op 'nosuch'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("groupnorm"), std::string::npos) << "should list the known ops: " << msg;
   EXPECT_THROW(findFamily(""), Error);

@@ -22,20 +22,6 @@ using sdspeed_test::TempDir;
 
 namespace {
 
-template <typename Fn>
-std::string errorMessage(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-sdspeed exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
-
 const DeviceInfo& testDevice() {
   static const DeviceInfo dev = selectDevice(listDevices(), "");
   return dev;
@@ -156,7 +142,7 @@ TEST(Devices, SelectByCaseInsensitiveNameSubstring) {
 TEST(Devices, UnknownNameThrows) {
   const auto devices = listDevices();
   ASSERT_FALSE(devices.empty());
-  std::string msg = errorMessage([&] { selectDevice(devices, "nosuchdevice-zq"); });
+  std::string msg = sdspeed_test::errorMessage([&] { selectDevice(devices, "nosuchdevice-zq"); });
   EXPECT_NE(msg.find("no OpenCL device matches 'nosuchdevice-zq'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("sdspeed devices"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
@@ -167,11 +153,11 @@ TEST(Devices, OutOfRangeIndexThrows) {
   ASSERT_FALSE(devices.empty());
   for (const std::string bad : {"99:0", "0:99", "-1:0"}) {
     SCOPED_TRACE(bad);
-    std::string msg = errorMessage([&] { selectDevice(devices, bad); });
+    std::string msg = sdspeed_test::errorMessage([&] { selectDevice(devices, bad); });
     EXPECT_NE(msg.find("no OpenCL device at index " + bad), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
   }
-  std::string msg = errorMessage([] { selectDevice({}, ""); });
+  std::string msg = sdspeed_test::errorMessage([] { selectDevice({}, ""); });
   EXPECT_NE(msg.find("no OpenCL device found"), std::string::npos) << msg;
 }
 

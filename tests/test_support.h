@@ -13,7 +13,25 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cl_error.h"
+
 namespace sdspeed_test {
+
+// The message of the sdspeed::Error fn throws; fails the test if it throws nothing
+// or another type.
+template <typename Fn>
+std::string errorMessage(Fn&& fn) {
+  try {
+    fn();
+  } catch (const sdspeed::Error& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw a non-sdspeed exception: " << e.what();
+    return {};
+  }
+  ADD_FAILURE() << "did not throw";
+  return {};
+}
 
 // $SDSPEED_TEST_SEED if set, else a fresh seed from the OS.
 inline uint64_t testSeed() {

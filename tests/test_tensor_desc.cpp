@@ -16,21 +16,6 @@ using namespace sdspeed;
 
 namespace {
 
-// The message of the Error fn throws; fails the test if it throws nothing or another type.
-template <typename Fn>
-std::string errorMessage(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-sdspeed exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "did not throw";
-  return {};
-}
-
 float halfRound(float v) { return static_cast<float>(Eigen::half(v)); }
 
 }  // namespace
@@ -55,7 +40,7 @@ TEST(ParseShape, RejectsMalformedText) {
         "2x-3x4x5", "ax3x4x5", "2X3X4X5", "2*3*4*5", "2x3x4x5 ", " 2x3x4x5", "2x3x4x5junk",
         "2x3.5x4x5", "2xx3x4x5", "99999999999999999999x1x1x1"}) {
     SCOPED_TRACE("'" + bad + "'");
-    std::string msg = errorMessage([&] { parseShape(bad); });
+    std::string msg = sdspeed_test::errorMessage([&] { parseShape(bad); });
     EXPECT_NE(msg.find("bad shape"), std::string::npos) << msg;
     EXPECT_NE(msg.find("NxCxHxW"), std::string::npos) << msg;
   }
@@ -101,7 +86,7 @@ TEST(StorageFormat, UnknownNameThrows) {
   for (const std::string bad : {"", "f64.buffer.nchw", "f32.buffer", "f32.texture.nchw",
                                 "f32.buffer.nhwc", "f32.buffer.nchw.extra", "buffer"}) {
     SCOPED_TRACE("'" + bad + "'");
-    std::string msg = errorMessage([&] { StorageFormat::parse(bad); });
+    std::string msg = sdspeed_test::errorMessage([&] { StorageFormat::parse(bad); });
     EXPECT_NE(msg.find("unknown storage format '" + bad + "'"), std::string::npos) << msg;
   }
 }
@@ -109,7 +94,7 @@ TEST(StorageFormat, UnknownNameThrows) {
 TEST(StorageFormat, ImageWithNchwLayoutIsImpossible) {
   for (const std::string bad : {"f32.image2d.nchw", "f16.image2d.nchw"}) {
     SCOPED_TRACE(bad);
-    std::string msg = errorMessage([&] { StorageFormat::parse(bad); });
+    std::string msg = sdspeed_test::errorMessage([&] { StorageFormat::parse(bad); });
     EXPECT_NE(msg.find(bad), std::string::npos) << msg;
     EXPECT_NE(msg.find("impossible"), std::string::npos) << msg;
     EXPECT_NE(msg.find("nc4hw4"), std::string::npos) << msg;
@@ -267,10 +252,10 @@ TEST_P(PackTest, RoundTripsAndZeroesPadding) {
 
 TEST_P(PackTest, RejectsWrongSizes) {
   const TensorDesc d{{1, 5, 2, 2}, GetParam()};
-  std::string msg = errorMessage([&] { packTensor(d, std::vector<float>(19, 1.0f)); });
+  std::string msg = sdspeed_test::errorMessage([&] { packTensor(d, std::vector<float>(19, 1.0f)); });
   EXPECT_NE(msg.find("needs 20 values, got 19"), std::string::npos) << msg;
   std::vector<uint8_t> shortBytes(d.bytes() - 1);
-  msg = errorMessage([&] { unpackTensor(d, shortBytes); });
+  msg = sdspeed_test::errorMessage([&] { unpackTensor(d, shortBytes); });
   EXPECT_NE(msg.find("short"), std::string::npos) << msg;
 }
 
