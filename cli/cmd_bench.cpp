@@ -50,7 +50,9 @@ int cmdBench(const std::vector<std::string>& argv) {
   TimingPolicy policy;
   policy.minTotalMs = args.getInt("min-ms", 50);
   policy.warmup = args.getInt("warmup", 3);
-  policy.llcBytes = static_cast<uint64_t>(args.getInt("llc-mib", 0)) << 20;
+  const int llcMib = args.getInt("llc-mib", 0);
+  if (llcMib < 0) throw Error("--llc-mib must not be negative");
+  policy.llcBytes = static_cast<uint64_t>(llcMib) << 20;
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1234));
 
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
@@ -62,6 +64,7 @@ int cmdBench(const std::vector<std::string>& argv) {
   std::string csv = csvRow({"device", "driver", "problem", "variant", "params", "storage", "status",
                             "median_us", "min_us", "max_us", "repeats", "rotations", "gb_per_s", "message"});
   struct Best { double us = 0; std::string what; };
+  std::vector<std::string> failures;
   std::map<std::string, Best> best;  // per problem + storage
   for (const auto& prob : problems)
     for (const VariantDef* v : variants) {
@@ -73,9 +76,12 @@ int cmdBench(const std::vector<std::string>& argv) {
         for (const auto& f : formats) {
           Measurement m = measureCase(ctx, fam, *v, p, *prob, f, policy, seed);
           const bool ok = m.check.status == Status::Ok;
+          const bool failed = !ok && m.check.status != Status::Unsupported;
+          if (failed) failures.push_back(prob->text() + " " + v->name + " [" + p.text() + "] " + f.name() + ": " +
+                                         statusName(m.check.status) + ": " + m.check.message);
           std::string status = statusName(m.check.status);
           if (ok && m.timing.fitsInCache) status += " (working set fits in cache)";
-          if (!ok && m.check.status != Status::Unsupported && !all) status += ": " + m.check.message;
+          if (failed) status += ": " + m.check.message.substr(0, m.check.message.find('\n'));
           table.add({prob->text(), v->name, p.text(), f.name(), ok ? fmtFixed(m.timing.medianMs * 1e3, 2) : "-",
                      ok ? fmtFixed(m.timing.minMs * 1e3, 2) : "-", ok ? fmtFixed(m.gbPerSec(), 1) : "-",
                      ok ? std::to_string(m.timing.rotations) : "-", status});
@@ -95,7 +101,9 @@ int cmdBench(const std::vector<std::string>& argv) {
   table.print(std::cout);
   for (const auto& [k, b] : best) std::cout << "best: " << k << ": " << fmtFixed(b.us, 2) << " us median, " << b.what << "\n";
   if (args.has("csv")) writeFileAtomically(args.get("csv"), csv);
-  return 0;
+  for (const auto& f : failures) std::cout << "FAILED: " << f << "\n";
+  // A configuration that fails to build, run or pass the check is an error of the run.
+  return failures.empty() ? 0 : 1;
 }
 
 }  // namespace sdspeed

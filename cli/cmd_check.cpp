@@ -96,7 +96,7 @@ int cmdCheck(const std::vector<std::string>& argv) {
             if (r.status == Status::Ok) ++passed;
             else if (r.status == Status::Unsupported) {
               ++unsupported;
-              result += " (" + r.message + ")";
+              result += " (" + r.message.substr(0, r.message.find('\n')) + ")";
             }
             else {
               ++failed;

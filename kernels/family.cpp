@@ -167,6 +167,23 @@ cl_program Family::buildProgram(Context& ctx, const VariantDef& v, const ParamPo
   return ctx.programs().get(label, programSource(ctx, v, p, f, vec), "-cl-std=CL1.2");
 }
 
+void checkKernelLimits(const Context& ctx, const Launch& l) {
+  size_t maxWg = 0;
+  cl_ulong localMem = 0;
+  const cl_device_id dev = ctx.device().id;
+  clCheck(clGetKernelWorkGroupInfo(l.kernel, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(maxWg), &maxWg, nullptr),
+          "clGetKernelWorkGroupInfo");
+  clCheck(clGetKernelWorkGroupInfo(l.kernel, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(localMem), &localMem, nullptr),
+          "clGetKernelWorkGroupInfo");
+  const size_t wg = l.local[0] * l.local[1] * l.local[2];
+  if (wg > maxWg)
+    throw UnsupportedError("work-group of " + std::to_string(wg) + " exceeds this kernel's limit of " +
+                           std::to_string(maxWg) + " on this device");
+  if (localMem > ctx.device().localMemBytes)
+    throw UnsupportedError("kernel needs " + std::to_string(localMem) + " bytes of local memory, device has " +
+                           std::to_string(ctx.device().localMemBytes));
+}
+
 ClEvent enqueueLaunch(cl_command_queue q, const Launch& l) {
   cl_event ev = nullptr;
   cl_int err = clEnqueueNDRangeKernel(q, l.kernel, static_cast<cl_uint>(l.dims), nullptr, l.global,

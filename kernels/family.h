@@ -160,6 +160,19 @@ class Family {
                           const StorageFormat& f, int vec) const;
 };
 
+// Thrown when a built kernel cannot run a launch on this device (the compiled
+// kernel's work-group or local-memory limit is lower than the family's rules
+// assumed): the harness records the point as unsupported, not as a failure.
+class UnsupportedError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Throws UnsupportedError if the launch's work-group exceeds CL_KERNEL_WORK_GROUP_SIZE
+// (register pressure can lower it below the device maximum) or the kernel's local
+// memory exceeds the device's.
+void checkKernelLimits(const Context& ctx, const Launch& l);
+
 // Enqueues one launch with profiling; returns its event.
 ClEvent enqueueLaunch(cl_command_queue q, const Launch& l);
 // Sets a plain (by-value) kernel argument.

@@ -65,6 +65,9 @@ size_t TensorDesc::physicalIndex(int64_t n, int64_t c, int64_t hw) const {
 }
 
 std::string TensorDesc::unsupportedReason(const DeviceInfo& dev) const {
+  // Kernels take C, H*W and W as int and index one sample with int arithmetic.
+  if (physicalElements() / static_cast<size_t>(shape.n) > 0x7fffffffu)
+    return "tensor " + shape.text() + " has over 2^31 elements per sample (kernels index with 32-bit ints)";
   if (format.storage == Storage::Buffer) {
     if (bytes() > dev.maxAllocBytes)
       return "tensor " + shape.text() + " needs " + std::to_string(bytes()) +

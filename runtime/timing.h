@@ -17,7 +17,7 @@ namespace sdspeed {
 struct TimingPolicy {
   int warmup = 3;
   int minRepeats = 10;
-  int maxRepeats = 500;
+  int maxRepeats = 20000;  // enough for 50 ms of 2.5 us kernels
   double minTotalMs = 50.0;  // keep repeating until this much device time was measured
   int maxRotations = 64;     // cap on input copies (device memory)
   // Last-level cache size to rotate past; 0 = CL_DEVICE_GLOBAL_MEM_CACHE_SIZE. Some

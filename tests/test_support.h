@@ -17,6 +17,25 @@
 
 namespace sdspeed_test {
 
+// PoCL keeps compiler files under POCL_CACHE_DIR in folders named by program hash;
+// with POCL_KERNEL_CACHE=0 (CI) two processes building the same program at once
+// delete each other's files and PoCL aborts ("Final linking of kernel ... failed").
+// CTest runs test processes in parallel, so each gets a private folder, made before
+// any OpenCL call of its translation unit (this inline variable is initialized
+// before the statics defined after the #include) and removed at exit. Child
+// processes (tests/test_cli.cpp) inherit it.
+inline const std::string kPrivatePoclCacheDir = [] {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "sdspeed-pocl-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data())) return std::string();
+  ::setenv("POCL_CACHE_DIR", tmpl.c_str(), 1);
+  static const std::string dir = tmpl;
+  std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  });
+  return tmpl;
+}();
+
 // The message of the sdspeed::Error fn throws; fails the test if it throws nothing
 // or another type.
 template <typename Fn>

@@ -8,7 +8,6 @@
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
-namespace {
 
 std::string describeFailure(const CheckResult& r, const Tolerance& t) {
   std::ostringstream m;
@@ -23,8 +22,6 @@ std::string describeFailure(const CheckResult& r, const Tolerance& t) {
   if (s.size() >= 2) s.resize(s.size() - 2);
   return s;
 }
-
-}  // namespace
 
 CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                       const Problem& prob, const StorageFormat& f, uint64_t seed) {
@@ -42,65 +39,85 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
   std::unique_ptr<PreparedOp> op;
   try {
     op = fam.prepare(ctx, v, p, prob, f);
+  } catch (const UnsupportedError& e) {
+    r.status = Status::Unsupported;
+    r.message = e.what();
+    return r;
   } catch (const Error& e) {
     r.status = Status::BuildFailed;
     r.message = e.what();
     return r;
   }
 
-  const auto slots = fam.slots();
-  const auto shapes = fam.shapes(prob);
   std::mt19937_64 rng(seed);
   std::vector<HostTensor> inputs = fam.makeInputs(prob, rng);
-  std::vector<std::unique_ptr<DeviceTensor>> tensors;
-  std::vector<DeviceTensor*> args;
-  int outSlot = -1;
+  std::vector<uint8_t> bytes;
+  const DeviceTensor* out = nullptr;
   try {
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const StorageFormat sf = slots[i].activation ? f : StorageFormat{};
-      TensorDesc d{shapes[i], sf};
-      const bool out = slots[i].access == Access::Write;
-      tensors.push_back(std::make_unique<DeviceTensor>(ctx, d, out));
-      if (out) {
-        outSlot = static_cast<int>(i);
-        tensors.back()->poison();
-        tensors.back()->writeCanary();
-      } else {
-        // The reference sees exactly what the device holds (f16 inputs rounded).
-        inputs[i].data = unpackTensor(d, packTensor(d, inputs[i].data));
-        tensors.back()->upload(inputs[i].data);
-      }
-      args.push_back(tensors.back().get());
-    }
-    if (outSlot < 0) throw Error(fam.name() + " declares no output slot");
-    {
-      auto events = op->enqueue(args);
-      for (auto& e : events) {
+    OpTensors t = OpTensors::create(ctx, fam, prob, f, /*withCanary=*/true);
+    t.upload(inputs);  // rounds inputs to the storage dtype, as the reference must see them
+    out = &t.output();
+    // Two launches, the output poisoned before each: state an op carries between
+    // launches (split's counters, scratch reuse) is checked, not only a first run.
+    for (int launch = 0; launch < 2; ++launch) {
+      t.output().poison();
+      t.output().writeCanary();
+      for (auto& e : op->enqueue(t.args())) {
         cl_event ev = e.get();
         clCheck(clWaitForEvents(1, &ev), "clWaitForEvents");
       }
       ctx.finish();
     }
+    bytes = out->downloadBytes();
+    r.canaryIntact = out->canaryIntact();
+    const std::vector<double> ref = fam.reference(prob, inputs);
+    judge(r, fam.tolerance(f.dtype), out->desc(), bytes, ref);
+  } catch (const UnsupportedError& e) {
+    r.status = Status::Unsupported;
+    r.message = e.what();
   } catch (const Error& e) {
     r.status = Status::RunFailed;
     r.message = e.what();
-    return r;
   }
+  return r;
+}
 
-  const Tolerance tol = fam.tolerance(f.dtype);
-  std::vector<double> ref = fam.reference(prob, inputs);
-  DeviceTensor& out = *tensors[static_cast<size_t>(outSlot)];
-  const auto bytes = out.downloadBytes();
-  r.cmp = compareToReference(unpackTensor(out.desc(), bytes), ref, tol);
-  const auto phys = physicalToFloats(out.desc(), bytes);
-  for (size_t idx : paddingIndices(out.desc()))
+void judge(CheckResult& r, const Tolerance& tol, const TensorDesc& desc, const std::vector<uint8_t>& bytes,
+           const std::vector<double>& ref) {
+  r.cmp = compareToReference(unpackTensor(desc, bytes), ref, tol);
+  const auto phys = physicalToFloats(desc, bytes);
+  r.badPadding = 0;
+  for (size_t idx : paddingIndices(desc))
     if (phys[idx] != 0.0f) ++r.badPadding;
-  r.canaryIntact = out.canaryIntact();
   if (!r.cmp.pass(tol) || r.badPadding || !r.canaryIntact) {
     r.status = Status::Inaccurate;
     r.message = describeFailure(r, tol);
   }
-  return r;
+}
+
+OpTensors OpTensors::create(Context& ctx, const Family& fam, const Problem& prob, const StorageFormat& f,
+                            bool withCanary) {
+  OpTensors t;
+  const auto slots = fam.slots();
+  const auto shapes = fam.shapes(prob);
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const bool isOut = slots[i].access == Access::Write;
+    TensorDesc d{shapes[i], slots[i].activation ? f : StorageFormat{}};
+    t.tensors_.push_back(std::make_unique<DeviceTensor>(ctx, d, isOut && withCanary));
+    t.args_.push_back(t.tensors_.back().get());
+    if (isOut) t.out_ = static_cast<int>(i);
+  }
+  if (t.out_ < 0) throw Error(fam.name() + " declares no output slot");
+  return t;
+}
+
+void OpTensors::upload(std::vector<HostTensor>& inputs) {
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    if (static_cast<int>(i) == out_) continue;
+    const TensorDesc& d = tensors_[i]->desc();
+    inputs[i].data = unpackTensor(d, packTensor(d, inputs[i].data));
+    tensors_[i]->upload(inputs[i].data);
+  }
 }
 
 std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceInfo& dev, int extra, uint64_t seed) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,28 @@ struct CheckResult {
   bool passed() const { return status == Status::Ok || status == Status::Unsupported; }
 };
 
+// The device tensors of one op: one per family slot, the written one with a canary.
+class OpTensors {
+ public:
+  static OpTensors create(Context& ctx, const Family& fam, const Problem& prob, const StorageFormat& f,
+                          bool withCanary);
+  // Uploads every read slot; rounds inputs[i].data to the storage dtype in place.
+  void upload(std::vector<HostTensor>& inputs);
+  const std::vector<DeviceTensor*>& args() const { return args_; }
+  DeviceTensor& output() { return *tensors_[static_cast<size_t>(out_)]; }
+
+ private:
+  std::vector<std::unique_ptr<DeviceTensor>> tensors_;
+  std::vector<DeviceTensor*> args_;
+  int out_ = -1;
+};
+
+// Compares an output's physical bytes with the reference; sets status and message.
+void judge(CheckResult& r, const Tolerance& tol, const TensorDesc& desc, const std::vector<uint8_t>& bytes,
+           const std::vector<double>& ref);
+std::string describeFailure(const CheckResult& r, const Tolerance& t);
+
+// Runs the op twice (output poisoned before each launch) and judges the second output.
 CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                       const Problem& prob, const StorageFormat& f, uint64_t seed);
 

@@ -16,26 +16,26 @@ Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, co
   if (m.check.status != Status::Ok) return m;
   try {
     auto op = fam.prepare(ctx, v, p, prob, f);  // cached program: no rebuild
-    const auto slots = fam.slots();
-    const auto shapes = fam.shapes(prob);
     std::mt19937_64 rng(seed);
-    const auto inputs = fam.makeInputs(prob, rng);
-    size_t setBytes = 0;
-    for (size_t i = 0; i < slots.size(); ++i)
-      setBytes += TensorDesc{shapes[i], slots[i].activation ? f : StorageFormat{}}.bytes();
-    const int rotations = rotationsFor(ctx.device(), setBytes, policy);
-    // `rotations` full sets of the op's tensors, so consecutive runs touch different memory.
-    std::vector<std::vector<std::unique_ptr<DeviceTensor>>> sets(static_cast<size_t>(rotations));
-    std::vector<std::vector<DeviceTensor*>> args(static_cast<size_t>(rotations));
-    for (int r = 0; r < rotations; ++r)
-      for (size_t i = 0; i < slots.size(); ++i) {
-        TensorDesc d{shapes[i], slots[i].activation ? f : StorageFormat{}};
-        sets[r].push_back(std::make_unique<DeviceTensor>(ctx, d));
-        if (slots[i].access == Access::Read) sets[r].back()->upload(inputs[i].data);
-        args[r].push_back(sets[r].back().get());
-      }
-    m.timing = timeOp(ctx, rotations, [&](int r) { return op->enqueue(args[static_cast<size_t>(r)]); }, policy);
-    m.timing.fitsInCache = static_cast<uint64_t>(rotations) * setBytes <= policy.cacheBytes(ctx.device());
+    auto inputs = fam.makeInputs(prob, rng);
+    // Enough full tensor sets that the bytes the op must touch, rotated, pass the LLC.
+    const int rotations = rotationsFor(ctx.device(), m.bytes, policy);
+    std::vector<OpTensors> sets;
+    for (int r = 0; r < rotations; ++r) {
+      sets.push_back(OpTensors::create(ctx, fam, prob, f, false));
+      sets.back().upload(inputs);
+    }
+    m.timing = timeOp(ctx, rotations, [&](int r) { return op->enqueue(sets[static_cast<size_t>(r)].args()); },
+                      policy);
+    m.timing.fitsInCache = static_cast<uint64_t>(rotations) * m.bytes < 2 * policy.cacheBytes(ctx.device());
+    // The timed launches must still compute the op: judge one set's last output.
+    DeviceTensor& out = sets.back().output();
+    CheckResult after = m.check;
+    judge(after, fam.tolerance(f.dtype), out.desc(), out.downloadBytes(), fam.reference(prob, inputs));
+    if (after.status != Status::Ok) {
+      m.check.status = Status::Inaccurate;
+      m.check.message = "output wrong after the timed launches: " + after.message;
+    }
   } catch (const Error& e) {
     m.check.status = Status::RunFailed;
     m.check.message = e.what();

@@ -31,7 +31,8 @@ VariantDef twoPass() {
       {"NWG >= 4", [](const ParamPoint& p) { return p["NWG"] >= 4; }},
   };
   v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(std::max(p["WG"], p["NWG"])); };
-  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 4 + 32; };
+  // gn_stats: float2 red[WG]; gn_normalize: 3 x float[4].
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 8 + 48; };
   return v;
 }
 
@@ -49,7 +50,7 @@ VariantDef onePass() {
       {"VEC * CACHE <= 64", [](const ParamPoint& p) { return p["VEC"] * p["CACHE"] <= 64; }},
   };
   v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
-  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 4; };
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 8; };  // float2 red[WG]
   return v;
 }
 
@@ -68,7 +69,8 @@ VariantDef split() {
       {"VEC * CACHE <= 64", [](const ParamPoint& p) { return p["VEC"] * p["CACHE"] <= 64; }},
   };
   v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
-  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 8 + 8; };
+  // float2 red[WG], float sums[2 * SPLIT], int arrived.
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 8 + 8 * p["SPLIT"] + 4; };
   // Work-groups wait for each other, so all of a group's must run at once. CPU
   // runtimes (PoCL) may run work-groups one after another on a thread, so there only
   // SPLIT=1 (no waiting on others) is allowed; it still runs the exchange code in CI.
@@ -123,6 +125,10 @@ class GroupNormOp : public PreparedOp {
   }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    if (!checkedLimits_) {
+      for (const auto& l : launches_) checkKernelLimits(ctx_, l);
+      checkedLimits_ = true;
+    }
     // Slots: x, gamma, beta, res, y.
     const cl_int G = prob_.attrs.groups;
     const cl_float eps = static_cast<cl_float>(prob_.attrs.eps);
@@ -164,7 +170,7 @@ class GroupNormOp : public PreparedOp {
   Context& ctx_;
   GroupNormProblem prob_;
   ParamPoint point_;
-  bool twoPass_, split_;
+  bool twoPass_, split_, checkedLimits_ = false;
   cl_int flags_ = 0;
   int64_t sequence_ = 0;
   ClKernel stats_, normalize_, onePass_;

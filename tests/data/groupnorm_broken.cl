@@ -5,6 +5,8 @@
 //   BUG 1  skips the tail: elements past the last multiple of WG are never written
 //   BUG 2  wrong eps (100x)
 //   BUG 3  writes one element past the end of its output
+//   BUG 4  leaves the NC4HW4 padding lanes unwritten
+//   BUG 5  normalizes each group with the next group's statistics
 // Buffer storage only (single-channel stores).
 
 inline float plain_reduce(float v, __local float* buf) {
@@ -25,13 +27,19 @@ void gn_plain(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const i
               const float eps, const int flags) {
   __local float red[WG];
   const int ng = get_group_id(1), lid = get_local_id(0);
-  const int n = ng / G, g = ng % G, cpg = x_C / G, c0 = g * cpg, count = cpg * x_HW;
+  const int n = ng / G, g = ng % G, cpg = x_C / G, count = cpg * x_HW;
+#if BUG == 5
+  const int c0s = ((g + 1) % G) * cpg;  // statistics from the wrong group
+#else
+  const int c0s = g * cpg;
+#endif
+  const int c0 = g * cpg;
   float s = 0.0f;
-  for (int j = lid; j < count; j += WG) s += x_LOAD(n, c0 + j / x_HW, j % x_HW);
+  for (int j = lid; j < count; j += WG) s += x_LOAD(n, c0s + j / x_HW, j % x_HW);
   const float mean = plain_reduce(s, red) / count;
   float q = 0.0f;
   for (int j = lid; j < count; j += WG) {
-    const float d = x_LOAD(n, c0 + j / x_HW, j % x_HW) - mean;
+    const float d = x_LOAD(n, c0s + j / x_HW, j % x_HW) - mean;
     q += d * d;
   }
 #if BUG == 2
@@ -51,7 +59,11 @@ void gn_plain(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const i
     if (flags & 2) v += res_LOAD(n, c, hw);
     y_STORE(n, c, hw, v);
   }
+#if BUG != 4
+  if (g == G - 1)  // zero the padding channels [C, STORED_C) of this sample
+    for (int j = lid; j < (y_STORED_C - y_C) * y_HW; j += WG) y_STORE(n, y_C + j / y_HW, j % y_HW, 0.0f);
+#endif
 #if BUG == 3
-  if (lid == 0 && ng == get_num_groups(1) - 1) y_STORE(n, y_C, 0, 0.0f);  // one past the end
+  if (lid == 0 && ng == get_num_groups(1) - 1) y_STORE(n, y_STORED_C, 0, 0.0f);  // one past the end
 #endif
 }
