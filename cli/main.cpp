@@ -15,6 +15,7 @@ void usage(std::ostream& os) {
         "  devices                      list OpenCL platforms and devices\n"
         "  check [--op OP] [--full]     check kernel variants against the Eigen references\n"
         "  bench --op OP --shape NxCxHxW  time variants on the device (event timing)\n"
+        "  tune --op OP --shape S|--shapes FILE  sweep variants x parameters; tuning database\n"
         "common options: --device P:D|NAME  --kernel-dir DIR  --cache-dir DIR  --no-disk-cache\n"
         "`sdspeed VERB --help` lists a verb's options.\n";
 }
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
     if (verb == "devices") return sdspeed::cmdDevices(args);
     if (verb == "check") return sdspeed::cmdCheck(args);
     if (verb == "bench") return sdspeed::cmdBench(args);
+    if (verb == "tune") return sdspeed::cmdTune(args);
     std::cerr << "sdspeed: error: unknown verb '" << verb << "' (see sdspeed --help)\n";
     return 2;
   } catch (const std::exception& e) {

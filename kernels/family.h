@@ -95,6 +95,11 @@ struct Tolerance {
 struct Problem {
   virtual ~Problem() = default;
   virtual std::string text() const = 0;
+  // The op instance's key parts (tuning/op_instance.h): the main tensor's shape and
+  // the attributes that change the computation, canonical NAME=VALUE strings that
+  // Family::makeProblem accepts back.
+  virtual Shape shape() const = 0;
+  virtual std::map<std::string, std::string> attributes() const = 0;
 };
 using ProblemPtr = std::shared_ptr<const Problem>;
 
@@ -155,6 +160,9 @@ class Family {
   // Full program text: prelude, parameter #defines, tensor accessors, family source.
   std::string programSource(const Context& ctx, const VariantDef& v, const ParamPoint& p,
                             const StorageFormat& f, int vec) const;
+  // Builds (only) the program a point will use, so a tuner can compile ahead in
+  // parallel threads. The default assumes the program's VEC is the point's VEC.
+  virtual void prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const;
   // Builds the program for a point; label names it in errors and dumps.
   cl_program buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
                           const StorageFormat& f, int vec) const;
@@ -168,12 +176,16 @@ class UnsupportedError : public Error {
   using Error::Error;
 };
 
-// Throws UnsupportedError if the launch's work-group exceeds CL_KERNEL_WORK_GROUP_SIZE
-// (register pressure can lower it below the device maximum) or the kernel's local
-// memory exceeds the device's.
+// Throws UnsupportedError if the kernel's local memory exceeds the device's.
 void checkKernelLimits(const Context& ctx, const Launch& l);
 
-// Enqueues one launch with profiling; returns its event.
+// Every program is built with these options: no fast-math, since accuracy is what
+// the harness checks and the references assume IEEE float.
+inline constexpr const char* kBuildOptions = "-cl-std=CL1.2";
+
+// Enqueues one launch with profiling; returns its event. A launch refused with
+// CL_INVALID_WORK_GROUP_SIZE (register pressure can lower a kernel's limit below the
+// device maximum) throws UnsupportedError; other failures throw ClError.
 ClEvent enqueueLaunch(cl_command_queue q, const Launch& l);
 // Sets a plain (by-value) kernel argument.
 template <typename T>

@@ -94,7 +94,7 @@ class GroupNormOp : public PreparedOp {
               const GroupNormProblem& prob, const StorageFormat& f)
       : ctx_(ctx), prob_(prob), point_(p), twoPass_(v.name == "two_pass"), split_(v.name == "split") {
     cl_program program = fam.buildProgram(ctx, v, p, f, p["VEC"]);
-    const Shape& s = prob.shape;
+    const Shape& s = prob.dims;
     flags_ = (prob.attrs.silu ? kFlagSilu : 0) | (prob.attrs.residual ? kFlagResidual : 0);
     if (twoPass_) {
       stats_ = ctx.createKernel(program, "gn_stats");
@@ -182,7 +182,7 @@ class GroupNormOp : public PreparedOp {
 }  // namespace
 
 std::string GroupNormProblem::text() const {
-  std::string t = "groupnorm " + shape.text() + " g=" + std::to_string(attrs.groups) +
+  std::string t = "groupnorm " + dims.text() + " g=" + std::to_string(attrs.groups) +
                   " eps=" + formatEps(attrs.eps);
   if (attrs.silu) t += " +silu";
   if (attrs.residual) t += " +residual";
@@ -190,12 +190,19 @@ std::string GroupNormProblem::text() const {
   return t;
 }
 
+std::map<std::string, std::string> GroupNormProblem::attributes() const {
+  return {{"g", std::to_string(attrs.groups)},
+          {"eps", formatEps(attrs.eps)},
+          {"silu", attrs.silu ? "1" : "0"},
+          {"residual", attrs.residual ? "1" : "0"}};
+}
+
 ProblemPtr GroupNormFamily::problem(Shape s, int groups, double eps, bool silu, bool residual,
                                     float inputMean) {
   if (groups <= 0 || s.c % groups != 0)
     throw Error("groupnorm: C=" + std::to_string(s.c) + " is not divisible by G=" + std::to_string(groups));
   auto p = std::make_shared<GroupNormProblem>();
-  p->shape = s;
+  p->dims = s;
   p->attrs = {groups, eps, silu, residual};
   p->inputMean = inputMean;
   return p;
@@ -235,14 +242,14 @@ std::vector<ProblemPtr> GroupNormFamily::checkProblems(bool full) const {
 }
 
 std::vector<Shape> GroupNormFamily::shapes(const Problem& p) const {
-  const Shape& s = asGroupNorm(p).shape;
+  const Shape& s = asGroupNorm(p).dims;
   const Shape vec{1, s.c, 1, 1};
   return {s, vec, vec, s, s};
 }
 
 std::vector<HostTensor> GroupNormFamily::makeInputs(const Problem& p, std::mt19937_64& rng) const {
   const auto& gp = asGroupNorm(p);
-  const Shape& s = gp.shape;
+  const Shape& s = gp.dims;
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> uni(0.0f, 1.0f);
   std::vector<HostTensor> in = {{s, {}}, {{1, s.c, 1, 1}, {}}, {{1, s.c, 1, 1}, {}}, {s, {}}, {s, {}}};
@@ -266,7 +273,7 @@ std::vector<HostTensor> GroupNormFamily::makeInputs(const Problem& p, std::mt199
 
 std::vector<double> GroupNormFamily::reference(const Problem& p, const std::vector<HostTensor>& in) const {
   const auto& gp = asGroupNorm(p);
-  return groupNormReference(gp.shape, gp.attrs, in[0].data, in[1].data, in[2].data, in[3].data);
+  return groupNormReference(gp.dims, gp.attrs, in[0].data, in[1].data, in[2].data, in[3].data);
 }
 
 Tolerance GroupNormFamily::tolerance(DType dtype) const {
@@ -307,9 +314,9 @@ ProblemPtr GroupNormFamily::makeProblem(const Shape& shape,
 
 size_t GroupNormFamily::minBytes(const Problem& p, const StorageFormat& f) const {
   const auto& gp = asGroupNorm(p);
-  const size_t act = static_cast<size_t>(gp.shape.elements()) * (f.dtype == DType::F32 ? 4 : 2);
+  const size_t act = static_cast<size_t>(gp.dims.elements()) * (f.dtype == DType::F32 ? 4 : 2);
   // x read, y written, residual read if fused, gamma and beta read (f32).
-  return act * (gp.attrs.residual ? 3 : 2) + 2 * sizeof(float) * static_cast<size_t>(gp.shape.c);
+  return act * (gp.attrs.residual ? 3 : 2) + 2 * sizeof(float) * static_cast<size_t>(gp.dims.c);
 }
 
 std::string GroupNormFamily::unsupportedReason(const VariantDef& v, const ParamPoint& p,
@@ -323,7 +330,7 @@ std::string GroupNormFamily::unsupportedReason(const VariantDef& v, const ParamP
     // holds 1024 work-items' worth of work-groups (true of every GPU we target at the
     // register use of this kernel); the bounded spin catches a wrong assumption.
     const auto& gp = asGroupNorm(prob);
-    const int64_t wgs = gp.shape.n * gp.attrs.groups * p["SPLIT"];
+    const int64_t wgs = gp.dims.n * gp.attrs.groups * p["SPLIT"];
     const int64_t resident = static_cast<int64_t>(dev.computeUnits) * std::max(1, 1024 / p["WG"]);
     if (wgs > resident)
       return std::to_string(wgs) + " work-groups exceed the " + std::to_string(resident) +

@@ -8,10 +8,12 @@
 namespace sdspeed {
 
 struct GroupNormProblem : Problem {
-  Shape shape;
+  Shape dims;
   GroupNormAttrs attrs;
   float inputMean = 0.0f;  // offset added to every input: checks the variance's stability
   std::string text() const override;
+  Shape shape() const override { return dims; }
+  std::map<std::string, std::string> attributes() const override;
 };
 
 class GroupNormFamily : public Family {

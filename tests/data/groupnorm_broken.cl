@@ -7,7 +7,12 @@
 //   BUG 3  writes one element past the end of its output
 //   BUG 4  leaves the NC4HW4 padding lanes unwritten
 //   BUG 5  normalizes each group with the next group's statistics
+//   BUG 9  does not compile
 // Buffer storage only (single-channel stores).
+
+#if BUG == 9
+#error deliberate build failure (BUG 9)
+#endif
 
 inline float plain_reduce(float v, __local float* buf) {
   const int lid = get_local_id(0);

@@ -1,0 +1,205 @@
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <set>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "kernels/registry.h"
+#include "runtime/cl_error.h"
+#include "tuning/database.h"
+#include "tuning/shape_set.h"
+#include "tuning/tuner.h"
+
+namespace sdspeed {
+namespace {
+
+std::vector<std::string> paramNames(const Family& fam) {
+  std::set<std::string> names;
+  for (const auto& v : fam.variants())
+    for (const auto& p : v.params) names.insert(p.name);
+  return {names.begin(), names.end()};
+}
+
+std::map<std::string, std::string> parseAttrs(const Args& args) {
+  std::map<std::string, std::string> attrs;
+  for (const auto& kv : args.list("attrs")) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) throw Error("bad attribute '" + kv + "' (want NAME=VALUE)");
+    attrs[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return attrs;
+}
+
+// The op instances to tune: --shape (with --attrs) or the family's entries of a
+// shape set, most costly (count x elements) first, each once.
+std::vector<OpInstance> instancesFromArgs(const Args& args, const Family& fam, const std::vector<StorageFormat>& formats) {
+  std::vector<std::pair<double, OpInstance>> weighted;
+  if (args.has("shapes")) {
+    for (const auto& e : loadShapeSet(args.get("shapes")))
+      if (e.op == fam.name()) {
+        auto prob = fam.makeProblem(e.shape, e.attrs);  // validates the attributes
+        for (const auto& f : formats) weighted.push_back({e.weight(), OpInstance::of(fam, *prob, f)});
+      }
+    if (weighted.empty()) throw Error("shape set " + args.get("shapes") + " has no " + fam.name() + " instances");
+  }
+  for (const auto& s : args.list("shape")) {
+    auto prob = fam.makeProblem(parseShape(s), parseAttrs(args));
+    for (const auto& f : formats) weighted.push_back({0, OpInstance::of(fam, *prob, f)});
+  }
+  if (weighted.empty()) throw Error("tune needs --shape or --shapes");
+  std::stable_sort(weighted.begin(), weighted.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<OpInstance> out;
+  for (const auto& [w, inst] : weighted)
+    if (std::find(out.begin(), out.end(), inst) == out.end()) out.push_back(inst);
+  return out;
+}
+
+std::string us(double v) { return fmtFixed(v, 2) + " us"; }
+
+ProgressFn progressPrinter(const std::vector<Candidate>& space) {
+  const bool tty = ::isatty(STDOUT_FILENO);
+  auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  return [tty, start, &space](size_t done, size_t budget, const SweepRow& row, const SearchResult& res) {
+    (void)space;
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
+    const double eta = done ? elapsed / done * (budget - done) : 0;
+    std::string best = res.bestIndex >= 0 ? us(res.rows[res.bestIndex].medianUs) + " " + res.rows[res.bestIndex].variant
+                                          : "-";
+    std::string point = row.variant + " [" + row.params + "] " + statusName(row.status) +
+                        (row.status == Status::Ok ? " " + us(row.medianUs) : "");
+    char line[512];
+    std::snprintf(line, sizeof line, "[%zu/%zu] failures %d | best %s | eta %.0fs | %s", done, budget, res.failed,
+                  best.c_str(), eta, point.c_str());
+    if (tty) {
+      std::cout << "\r\033[K" << line << std::flush;
+      if (done == budget) std::cout << "\n";
+    } else {
+      std::cout << line << "\n";
+    }
+  };
+}
+
+int replay(const Args& args, const Family& fam, const std::vector<OpInstance>& instances) {
+  SweepCache recording(args.get("replay"), paramNames(fam));
+  DeviceInfo any;  // replay has no device: the recording says what ran
+  any.type = CL_DEVICE_TYPE_GPU;
+  any.maxWorkGroupSize = SIZE_MAX;
+  any.localMemBytes = UINT64_MAX;
+  for (const auto& inst : instances) {
+    std::set<std::string> recorded;
+    for (const auto& r : recording.rows())
+      if (r.instance == inst.text()) recorded.insert(r.variant + " [" + r.params + "]");
+    std::vector<Candidate> space;
+    for (auto& c : tuningSpace(fam, any, args.list("variant")))
+      if (recorded.count(c.text())) space.push_back(c);
+    if (space.empty()) throw Error("the recording " + args.get("replay") + " has no points of '" + inst.text() + "'");
+    double exhaustiveBest = INFINITY;
+    for (const auto& r : recording.rows())
+      if (r.instance == inst.text() && r.status == Status::Ok) exhaustiveBest = std::min(exhaustiveBest, r.medianUs);
+    const size_t budget = parseBudget(args.get("budget"), space.size());
+    auto strategy = makeStrategy(args.get("strategy", "exhaustive"), space, budget, args.getInt("seed", 1));
+    SearchResult res = runSearch(space, *strategy, budget, 0, replayEvaluator(recording.rows(), inst.text(), space));
+    std::cout << "replay " << inst.text() << ": strategy " << args.get("strategy", "exhaustive") << ", "
+              << res.rows.size() << " of " << space.size() << " points";
+    if (res.bestIndex >= 0) {
+      const auto& b = res.rows[res.bestIndex];
+      std::cout << ", best " << b.variant << " [" << b.params << "] " << us(b.medianUs) << " = "
+                << fmtFixed(b.medianUs / exhaustiveBest, 3) << "x the recorded best " << us(exhaustiveBest);
+    }
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmdTune(const std::vector<std::string>& argv) {
+  auto options = kDeviceOptions;
+  options.insert({"op", "shape", "shapes", "attrs", "storage", "variant", "strategy", "budget", "seconds", "seed",
+                  "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads"});
+  auto flags = kDeviceFlags;
+  flags.insert({"help"});
+  Args args(argv, options, flags);
+  if (args.has("help") || !args.has("op")) {
+    std::cout
+        << "usage: sdspeed tune --op OP (--shape NxCxHxW[,..] [--attrs K=V,..] | --shapes FILE.yaml)\n"
+           "       [--storage F,..] [--variant V,..] [--strategy exhaustive|random|anneal] [--budget N|N%]\n"
+           "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
+           "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N]\n"
+           "Sweeps the op's variants x parameters on each instance: every point is built, checked against\n"
+           "the reference and timed; each is appended to DIR/<device-key>/<op>.csv (default results/sweeps),\n"
+           "and the best per variant goes to <db-dir>/<device-key>.yaml (default configs/tuned). A sweep\n"
+           "started again skips the points it already measured. --replay runs a strategy against a\n"
+           "recorded sweep, without a device.\n";
+    return args.has("help") ? 0 : 2;
+  }
+  const std::string op = args.get("op");
+  const Family& fam = findFamily(op);
+  std::vector<StorageFormat> formats;
+  for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
+  if (formats.empty()) formats.push_back(StorageFormat{});
+  const auto instances = instancesFromArgs(args, fam, formats);
+  const std::string strategyName = args.get("strategy", "exhaustive");
+  makeStrategy(strategyName, {}, 1, 1);  // validates the name before any work
+  if (args.has("replay")) return replay(args, fam, instances);
+
+  TimingPolicy policy;
+  policy.minTotalMs = args.getInt("min-ms", 50);
+  policy.warmup = args.getInt("warmup", 3);
+  const int llcMib = args.getInt("llc-mib", 0);
+  if (llcMib < 0) throw Error("--llc-mib must not be negative");
+  policy.llcBytes = static_cast<uint64_t>(llcMib) << 20;
+  const double seconds = args.has("seconds") ? std::stod(args.get("seconds")) : 0;
+  const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1));
+  const int threads = args.getInt("threads", static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  const std::string sweepDir = args.get("sweep-dir", "results/sweeps"), dbDir = args.get("db-dir", "configs/tuned");
+
+  std::vector<DeviceInfo> devices;
+  if (args.get("device") == "all") devices = listDevices();
+  else devices.push_back(deviceFromArgs(args));
+  if (devices.empty()) throw Error("no OpenCL device found");
+  int failures = 0;
+  for (const auto& dev : devices) {
+    Context ctx(dev, contextOptionsFromArgs(args));
+    const std::string key = deviceKey(dev);
+    std::cout << "device " << key << ": " << dev.name << " (driver " << dev.driverVersion << ")\n";
+    SweepCache cache(sweepDir + "/" + key + "/" + fam.name() + ".csv", paramNames(fam));
+    if (cache.droppedPartialRows()) std::cout << "dropped a half-written row from " << cache.path() << "\n";
+    const std::string dbPath = dbDir + "/" + key + ".yaml";
+    TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, dev);
+    const auto space = tuningSpace(fam, dev, args.list("variant"));
+    if (space.empty()) throw Error("the " + fam.name() + " space is empty after constraints on " + dev.name);
+    for (const auto& inst : instances) {
+      const size_t budget = parseBudget(args.get("budget"), space.size());
+      std::cout << inst.text() << ": " << strategyName << ", " << budget << " of " << space.size() << " points\n";
+      auto strategy = makeStrategy(strategyName, space, budget, seed);
+      DeviceEvaluator eval(ctx, fam, inst, space, cache, policy, seed);
+      if (strategyName == "exhaustive") eval.prebuildAll(threads);
+      SearchResult res = runSearch(space, *strategy, budget, seconds,
+                                   [&](size_t i, bool& reused) { return eval(i, reused); }, progressPrinter(space));
+      failures += res.failed;
+      // The database keeps each variant's best over everything measured for this
+      // instance with this driver and kernel source, this run or earlier.
+      for (const auto& r : cache.rows())
+        if (r.instance == inst.text() && r.status == Status::Ok && r.driver == dev.driverVersion &&
+            r.sourceHash == familySourceHash(ctx, fam))
+          db.record(inst, r.variant, r.params, r.medianUs, r.minUs);
+      db.save(dbPath);
+      std::cout << "  " << res.measured << " measured, " << res.reused << " reused from " << cache.path() << ", "
+                << res.failed << " failed";
+      if (res.bestIndex >= 0) {
+        const auto& b = res.rows[res.bestIndex];
+        std::cout << "; best " << b.variant << " [" << b.params << "] " << us(b.medianUs) << " median";
+      }
+      std::cout << "\n";
+    }
+    std::cout << "database: " << dbPath << "\n";
+  }
+  // Failed points are recorded with their status, not fatal: report them in the exit code.
+  return failures ? 3 : 0;
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,187 @@
+#include "tuning/database.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <optional>
+#include <sstream>
+
+#include "runtime/atomic_file.h"
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) out += static_cast<char>(std::tolower(u));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+std::string firstWord(const std::string& s) {
+  std::string w = slug(s);
+  return w.substr(0, w.find('-'));
+}
+
+std::string where(const std::string& path, const YAML::Node& n, const std::string& key) {
+  return path + " line " + std::to_string(n.Mark().line + 1) + ", key '" + key + "'";
+}
+
+template <typename T>
+T need(const YAML::Node& parent, const std::string& key, const std::string& path) {
+  const YAML::Node n = parent[key];
+  if (!n) throw Error(where(path, parent, key) + ": missing");
+  try {
+    return n.as<T>();
+  } catch (const YAML::Exception&) {
+    throw Error(where(path, n, key) + ": wrong type");
+  }
+}
+
+}  // namespace
+
+std::string deviceKey(const DeviceInfo& dev) {
+  const std::string major = slug(dev.driverVersion.substr(0, dev.driverVersion.find_first_of(".+ ")));
+  if (dev.platformName.find("Portable Computing Language") != std::string::npos && dev.isCpu())
+    return "pocl-cpu-" + major;
+  std::string vendor = firstWord(dev.vendor);  // "nvidia", "advanced" -> use name below
+  if (vendor == "advanced") vendor = "amd";
+  std::string name = slug(dev.name);
+  if (name.rfind(vendor + "-", 0) == 0) name = name.substr(vendor.size() + 1);
+  return vendor + "-" + name + "-" + major;
+}
+
+TuningDatabase TuningDatabase::load(const std::string& path) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    throw Error("cannot read tuning database " + path);
+  } catch (const YAML::ParserException& e) {
+    throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw Error(path + ": not a tuning database (want a mapping at the top)");
+  if (need<int>(root, "format", path) != 1) throw Error(where(path, root["format"], "format") + ": unknown version");
+  TuningDatabase db;
+  const YAML::Node dev = root["device"];
+  if (!dev || !dev.IsMap()) throw Error(where(path, root, "device") + ": missing or not a mapping");
+  db.deviceKey = need<std::string>(dev, "key", path);
+  db.deviceName = need<std::string>(dev, "name", path);
+  db.driver = need<std::string>(dev, "driver", path);
+  const YAML::Node entries = root["entries"];
+  if (entries && !entries.IsSequence()) throw Error(where(path, entries, "entries") + ": not a list");
+  for (const auto& e : entries) {
+    TunedEntry t;
+    try {
+      t.instance = OpInstance::parse(need<std::string>(e, "instance", path));
+    } catch (const Error& err) {
+      throw Error(where(path, e, "instance") + ": " + err.what());
+    }
+    t.best = need<std::string>(e, "best", path);
+    const YAML::Node vars = e["variants"];
+    if (!vars || !vars.IsMap()) throw Error(where(path, e, "variants") + ": missing or not a mapping");
+    for (const auto& kv : vars) {
+      const std::string name = kv.first.as<std::string>();
+      TunedVariant v;
+      v.params = need<std::string>(kv.second, "params", path);
+      v.medianUs = need<double>(kv.second, "median_us", path);
+      v.minUs = need<double>(kv.second, "min_us", path);
+      t.variants[name] = v;
+    }
+    if (!t.variants.count(t.best)) throw Error(where(path, e, "best") + ": names no listed variant");
+    db.entries_.push_back(std::move(t));
+  }
+  return db;
+}
+
+TuningDatabase TuningDatabase::loadOrEmpty(const std::string& path, const DeviceInfo& dev) {
+  std::string probe;
+  if (readFile(path, probe)) return load(path);
+  TuningDatabase db;
+  db.deviceKey = sdspeed::deviceKey(dev);
+  db.deviceName = dev.name;
+  db.driver = dev.driverVersion;
+  return db;
+}
+
+void TuningDatabase::save(const std::string& path) const {
+  YAML::Emitter out;
+  out.SetDoublePrecision(7);
+  out << YAML::Comment("sdspeed tuning database; format: configs/tuned/FORMAT.md");
+  out << YAML::BeginMap;
+  out << YAML::Key << "format" << YAML::Value << 1;
+  out << YAML::Key << "device" << YAML::Value << YAML::BeginMap << YAML::Key << "key" << YAML::Value << deviceKey
+      << YAML::Key << "name" << YAML::Value << deviceName << YAML::Key << "driver" << YAML::Value << driver
+      << YAML::EndMap;
+  out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
+  for (const auto& e : entries_) {
+    out << YAML::BeginMap << YAML::Key << "instance" << YAML::Value << e.instance.text() << YAML::Key << "best"
+        << YAML::Value << e.best << YAML::Key << "variants" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, v] : e.variants)
+      out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "params"
+          << YAML::Value << v.params << YAML::Key << "median_us" << YAML::Value << v.medianUs << YAML::Key
+          << "min_us" << YAML::Value << v.minUs << YAML::EndMap;
+    out << YAML::EndMap << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  writeFileAtomically(path, std::string(out.c_str()) + "\n");
+}
+
+void TuningDatabase::record(const OpInstance& inst, const std::string& variant, const std::string& params,
+                            double medianUs, double minUs) {
+  auto it = std::find_if(entries_.begin(), entries_.end(), [&](const TunedEntry& e) { return e.instance == inst; });
+  if (it == entries_.end()) {
+    entries_.push_back({inst, variant, {}});
+    it = entries_.end() - 1;
+  }
+  auto& slot = it->variants[variant];
+  if (slot.params.empty() || medianUs < slot.medianUs) slot = {params, medianUs, minUs};
+  for (const auto& [name, v] : it->variants)
+    if (v.medianUs < it->variants[it->best].medianUs) it->best = name;
+}
+
+TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, const std::string& variant) const {
+  auto pick = [&](const TunedEntry& e, const std::string& source) -> std::optional<TunedChoice> {
+    const std::string v = variant.empty() ? e.best : variant;
+    auto it = e.variants.find(v);
+    if (it == e.variants.end()) return std::nullopt;
+    return TunedChoice{v, it->second.params, source};
+  };
+  for (const auto& e : entries_)
+    if (e.instance == inst)
+      if (auto c = pick(e, "exact")) return *c;
+  const TunedEntry* nearest = nullptr;
+  double best = 0;
+  for (const auto& e : entries_) {
+    if (!e.instance.sameOpAs(inst) || !pick(e, "")) continue;
+    const double d = shapeDistance(e.instance.shape, inst.shape);
+    if (!nearest || d < best) nearest = &e, best = d;
+  }
+  if (nearest) {
+    std::ostringstream s;
+    s << "nearest " << nearest->instance.text() << " (distance " << best << ")";
+    return *pick(*nearest, s.str());
+  }
+  // Device default: the (variant, params) that wins most of this family's entries.
+  std::map<std::pair<std::string, std::string>, int> votes;
+  for (const auto& e : entries_) {
+    if (e.instance.family != inst.family) continue;
+    const std::string v = variant.empty() ? e.best : variant;
+    if (auto it = e.variants.find(v); it != e.variants.end()) ++votes[{v, it->second.params}];
+  }
+  if (!votes.empty()) {
+    auto top = std::max_element(votes.begin(), votes.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    return {top->first.first, top->first.second, "device default"};
+  }
+  const VariantDef& v = variant.empty() ? fam.variants().front() : fam.variant(variant);
+  return {v.name, v.defaults().text(), "generic default"};
+}
+
+}  // namespace sdspeed

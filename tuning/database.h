@@ -1,0 +1,64 @@
+// The per-device tuning database, configs/tuned/<device-key>.yaml (format in
+// configs/tuned/FORMAT.md): for each op instance the best parameters of every
+// variant and the best variant overall. lookup() answers "which variant and
+// parameters for this op instance on this device" with fallbacks:
+//   exact instance -> nearest shape of the same op, attributes and format
+//   (tuning/op_instance.h shapeDistance) -> device default (the variant and
+//   parameters that win most of this family's entries here) -> generic default
+//   (the family's first variant at its declared defaults).
+// Vendor defaults (a database per vendor) are not implemented yet.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/device.h"
+#include "tuning/op_instance.h"
+
+namespace sdspeed {
+
+// Normalized device key: vendor, device and driver major version, lower case,
+// [a-z0-9-] only, e.g. "nvidia-h200-580". PoCL CPU devices are "pocl-cpu-<major>":
+// PoCL names them after the host CPU model, which would tie a database to one machine.
+std::string deviceKey(const DeviceInfo& dev);
+
+struct TunedVariant {
+  std::string params;  // ParamPoint::text()
+  double medianUs = 0, minUs = 0;
+};
+
+struct TunedEntry {
+  OpInstance instance;
+  std::string best;  // variant
+  std::map<std::string, TunedVariant> variants;
+};
+
+struct TunedChoice {
+  std::string variant;
+  std::string params;
+  std::string source;  // "exact", "nearest <instance> (distance d)", "device default", "generic default"
+};
+
+class TuningDatabase {
+ public:
+  std::string deviceKey, deviceName, driver;
+
+  // Throws Error naming the file, line and key of anything malformed.
+  static TuningDatabase load(const std::string& path);
+  // Missing file: an empty database for that device.
+  static TuningDatabase loadOrEmpty(const std::string& path, const DeviceInfo& dev);
+  void save(const std::string& path) const;  // atomic (temp file + rename)
+
+  // Keeps the faster of the stored and the new time for that variant, and the best variant.
+  void record(const OpInstance& inst, const std::string& variant, const std::string& params, double medianUs,
+              double minUs);
+  const std::vector<TunedEntry>& entries() const { return entries_; }
+  // variant: "" = the best variant; else that variant's own best.
+  TunedChoice lookup(const Family& fam, const OpInstance& inst, const std::string& variant = "") const;
+
+ private:
+  std::vector<TunedEntry> entries_;
+};
+
+}  // namespace sdspeed

@@ -1,0 +1,157 @@
+#include "tuning/strategy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+
+std::vector<Candidate> tuningSpace(const Family& fam, const DeviceInfo& dev, const std::vector<std::string>& variants) {
+  for (const auto& name : variants) fam.variant(name);  // throws for an unknown name
+  std::vector<Candidate> out;
+  for (const auto& v : fam.variants()) {
+    if (!variants.empty() && std::find(variants.begin(), variants.end(), v.name) == variants.end()) continue;
+    for (auto& p : v.space())
+      if (v.deviceLimitReason(p, dev).empty()) out.push_back({&v, p});
+  }
+  return out;
+}
+
+namespace {
+
+class Exhaustive : public Strategy {
+ public:
+  explicit Exhaustive(size_t n) : n_(n) {}
+  std::optional<size_t> next() override { return i_ < n_ ? std::optional<size_t>(i_++) : std::nullopt; }
+  void report(size_t, double) override {}
+
+ private:
+  size_t n_, i_ = 0;
+};
+
+class RandomOrder : public Strategy {
+ public:
+  RandomOrder(size_t n, uint64_t seed) : order_(n) {
+    std::mt19937_64 rng(seed);
+    for (size_t i = 0; i < n; ++i) order_[i] = i;
+    for (size_t i = n; i > 1; --i) std::swap(order_[i - 1], order_[uniformIndex(rng, i)]);
+  }
+  std::optional<size_t> next() override { return i_ < order_.size() ? std::optional<size_t>(order_[i_++]) : std::nullopt; }
+  void report(size_t, double) override {}
+
+ private:
+  std::vector<size_t> order_;
+  size_t i_ = 0;
+};
+
+// Simulated annealing. Neighbours of a point: the same variant with one parameter
+// moved to the next or previous value of its (sorted) value list; with a small
+// probability a jump to a random point of any variant. Measured points cost nothing
+// to revisit, so the walk moves over them freely and stops only at an unmeasured
+// one. It starts from each variant's defaults, and acceptance of a worse point
+// depends on the relative slowdown and a temperature that falls with the budget spent.
+class Anneal : public Strategy {
+ public:
+  Anneal(const std::vector<Candidate>& space, size_t budget, uint64_t seed)
+      : space_(space), cost_(space.size(), -1.0), budget_(std::max<size_t>(budget, 1)), rng_(seed) {
+    for (size_t i = 0; i < space.size(); ++i) byText_[space[i].text()] = i;
+    // Seeds: the defaults of every variant (the declared starting points).
+    for (const auto& c : space) {
+      Candidate d{c.variant, c.variant->defaults()};
+      auto it = byText_.find(d.text());
+      if (it != byText_.end() && std::find(seeds_.begin(), seeds_.end(), it->second) == seeds_.end())
+        seeds_.push_back(it->second);
+    }
+  }
+
+  std::optional<size_t> next() override {
+    if (measured_ >= space_.size()) return std::nullopt;
+    while (!seeds_.empty()) {
+      size_t s = seeds_.front();
+      seeds_.erase(seeds_.begin());
+      if (cost_[s] < 0) return s;
+    }
+    if (current_ == kNone) current_ = best_ != kNone ? best_ : uniformIndex(rng_, space_.size());
+    // Walk over measured points until an unmeasured neighbour turns up.
+    for (int step = 0; step < 10000; ++step) {
+      size_t cand = neighbour(current_);
+      if (cost_[cand] < 0) return cand;
+      accept(cand);
+    }
+    for (size_t i = 0; i < space_.size(); ++i)  // stuck: any unmeasured point
+      if (cost_[i] < 0) return i;
+    return std::nullopt;
+  }
+
+  void report(size_t index, double cost) override {
+    if (cost_[index] < 0) ++measured_;
+    cost_[index] = cost;
+    if (best_ == kNone || cost < cost_[best_]) best_ = index;
+    if (current_ == kNone) current_ = index;
+    else accept(index);
+  }
+
+ private:
+  static constexpr size_t kNone = static_cast<size_t>(-1);
+
+  double temperature() const {
+    // From 0.3 (accept ~30% slower points often) down to 0.01 as the budget is spent.
+    const double progress = std::min(1.0, static_cast<double>(measured_) / static_cast<double>(budget_));
+    return 0.3 * std::pow(0.01 / 0.3, progress);
+  }
+
+  void accept(size_t cand) {
+    const double c = cost_[cand], cur = cost_[current_];
+    if (!std::isfinite(c)) return;
+    if (!std::isfinite(cur) || c <= cur) {
+      current_ = cand;
+      return;
+    }
+    const double p = std::exp(-(c - cur) / (cur * temperature()));
+    if (std::uniform_real_distribution<double>(0, 1)(rng_) < p) current_ = cand;
+    // A walk that wandered far from the best point returns to it now and then.
+    if (best_ != kNone && std::uniform_real_distribution<double>(0, 1)(rng_) < 0.05) current_ = best_;
+  }
+
+  size_t neighbour(size_t from) {
+    if (std::uniform_real_distribution<double>(0, 1)(rng_) < 0.05) return uniformIndex(rng_, space_.size());
+    const Candidate& c = space_[from];
+    const auto& params = c.variant->params;
+    if (params.empty()) return uniformIndex(rng_, space_.size());
+    for (int attempt = 0; attempt < 32; ++attempt) {
+      const ParamDef& def = params[uniformIndex(rng_, params.size())];
+      std::vector<int> values = def.values;
+      std::sort(values.begin(), values.end());
+      const int cur = c.point[def.name];
+      const auto pos = static_cast<size_t>(std::find(values.begin(), values.end(), cur) - values.begin());
+      const bool up = uniformIndex(rng_, 2) == 1;
+      if ((up && pos + 1 >= values.size()) || (!up && pos == 0)) continue;
+      auto map = c.point.values();
+      map[def.name] = values[up ? pos + 1 : pos - 1];
+      auto it = byText_.find(Candidate{c.variant, ParamPoint(map)}.text());
+      if (it != byText_.end()) return it->second;  // absent: pruned by a constraint
+    }
+    return uniformIndex(rng_, space_.size());
+  }
+
+  const std::vector<Candidate>& space_;
+  std::vector<double> cost_;  // -1: not measured
+  std::map<std::string, size_t> byText_;
+  std::vector<size_t> seeds_;
+  size_t budget_, measured_ = 0, current_ = kNone, best_ = kNone;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> makeStrategy(const std::string& name, const std::vector<Candidate>& space, size_t budget,
+                                       uint64_t seed) {
+  if (name == "exhaustive") return std::make_unique<Exhaustive>(space.size());
+  if (name == "random") return std::make_unique<RandomOrder>(space.size(), seed);
+  if (name == "anneal") return std::make_unique<Anneal>(space, budget, seed);
+  throw Error("unknown strategy '" + name + "' (known: exhaustive, random, anneal)");
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,50 @@
+// Search strategies over a tuning space (after KTT's searchers). A strategy proposes
+// the index of the next candidate to measure and is told its cost (median time;
+// +inf for a point that failed or is unsupported). The driver (tuning/tuner.h)
+// enforces the budget; `--replay` feeds costs from a recorded sweep instead of the
+// device, so strategies can be compared offline.
+#pragma once
+
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/family.h"
+
+namespace sdspeed {
+
+struct Candidate {
+  const VariantDef* variant;
+  ParamPoint point;
+  std::string text() const { return variant->name + " [" + point.text() + "]"; }
+};
+
+// Every (variant, point) of the family that satisfies the constraints and the device's
+// limits, variants in declaration order (all, or those named).
+std::vector<Candidate> tuningSpace(const Family& fam, const DeviceInfo& dev,
+                                   const std::vector<std::string>& variants = {});
+
+constexpr double kFailedCost = std::numeric_limits<double>::infinity();
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // The next unmeasured candidate, or nullopt when the strategy has nothing left.
+  virtual std::optional<size_t> next() = 0;
+  virtual void report(size_t index, double cost) = 0;
+};
+
+// "exhaustive", "random" or "anneal" (simulated annealing over parameter
+// neighbourhoods); budget: how many points the driver will let it measure (it may
+// use this to plan its cooling). Throws Error for an unknown name.
+std::unique_ptr<Strategy> makeStrategy(const std::string& name, const std::vector<Candidate>& space,
+                                       size_t budget, uint64_t seed);
+
+// A uniform index in [0, n) from a 64-bit generator, the same on every platform
+// (std::uniform_int_distribution is not specified bit for bit).
+inline size_t uniformIndex(std::mt19937_64& rng, size_t n) { return static_cast<size_t>(rng() % n); }
+
+}  // namespace sdspeed

@@ -1,0 +1,61 @@
+// The per-device, per-op sweep cache: every measured point appended as one CSV row
+// (all parameters as columns, status, times, error, provenance). A sweep that is
+// killed and started again skips the points already measured: rows are flushed and
+// fsync'ed one at a time, and a trailing half-written row (no final newline) is
+// dropped when the file is opened, so it can never be read back as data.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tuning/status.h"
+
+namespace sdspeed {
+
+struct SweepRow {
+  std::string instance;   // OpInstance::text()
+  std::string variant;
+  std::string params;     // ParamPoint::text()
+  Status status = Status::Ok;
+  double medianUs = 0, minUs = 0, maxUs = 0;
+  int repeats = 0;
+  double gbPerSec = 0;
+  std::string message;
+  // Provenance.
+  std::string device, driver, sourceHash, commit, buildOptions;
+
+  // What makes a measurement reusable on resume.
+  std::string key() const { return instance + "|" + variant + "|" + params + "|" + driver + "|" + sourceHash; }
+};
+
+class SweepCache {
+ public:
+  // Opens (creating if absent) PATH; paramNames: the family's parameter names, one
+  // column each. Throws Error naming the file and line for a malformed cache.
+  SweepCache(std::string path, std::vector<std::string> paramNames);
+
+  const std::vector<SweepRow>& rows() const { return rows_; }
+  std::optional<SweepRow> find(const std::string& key) const;
+  // Appends, flushes and fsyncs one row.
+  void append(const SweepRow& row);
+  const std::string& path() const { return path_; }
+  int droppedPartialRows() const { return dropped_; }
+
+  static std::vector<std::string> header(const std::vector<std::string>& paramNames);
+
+ private:
+  void rewrite();  // the whole file, atomically, with the current header
+
+  std::string path_;
+  std::vector<std::string> paramNames_;
+  std::vector<SweepRow> rows_;
+  std::map<std::string, size_t> index_;
+  int dropped_ = 0;
+  int appended_ = 0;  // rows appended by this process (test hook)
+};
+
+Status parseStatus(const std::string& s);  // throws Error for an unknown name
+
+}  // namespace sdspeed
