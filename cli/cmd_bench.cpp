@@ -29,12 +29,7 @@ int cmdBench(const std::vector<std::string>& argv) {
   }
   const std::string op = args.get("op");
   const Family& fam = findFamily(op);
-  std::map<std::string, std::string> attrs;
-  for (const auto& kv : args.list("attrs")) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) throw Error("bad attribute '" + kv + "' (want NAME=VALUE)");
-    attrs[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
+  const auto attrs = attrsFromArgs(args);
   std::vector<ProblemPtr> problems;
   for (const auto& s : args.list("shape")) problems.push_back(fam.makeProblem(parseShape(s), attrs));
   std::vector<StorageFormat> formats;
@@ -47,12 +42,7 @@ int cmdBench(const std::vector<std::string>& argv) {
   if (args.has("params") && variants.size() != 1) throw Error("--params needs exactly one --variant");
   const bool all = args.get("points") == "all";
   const int extra = all ? 0 : args.getInt("points", 0);
-  TimingPolicy policy;
-  policy.minTotalMs = args.getInt("min-ms", 50);
-  policy.warmup = args.getInt("warmup", 3);
-  const int llcMib = args.getInt("llc-mib", 0);
-  if (llcMib < 0) throw Error("--llc-mib must not be negative");
-  policy.llcBytes = static_cast<uint64_t>(llcMib) << 20;
+  const TimingPolicy policy = timingPolicyFromArgs(args);
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1234));
 
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));

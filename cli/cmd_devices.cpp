@@ -17,6 +17,27 @@ ContextOptions contextOptionsFromArgs(const Args& args) {
   return o;
 }
 
+std::map<std::string, std::string> attrsFromArgs(const Args& args) {
+  std::map<std::string, std::string> attrs;
+  for (const auto& kv : args.list("attrs")) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw Error("bad attribute '" + kv + "' (want NAME=VALUE)");
+    attrs[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return attrs;
+}
+
+TimingPolicy timingPolicyFromArgs(const Args& args) {
+  TimingPolicy policy;
+  policy.minTotalMs = args.getInt("min-ms", 50);
+  policy.warmup = args.getInt("warmup", 3);
+  const int llcMib = args.getInt("llc-mib", 0);
+  if (llcMib < 0) throw Error("--llc-mib must not be negative");
+  if (policy.minTotalMs < 0 || policy.warmup < 0) throw Error("--min-ms and --warmup must not be negative");
+  policy.llcBytes = static_cast<uint64_t>(llcMib) << 20;
+  return policy;
+}
+
 namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }

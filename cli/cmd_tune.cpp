@@ -23,16 +23,6 @@ std::vector<std::string> paramNames(const Family& fam) {
   return {names.begin(), names.end()};
 }
 
-std::map<std::string, std::string> parseAttrs(const Args& args) {
-  std::map<std::string, std::string> attrs;
-  for (const auto& kv : args.list("attrs")) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) throw Error("bad attribute '" + kv + "' (want NAME=VALUE)");
-    attrs[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return attrs;
-}
-
 // The op instances to tune: --shape (with --attrs) or the family's entries of a
 // shape set, most costly (count x elements) first, each once.
 std::vector<OpInstance> instancesFromArgs(const Args& args, const Family& fam, const std::vector<StorageFormat>& formats) {
@@ -46,7 +36,7 @@ std::vector<OpInstance> instancesFromArgs(const Args& args, const Family& fam, c
     if (weighted.empty()) throw Error("shape set " + args.get("shapes") + " has no " + fam.name() + " instances");
   }
   for (const auto& s : args.list("shape")) {
-    auto prob = fam.makeProblem(parseShape(s), parseAttrs(args));
+    auto prob = fam.makeProblem(parseShape(s), attrsFromArgs(args));
     for (const auto& f : formats) weighted.push_back({0, OpInstance::of(fam, *prob, f)});
   }
   if (weighted.empty()) throw Error("tune needs --shape or --shapes");
@@ -146,12 +136,7 @@ int cmdTune(const std::vector<std::string>& argv) {
   makeStrategy(strategyName, {}, 1, 1);  // validates the name before any work
   if (args.has("replay")) return replay(args, fam, instances);
 
-  TimingPolicy policy;
-  policy.minTotalMs = args.getInt("min-ms", 50);
-  policy.warmup = args.getInt("warmup", 3);
-  const int llcMib = args.getInt("llc-mib", 0);
-  if (llcMib < 0) throw Error("--llc-mib must not be negative");
-  policy.llcBytes = static_cast<uint64_t>(llcMib) << 20;
+  const TimingPolicy policy = timingPolicyFromArgs(args);
   const double seconds = args.has("seconds") ? std::stod(args.get("seconds")) : 0;
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1));
   const int threads = args.getInt("threads", static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));

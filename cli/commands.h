@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "runtime/context.h"
+#include "runtime/timing.h"
 
 namespace sdspeed {
 
@@ -19,6 +20,10 @@ int cmdTune(const std::vector<std::string>& argv);
 inline const std::set<std::string> kDeviceOptions = {"device", "kernel-dir", "cache-dir"};
 inline const std::set<std::string> kDeviceFlags = {"no-disk-cache"};
 DeviceInfo deviceFromArgs(const Args& args);
+// --attrs NAME=VALUE,.. as a map; throws Error for an item without '='.
+std::map<std::string, std::string> attrsFromArgs(const Args& args);
+// --min-ms, --warmup, --llc-mib (bench and tune).
+TimingPolicy timingPolicyFromArgs(const Args& args);
 ContextOptions contextOptionsFromArgs(const Args& args);
 
 }  // namespace sdspeed
