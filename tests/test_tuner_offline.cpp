@@ -244,6 +244,29 @@ TEST(ShapeSets, MalformedFilesNameLineAndKey) {
   EXPECT_NE(msg.find("malformed YAML"), std::string::npos) << msg;
 }
 
+TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
+  sdspeed_test::TempDir dir;
+  GroupNormFamily fam;
+  DeviceInfo dev = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  dev.vendor = "NVIDIA Corporation";
+  dev.name = "NVIDIA H200";
+  dev.driverVersion = "580.159.04";
+  EXPECT_EQ(deviceKey(dev), "nvidia-h200-580");
+  EXPECT_EQ(tunedChoice(dir.path(), dev, fam, gn("2x320x64x64")).source, "generic default");
+  TuningDatabase db = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h200-580.yaml", dev);
+  db.record(gn("2x320x64x64"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
+  db.save(dir.path() + "/nvidia-h200-580.yaml");
+  const TunedChoice c = tunedChoice(dir.path(), dev, fam, gn("2x320x64x64"));
+  EXPECT_EQ(c.source, "exact");
+  EXPECT_EQ(c.params, "CACHE=4,SPLIT=4,VEC=4,WG=512");
+  DeviceInfo pocl = dev;
+  pocl.type = CL_DEVICE_TYPE_CPU;
+  pocl.platformName = "Portable Computing Language";
+  pocl.name = "pthread-skylake-avx512-Intel(R) Xeon(R) Processor";
+  pocl.driverVersion = "3.1+debian";
+  EXPECT_EQ(deviceKey(pocl), "pocl-cpu-3");
+}
+
 // The claim of the model-guided strategy, on the recorded full sweeps checked in
 // under tests/data/sweeps: with a budget of 25% of the points, anneal finds a point
 // within 5% of the exhaustive best in at least 18 of 20 seeds, and more often than

@@ -32,8 +32,8 @@ class OpTensors {
  public:
   static OpTensors create(Context& ctx, const Family& fam, const Problem& prob, const StorageFormat& f,
                           bool withCanary);
-  // Uploads every read slot; rounds inputs[i].data to the storage dtype in place.
-  void upload(std::vector<HostTensor>& inputs);
+  // Uploads every read slot.
+  void upload(const std::vector<HostTensor>& inputs);
   const std::vector<DeviceTensor*>& args() const { return args_; }
   DeviceTensor& output() { return *tensors_[static_cast<size_t>(out_)]; }
 
@@ -42,6 +42,17 @@ class OpTensors {
   std::vector<DeviceTensor*> args_;
   int out_ = -1;
 };
+
+// Fresh random inputs for (problem, seed), rounded to what the format stores, and the
+// double reference computed from exactly those. The last one is kept: a sweep checks
+// many points of one problem, and the reference of a large shape costs more than a
+// kernel build.
+struct ReferenceData {
+  std::vector<HostTensor> inputs;
+  std::vector<double> ref;
+};
+std::shared_ptr<const ReferenceData> referenceData(const Family& fam, const Problem& prob, const StorageFormat& f,
+                                                   uint64_t seed);
 
 // Compares an output's physical bytes with the reference; sets status and message.
 void judge(CheckResult& r, const Tolerance& tol, const TensorDesc& desc, const std::vector<uint8_t>& bytes,

@@ -184,4 +184,9 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   return {v.name, v.defaults().text(), "generic default"};
 }
 
+TunedChoice tunedChoice(const std::string& dbDir, const DeviceInfo& dev, const Family& fam, const OpInstance& inst,
+                        const std::string& variant) {
+  return TuningDatabase::loadOrEmpty(dbDir + "/" + deviceKey(dev) + ".yaml", dev).lookup(fam, inst, variant);
+}
+
 }  // namespace sdspeed

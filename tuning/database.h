@@ -61,4 +61,9 @@ class TuningDatabase {
   std::vector<TunedEntry> entries_;
 };
 
+// The runtime's question: which variant and parameters for this op instance on this
+// device, from DB_DIR/<device-key>.yaml (the generic default when there is no file).
+TunedChoice tunedChoice(const std::string& dbDir, const DeviceInfo& dev, const Family& fam, const OpInstance& inst,
+                        const std::string& variant = "");
+
 }  // namespace sdspeed

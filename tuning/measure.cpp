@@ -16,14 +16,13 @@ Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, co
   if (m.check.status != Status::Ok) return m;
   try {
     auto op = fam.prepare(ctx, v, p, prob, f);  // cached program: no rebuild
-    std::mt19937_64 rng(seed);
-    auto inputs = fam.makeInputs(prob, rng);
+    const auto data = referenceData(fam, prob, f, seed);
     // Enough full tensor sets that the bytes the op must touch, rotated, pass the LLC.
     const int rotations = rotationsFor(ctx.device(), m.bytes, policy);
     std::vector<OpTensors> sets;
     for (int r = 0; r < rotations; ++r) {
       sets.push_back(OpTensors::create(ctx, fam, prob, f, false));
-      sets.back().upload(inputs);
+      sets.back().upload(data->inputs);
     }
     m.timing = timeOp(ctx, rotations, [&](int r) { return op->enqueue(sets[static_cast<size_t>(r)].args()); },
                       policy);
@@ -36,7 +35,7 @@ Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, co
     }
     DeviceTensor& out = sets.front().output();
     CheckResult after = m.check;
-    judge(after, fam.tolerance(f.dtype), out.desc(), out.downloadBytes(), fam.reference(prob, inputs));
+    judge(after, fam.tolerance(f.dtype), out.desc(), out.downloadBytes(), data->ref);
     if (after.status != Status::Ok) {
       m.check.status = Status::Inaccurate;
       m.check.message = "output wrong after the timed launches: " + after.message;
