@@ -73,7 +73,7 @@ ProgressFn progressPrinter(const std::vector<Candidate>& space) {
 }
 
 int replay(const Args& args, const Family& fam, const std::vector<OpInstance>& instances) {
-  SweepCache recording(args.get("replay"), paramNames(fam));
+  const SweepCache recording(args.get("replay"), paramNames(fam), /*readOnly=*/true);
   DeviceInfo any;  // replay has no device: the recording says what ran
   any.type = CL_DEVICE_TYPE_GPU;
   any.maxWorkGroupSize = SIZE_MAX;
@@ -137,9 +137,21 @@ int cmdTune(const std::vector<std::string>& argv) {
   if (args.has("replay")) return replay(args, fam, instances);
 
   const TimingPolicy policy = timingPolicyFromArgs(args);
-  const double seconds = args.has("seconds") ? std::stod(args.get("seconds")) : 0;
+  double seconds = 0;
+  if (args.has("seconds")) {
+    const std::string s = args.get("seconds");
+    size_t used = 0;
+    try {
+      seconds = std::stod(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || !(seconds > 0)) throw Error("--seconds wants a positive number, got '" + s + "'");
+  }
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1));
-  const int threads = args.getInt("threads", static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  // Builds run beside the timed launches: leave a core to the host side of timing.
+  const int threads = args.getInt("threads", static_cast<int>(std::max(1u, std::thread::hardware_concurrency() - 1)));
+  if (threads < 1) throw Error("--threads must be at least 1");
   const std::string sweepDir = args.get("sweep-dir", "results/sweeps"), dbDir = args.get("db-dir", "configs/tuned");
 
   std::vector<DeviceInfo> devices;
@@ -166,11 +178,15 @@ int cmdTune(const std::vector<std::string>& argv) {
       SearchResult res = runSearch(space, *strategy, budget, seconds,
                                    [&](size_t i, bool& reused) { return eval(i, reused); }, progressPrinter(space));
       failures += res.failed;
-      // The database keeps each variant's best over everything measured for this
-      // instance with this driver and kernel source, this run or earlier.
+      // The instance's entry is rebuilt from everything measured for it on this device
+      // with this driver and kernel source, this run or earlier.
+      const std::string hash = familySourceHash(ctx, fam);
+      db.erase(inst);
+      db.deviceName = dev.name;
+      db.driver = dev.driverVersion;
       for (const auto& r : cache.rows())
-        if (r.instance == inst.text() && r.status == Status::Ok && r.driver == dev.driverVersion &&
-            r.sourceHash == familySourceHash(ctx, fam))
+        if (r.instance == inst.text() && r.status == Status::Ok && r.device == dev.name &&
+            r.driver == dev.driverVersion && r.sourceHash == hash)
           db.record(inst, r.variant, r.params, r.medianUs, r.minUs);
       db.save(dbPath);
       std::cout << "  " << res.measured << " measured, " << res.reused << " reused from " << cache.path() << ", "

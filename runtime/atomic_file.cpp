@@ -1,6 +1,10 @@
 #include "runtime/atomic_file.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include <cstdio>
 #include <filesystem>
@@ -17,16 +21,26 @@ void writeFileAtomically(const std::string& path, const std::string& content) {
   fs::path target(path);
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   if (ec) throw Error("cannot create directory '" + target.parent_path().string() + "': " + ec.message());
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // A name no other process or thread uses: several threads may store the same file.
+  static std::atomic<unsigned> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                    std::to_string(std::hash<std::thread::id>()(std::this_thread::get_id()) % 100000) + "." +
+                    std::to_string(counter++);
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw Error("cannot write '" + tmp + "'");
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw Error("cannot write '" + tmp + "' (disk full?)");
+    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) throw Error("cannot write '" + tmp + "'");
+    size_t done = 0;
+    while (done < content.size()) {
+      ssize_t w = ::write(fd, content.data() + done, content.size() - done);
+      if (w <= 0) {
+        ::close(fd);
+        std::remove(tmp.c_str());
+        throw Error("cannot write '" + tmp + "' (disk full?)");
+      }
+      done += static_cast<size_t>(w);
     }
+    ::fsync(fd);  // the data is on disk before the rename makes it visible
+    ::close(fd);
   }
   fs::rename(tmp, target, ec);
   if (ec) {

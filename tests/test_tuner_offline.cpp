@@ -126,11 +126,59 @@ TEST(SweepCache, RowsSurviveAndAHalfWrittenRowIsDropped) {
   ASSERT_EQ(c.rows().size(), 2u);
   EXPECT_EQ(c.rows()[1].params, "VEC=1,WG=128");
   EXPECT_DOUBLE_EQ(c.rows()[1].medianUs, 7.25);
-  EXPECT_EQ(c.rows()[0].message, row("", "", 0).message);
+  // Commas and quotes survive; a newline becomes " | " (one physical line per row).
+  EXPECT_EQ(c.rows()[0].message, "a message, with a comma and \"quotes\" | and a newline");
   EXPECT_TRUE(c.find(row("one_pass", "VEC=4,WG=64", 0).key()));
   EXPECT_FALSE(c.find(row("one_pass", "VEC=4,WG=128", 0).key()));
   c.append(row("one_pass", "VEC=2,WG=64", 4.0));
   EXPECT_EQ(SweepCache(path, params).rows().size(), 3u);  // the file is whole again
+}
+
+TEST(SweepCache, MultiLineMessagesStayOneRowSoAKillMidRowIsRecoverable) {
+  sdspeed_test::TempDir dir;
+  const std::string path = dir.path() + "/c.csv";
+  {
+    SweepCache c(path, {"WG"});
+    c.append(row("one_pass", "WG=64", 1.0));
+  }
+  SweepRow failed = row("two_pass", "WG=128", 0);
+  failed.status = Status::BuildFailed;
+  failed.message = "clBuildProgram: CL_BUILD_PROGRAM_FAILURE (-11): building x:\nline 1: error\nline 2: error";
+  std::string line;
+  {
+    SweepCache c(path, {"WG"});
+    c.append(failed);
+  }
+  ASSERT_TRUE(readFile(path, line));
+  // Cut the file inside the failed row's message, as a kill would.
+  const size_t cut = line.find("line 2");
+  ASSERT_NE(cut, std::string::npos);
+  writeFileAtomically(path, line.substr(0, cut));
+  SweepCache c(path, {"WG"});
+  EXPECT_EQ(c.droppedPartialRows(), 1);
+  ASSERT_EQ(c.rows().size(), 1u);
+  EXPECT_EQ(c.rows()[0].variant, "one_pass");
+}
+
+TEST(SweepCache, ReadOnlyNeverCreatesOrRewrites) {
+  sdspeed_test::TempDir dir;
+  const std::string missing = dir.path() + "/none.csv";
+  const std::string msg = sdspeed_test::errorMessage([&] { SweepCache c(missing, {"WG"}, true); });
+  EXPECT_NE(msg.find("no such file"), std::string::npos) << msg;
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  const std::string path = dir.path() + "/rec.csv";
+  {
+    SweepCache c(path, {"WG"});
+    c.append(row("one_pass", "WG=64", 1.0));
+  }
+  std::string before, after;
+  ASSERT_TRUE(readFile(path, before));
+  writeFileAtomically(path, before + "half a row");
+  SweepCache ro(path, {"WG", "VEC"}, true);  // other columns and a partial row: still untouched
+  EXPECT_EQ(ro.rows().size(), 1u);
+  ASSERT_TRUE(readFile(path, after));
+  EXPECT_EQ(after, before + "half a row");
+  EXPECT_THROW(ro.append(row("x", "WG=1", 1)), Error);
 }
 
 TEST(SweepCache, MalformedFileNamesTheLine) {
@@ -185,6 +233,9 @@ TEST(TuningDatabase, MalformedFilesNameLineAndKey) {
   writeFileAtomically(path, "format: 1\ndevice: {key: k, name: n}\n");
   msg = sdspeed_test::errorMessage([&] { TuningDatabase::load(path); });
   EXPECT_NE(msg.find("'driver'"), std::string::npos) << msg;
+  writeFileAtomically(path, "format: 1\ndevice: {key: k, name: n, driver: d}\nentries:\n  - instance: groupnorm 1x8x4x4 g=2 f32.buffer.nchw\n    best: split\n    variants: {split: 3}\n");
+  msg = sdspeed_test::errorMessage([&] { TuningDatabase::load(path); });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
   writeFileAtomically(path, "format: 1\ndevice: [unclosed\n");
   msg = sdspeed_test::errorMessage([&] { TuningDatabase::load(path); });
   EXPECT_NE(msg.find("malformed YAML"), std::string::npos) << msg;

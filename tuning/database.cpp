@@ -69,33 +69,38 @@ TuningDatabase TuningDatabase::load(const std::string& path) {
   if (!root.IsMap()) throw Error(path + ": not a tuning database (want a mapping at the top)");
   if (need<int>(root, "format", path) != 1) throw Error(where(path, root["format"], "format") + ": unknown version");
   TuningDatabase db;
-  const YAML::Node dev = root["device"];
-  if (!dev || !dev.IsMap()) throw Error(where(path, root, "device") + ": missing or not a mapping");
-  db.deviceKey = need<std::string>(dev, "key", path);
-  db.deviceName = need<std::string>(dev, "name", path);
-  db.driver = need<std::string>(dev, "driver", path);
-  const YAML::Node entries = root["entries"];
-  if (entries && !entries.IsSequence()) throw Error(where(path, entries, "entries") + ": not a list");
-  for (const auto& e : entries) {
-    TunedEntry t;
-    try {
-      t.instance = OpInstance::parse(need<std::string>(e, "instance", path));
-    } catch (const Error& err) {
-      throw Error(where(path, e, "instance") + ": " + err.what());
+  try {
+    const YAML::Node dev = root["device"];
+    if (!dev || !dev.IsMap()) throw Error(where(path, root, "device") + ": missing or not a mapping");
+    db.deviceKey = need<std::string>(dev, "key", path);
+    db.deviceName = need<std::string>(dev, "name", path);
+    db.driver = need<std::string>(dev, "driver", path);
+    const YAML::Node entries = root["entries"];
+    if (entries && !entries.IsSequence()) throw Error(where(path, entries, "entries") + ": not a list");
+    for (const auto& e : entries) {
+      TunedEntry t;
+      try {
+        t.instance = OpInstance::parse(need<std::string>(e, "instance", path));
+      } catch (const Error& err) {
+        throw Error(where(path, e, "instance") + ": " + err.what());
+      }
+      t.best = need<std::string>(e, "best", path);
+      const YAML::Node vars = e["variants"];
+      if (!vars || !vars.IsMap()) throw Error(where(path, e, "variants") + ": missing or not a mapping");
+      for (const auto& kv : vars) {
+        const std::string name = kv.first.as<std::string>();
+        TunedVariant v;
+        v.params = need<std::string>(kv.second, "params", path);
+        v.medianUs = need<double>(kv.second, "median_us", path);
+        v.minUs = need<double>(kv.second, "min_us", path);
+        t.variants[name] = v;
+      }
+      if (!t.variants.count(t.best)) throw Error(where(path, e, "best") + ": names no listed variant");
+      db.entries_.push_back(std::move(t));
     }
-    t.best = need<std::string>(e, "best", path);
-    const YAML::Node vars = e["variants"];
-    if (!vars || !vars.IsMap()) throw Error(where(path, e, "variants") + ": missing or not a mapping");
-    for (const auto& kv : vars) {
-      const std::string name = kv.first.as<std::string>();
-      TunedVariant v;
-      v.params = need<std::string>(kv.second, "params", path);
-      v.medianUs = need<double>(kv.second, "median_us", path);
-      v.minUs = need<double>(kv.second, "min_us", path);
-      t.variants[name] = v;
-    }
-    if (!t.variants.count(t.best)) throw Error(where(path, e, "best") + ": names no listed variant");
-    db.entries_.push_back(std::move(t));
+  } catch (const YAML::Exception& e) {
+    // A node of the wrong kind (a scalar where a mapping belongs, say).
+    throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   return db;
 }
@@ -133,6 +138,11 @@ void TuningDatabase::save(const std::string& path) const {
   writeFileAtomically(path, std::string(out.c_str()) + "\n");
 }
 
+void TuningDatabase::erase(const OpInstance& inst) {
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(), [&](const TunedEntry& e) { return e.instance == inst; }),
+                 entries_.end());
+}
+
 void TuningDatabase::record(const OpInstance& inst, const std::string& variant, const std::string& params,
                             double medianUs, double minUs) {
   auto it = std::find_if(entries_.begin(), entries_.end(), [&](const TunedEntry& e) { return e.instance == inst; });
@@ -168,13 +178,16 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
     s << "nearest " << nearest->instance.text() << " (distance " << best << ")";
     return *pick(*nearest, s.str());
   }
-  // Device default: the (variant, params) that wins most of this family's entries.
+  // Device default: the (variant, params) that wins most of this family's entries in
+  // the instance's storage format (parameters tuned for images say little about
+  // buffers), else of all its entries.
   std::map<std::pair<std::string, std::string>, int> votes;
-  for (const auto& e : entries_) {
-    if (e.instance.family != inst.family) continue;
-    const std::string v = variant.empty() ? e.best : variant;
-    if (auto it = e.variants.find(v); it != e.variants.end()) ++votes[{v, it->second.params}];
-  }
+  for (int pass = 0; pass < 2 && votes.empty(); ++pass)
+    for (const auto& e : entries_) {
+      if (e.instance.family != inst.family || (pass == 0 && !(e.instance.format == inst.format))) continue;
+      const std::string v = variant.empty() ? e.best : variant;
+      if (auto it = e.variants.find(v); it != e.variants.end()) ++votes[{v, it->second.params}];
+    }
   if (!votes.empty()) {
     auto top = std::max_element(votes.begin(), votes.end(),
                                 [](const auto& a, const auto& b) { return a.second < b.second; });

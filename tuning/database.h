@@ -50,6 +50,8 @@ class TuningDatabase {
   static TuningDatabase loadOrEmpty(const std::string& path, const DeviceInfo& dev);
   void save(const std::string& path) const;  // atomic (temp file + rename)
 
+  // Removes an instance's entry (tune rebuilds it from the sweep cache).
+  void erase(const OpInstance& inst);
   // Keeps the faster of the stored and the new time for that variant, and the best variant.
   void record(const OpInstance& inst, const std::string& variant, const std::string& params, double medianUs,
               double minUs);

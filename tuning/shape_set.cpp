@@ -9,43 +9,47 @@ namespace sdspeed {
 std::vector<ShapeEntry> loadShapeSet(const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error("cannot read shape set " + path);
-  } catch (const YAML::ParserException& e) {
-    throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
-  auto at = [&](const YAML::Node& n, const std::string& key) {
-    return path + " line " + std::to_string(n.Mark().line + 1) + ", key '" + key + "'";
-  };
-  if (!root.IsMap() || !root["instances"] || !root["instances"].IsSequence())
-    throw Error(path + ": not a shape set (want a mapping with an 'instances' list)");
-  std::vector<ShapeEntry> out;
-  for (const auto& n : root["instances"]) {
-    if (!n.IsMap()) throw Error(at(n, "instances") + ": entry is not a mapping");
-    ShapeEntry e;
-    for (const char* key : {"op", "shape", "component"})
-      if (!n[key] || !n[key].IsScalar()) throw Error(at(n, key) + ": missing or not a scalar");
-    e.op = n["op"].as<std::string>();
-    e.component = n["component"].as<std::string>();
+      root = YAML::LoadFile(path);
+    } catch (const YAML::BadFile&) {
+      throw Error("cannot read shape set " + path);
+    } catch (const YAML::ParserException& e) {
+      throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
+    }
+    auto at = [&](const YAML::Node& n, const std::string& key) {
+      return path + " line " + std::to_string(n.Mark().line + 1) + ", key '" + key + "'";
+    };
+    if (!root.IsMap() || !root["instances"] || !root["instances"].IsSequence())
+      throw Error(path + ": not a shape set (want a mapping with an 'instances' list)");
+    std::vector<ShapeEntry> out;
     try {
-      e.shape = parseShape(n["shape"].as<std::string>());
-    } catch (const Error& err) {
-      throw Error(at(n["shape"], "shape") + ": " + err.what());
-    }
-    if (n["count"]) {
+    for (const auto& n : root["instances"]) {
+      if (!n.IsMap()) throw Error(at(n, "instances") + ": entry is not a mapping");
+      ShapeEntry e;
+      for (const char* key : {"op", "shape", "component"})
+        if (!n[key] || !n[key].IsScalar()) throw Error(at(n, key) + ": missing or not a scalar");
+      e.op = n["op"].as<std::string>();
+      e.component = n["component"].as<std::string>();
       try {
-        e.count = n["count"].as<int>();
-      } catch (const YAML::Exception&) {
-        throw Error(at(n["count"], "count") + ": not an integer");
+        e.shape = parseShape(n["shape"].as<std::string>());
+      } catch (const Error& err) {
+        throw Error(at(n["shape"], "shape") + ": " + err.what());
       }
-      if (e.count <= 0) throw Error(at(n["count"], "count") + ": must be positive");
+      if (n["count"]) {
+        try {
+          e.count = n["count"].as<int>();
+        } catch (const YAML::Exception&) {
+          throw Error(at(n["count"], "count") + ": not an integer");
+        }
+        if (e.count <= 0) throw Error(at(n["count"], "count") + ": must be positive");
+      }
+      if (const YAML::Node a = n["attrs"]) {
+        if (!a.IsMap()) throw Error(at(a, "attrs") + ": not a mapping");
+        for (const auto& kv : a) e.attrs[kv.first.as<std::string>()] = kv.second.as<std::string>();
+      }
+      out.push_back(std::move(e));
     }
-    if (const YAML::Node a = n["attrs"]) {
-      if (!a.IsMap()) throw Error(at(a, "attrs") + ": not a mapping");
-      for (const auto& kv : a) e.attrs[kv.first.as<std::string>()] = kv.second.as<std::string>();
-    }
-    out.push_back(std::move(e));
+  } catch (const YAML::Exception& e) {
+    throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
   }
   return out;
 }

@@ -28,6 +28,21 @@ std::string num(double v) {
   return buf;
 }
 
+// One physical line per row: a kill mid-row must be recoverable by cutting at the
+// last newline, so newlines inside fields (compiler logs) become " | ".
+std::string oneLine(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\r') continue;
+    if (s[i] == '\n') {
+      if (i + 1 < s.size()) out += " | ";
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> toFields(const SweepRow& r, const std::vector<std::string>& paramNames) {
   std::vector<std::string> f = {r.instance, r.variant, r.params, statusName(r.status),
                                 r.status == Status::Ok ? num(r.medianUs) : "",
@@ -35,7 +50,7 @@ std::vector<std::string> toFields(const SweepRow& r, const std::vector<std::stri
                                 r.status == Status::Ok ? num(r.maxUs) : "",
                                 r.status == Status::Ok ? std::to_string(r.repeats) : "",
                                 r.status == Status::Ok ? num(r.gbPerSec) : "",
-                                r.message, r.device, r.driver, r.sourceHash, r.commit, r.buildOptions};
+                                oneLine(r.message), r.device, r.driver, r.sourceHash, r.commit, r.buildOptions};
   // One column per parameter; empty where the variant has no such parameter.
   std::map<std::string, std::string> values;
   std::stringstream ss(r.params);
@@ -70,11 +85,15 @@ std::vector<std::string> SweepCache::header(const std::vector<std::string>& para
   return h;
 }
 
-SweepCache::SweepCache(std::string path, std::vector<std::string> paramNames)
-    : path_(std::move(path)), paramNames_(std::move(paramNames)) {
+SweepCache::SweepCache(std::string path, std::vector<std::string> paramNames, bool readOnly)
+    : path_(std::move(path)), paramNames_(std::move(paramNames)), readOnly_(readOnly) {
   std::string text;
-  if (!readFile(path_, text) || text.empty()) {
-    rewrite();
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path_, ec);
+  if (readOnly && !exists) throw Error("cannot read sweep recording " + path_ + " (no such file)");
+  if (exists && !readFile(path_, text)) throw Error("cannot read sweep cache " + path_);
+  if (text.empty()) {
+    if (!readOnly_) rewrite();
     return;
   }
   // A row is complete only with its newline: a kill mid-write leaves a tail without one.
@@ -129,7 +148,7 @@ SweepCache::SweepCache(std::string path, std::vector<std::string> paramNames)
     index_[r.key()] = rows_.size();
     rows_.push_back(std::move(r));
   }
-  if (dirty) rewrite();
+  if (dirty && !readOnly_) rewrite();
 }
 
 std::optional<SweepRow> SweepCache::find(const std::string& key) const {
@@ -145,6 +164,7 @@ void SweepCache::rewrite() {
 }
 
 void SweepCache::append(const SweepRow& row) {
+  if (readOnly_) throw Error("sweep cache " + path_ + " is open read-only");
   const std::string line = csvRow(toFields(row, paramNames_));
   // Test hook: SDSPEED_TEST_KILL_AT_ROW=N kills this process (SIGKILL) when it is
   // about to append its N-th row, after writing half of it if SDSPEED_TEST_KILL_MIDROW

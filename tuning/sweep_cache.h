@@ -27,14 +27,18 @@ struct SweepRow {
   std::string device, driver, sourceHash, commit, buildOptions;
 
   // What makes a measurement reusable on resume.
-  std::string key() const { return instance + "|" + variant + "|" + params + "|" + driver + "|" + sourceHash; }
+  std::string key() const {
+    return instance + "|" + variant + "|" + params + "|" + device + "|" + driver + "|" + sourceHash + "|" + buildOptions;
+  }
 };
 
 class SweepCache {
  public:
   // Opens (creating if absent) PATH; paramNames: the family's parameter names, one
-  // column each. Throws Error naming the file and line for a malformed cache.
-  SweepCache(std::string path, std::vector<std::string> paramNames);
+  // column each. Throws Error naming the file and line for a malformed cache, or for
+  // a file that exists but cannot be read. readOnly (replay): never creates or
+  // rewrites the file, and a missing file is an error.
+  SweepCache(std::string path, std::vector<std::string> paramNames, bool readOnly = false);
 
   const std::vector<SweepRow>& rows() const { return rows_; }
   std::optional<SweepRow> find(const std::string& key) const;
@@ -52,6 +56,7 @@ class SweepCache {
   std::vector<std::string> paramNames_;
   std::vector<SweepRow> rows_;
   std::map<std::string, size_t> index_;
+  bool readOnly_ = false;
   int dropped_ = 0;
   int appended_ = 0;  // rows appended by this process (test hook)
 };

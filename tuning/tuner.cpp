@@ -79,10 +79,19 @@ void DeviceEvaluator::prebuildAll(int threads) {
     builders_.emplace_back([this, next] {
       for (size_t i = (*next)++; i < space_.size() && !stop_; i = (*next)++) {
         const Candidate& c = space_[i];
+        SweepRow probe;
+        probe.instance = instance_.text();
+        probe.variant = c.variant->name;
+        probe.params = c.point.text();
+        probe.device = ctx_.device().name;
+        probe.driver = ctx_.device().driverVersion;
+        probe.sourceHash = sourceHash_;
+        probe.buildOptions = kBuildOptions;
+        if (cache_.find(probe.key())) continue;  // measured before: no build needed
         try {
           if (fam_.unsupportedReason(*c.variant, c.point, *problem_, instance_.format, ctx_.device()).empty())
             fam_.prebuild(ctx_, *c.variant, c.point, instance_.format);
-        } catch (const Error&) {
+        } catch (...) {
           // Reported when the point is evaluated (the build is retried there).
         }
       }
