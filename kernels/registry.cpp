@@ -1,6 +1,7 @@
 #include "kernels/registry.h"
 
 #include "kernels/groupnorm/groupnorm_family.h"
+#include "kernels/layernorm/layernorm_family.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
@@ -9,6 +10,7 @@ const std::vector<std::unique_ptr<Family>>& allFamilies() {
   static const std::vector<std::unique_ptr<Family>> families = [] {
     std::vector<std::unique_ptr<Family>> f;
     f.push_back(std::make_unique<GroupNormFamily>());
+    f.push_back(std::make_unique<LayerNormFamily>());
     return f;
   }();
   return families;

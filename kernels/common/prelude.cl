@@ -58,3 +58,27 @@ inline float sd_hsum4(float4 v) { return (v.s0 + v.s1) + (v.s2 + v.s3); }
 inline float sd_hsum8(float8 v) { return sd_hsum4(v.lo + v.hi); }
 inline float sd_hsum16(float16 v) { return sd_hsum8(v.lo + v.hi); }
 #define SD_HSUM(n) SD_CAT(sd_hsum, n)
+
+// Sum of v over a work-group of n items (1-D); every item gets the total. A radix-8
+// tree: log8(WG) barriers instead of log2(WG), which matters for short kernels.
+// Within a level, item i reads buf[i + k * active] and writes only buf[i]; every
+// index another item reads is >= active, so reads and writes never overlap.
+inline float2 sd_reduce2(float2 v, __local float2* buf, const int n_items) {
+  const int lid = get_local_id(0);
+  buf[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int n = n_items; n > 1;) {
+    const int active = (n + 7) / 8;
+    if (lid < active) {
+      float2 t = buf[lid];
+      for (int k = 1; k < 8; ++k)
+        if (lid + k * active < n) t += buf[lid + k * active];
+      buf[lid] = t;
+    }
+    n = active;
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float2 total = buf[0];
+  barrier(CLK_LOCAL_MEM_FENCE);  // buf is reused right after
+  return total;
+}

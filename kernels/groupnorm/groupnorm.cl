@@ -24,29 +24,8 @@
 #define floatV SD_FLOATN(VEC)
 #define hsumV SD_HSUM(VEC)
 
-// Sum of v over the work-group (WG items); every item gets the total. A radix-8
-// tree: log8(WG) barriers instead of log2(WG), which matters for short kernels.
-// Within a level, item i reads buf[i + k * active] and writes only buf[i]; every
-// index another item reads is >= active, so reads and writes never overlap.
-inline float2 gn_reduce2(float2 v, __local float2* buf) {
-  const int lid = get_local_id(0);
-  buf[lid] = v;
-  barrier(CLK_LOCAL_MEM_FENCE);
-  for (int n = WG; n > 1;) {
-    const int active = (n + 7) / 8;
-    if (lid < active) {
-      float2 t = buf[lid];
-      for (int k = 1; k < 8; ++k)
-        if (lid + k * active < n) t += buf[lid + k * active];
-      buf[lid] = t;
-    }
-    n = active;
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  const float2 total = buf[0];
-  barrier(CLK_LOCAL_MEM_FENCE);  // buf is reused right after
-  return total;
-}
+// Sums over the work-group: the radix-8 tree in common/prelude.cl.
+inline float2 gn_reduce2(float2 v, __local float2* buf) { return sd_reduce2(v, buf, WG); }
 
 inline float gn_reduce(float v, __local float2* buf) { return gn_reduce2((float2)(v, 0.0f), buf).x; }
 

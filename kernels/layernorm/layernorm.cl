@@ -1,0 +1,66 @@
+// LayerNorm over the channels of token tensors (the transformer blocks and CLIP):
+//   y[n, :, t] = (x[n, :, t] - mean) * rstd * gamma + beta, mean/var over the C channels
+// A token tensor [B, S, C] is the logical NCHW tensor N=B, C, H=1, W=S (hw = token).
+// Tensors x (read), gamma, beta (read, f32 buffers), y (write). Both variants walk the
+// channels one slice (4 channels) at a time through LOAD4/STORE4, so they serve every
+// storage format, images included. Variance: shifted sums with K = the token's first
+// channel, applied as (x - K) - m (see groupnorm.cl).
+// Parameters: WG (work-group size); per_item: one work-item per token; cooperative:
+// one work-group per token with a local-memory reduction (for few tokens, many channels).
+
+// 1 for the lanes of slice s that hold channels (< C), 0 for padding lanes.
+inline float4 ln_valid(int s, int C) {
+  const int n = C - 4 * s;
+  return (float4)(1.0f, n > 1 ? 1.0f : 0.0f, n > 2 ? 1.0f : 0.0f, n > 3 ? 1.0f : 0.0f);
+}
+
+inline float4 ln_param4(__global const float* p, int s, int C) {
+  const int c = 4 * s;
+  return (float4)(p[c], p[min(c + 1, C - 1)], p[min(c + 2, C - 1)], p[min(c + 3, C - 1)]);
+}
+
+#ifdef PER_ITEM
+// Grid (roundup(HW, WG), N).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void ln_per_item(x_PARAMS, gamma_PARAMS, beta_PARAMS, y_PARAMS, const float eps) {
+  const int hw = get_global_id(0), n = get_global_id(1);
+  if (hw >= x_HW) return;
+  const float K = x_LOAD(n, 0, hw);
+  float4 s1 = (float4)(0.0f), s2 = (float4)(0.0f);
+  for (int s = 0; s < x_SLICES; ++s) {
+    const float4 d = (x_LOAD4(n, s, hw) - K) * ln_valid(s, x_C);
+    s1 += d;
+    s2 += d * d;
+  }
+  const float m = sd_hsum4(s1) / x_C;
+  const float rstd = rsqrt(max(sd_hsum4(s2) / x_C - m * m, 0.0f) + eps);
+  for (int s = 0; s < x_SLICES; ++s) {
+    const float4 v = ((x_LOAD4(n, s, hw) - K) - m) * rstd;
+    y_STORE4(n, s, hw, v * ln_param4(gamma_data, s, x_C) + ln_param4(beta_data, s, x_C));
+  }
+}
+#endif
+
+#ifdef COOPERATIVE
+// Grid (WG * N * HW): work-group r normalizes token r % HW of sample r / HW.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void ln_cooperative(x_PARAMS, gamma_PARAMS, beta_PARAMS, y_PARAMS, const float eps) {
+  __local float2 red[WG];
+  const int row = get_group_id(0), lid = get_local_id(0);
+  const int n = row / x_HW, hw = row % x_HW;
+  const float K = x_LOAD(n, 0, hw);
+  float4 s1 = (float4)(0.0f), s2 = (float4)(0.0f);
+  for (int s = lid; s < x_SLICES; s += WG) {
+    const float4 d = (x_LOAD4(n, s, hw) - K) * ln_valid(s, x_C);
+    s1 += d;
+    s2 += d * d;
+  }
+  const float2 t = sd_reduce2((float2)(sd_hsum4(s1), sd_hsum4(s2)), red, WG);
+  const float m = t.x / x_C;
+  const float rstd = rsqrt(max(t.y / x_C - m * m, 0.0f) + eps);
+  for (int s = lid; s < x_SLICES; s += WG) {
+    const float4 v = ((x_LOAD4(n, s, hw) - K) - m) * rstd;
+    y_STORE4(n, s, hw, v * ln_param4(gamma_data, s, x_C) + ln_param4(beta_data, s, x_C));
+  }
+}
+#endif
