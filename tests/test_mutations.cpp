@@ -1,0 +1,99 @@
+// The harness must catch plausible mistakes in the real kernels, not only in
+// hand-written broken ones: each case edits one line of a family's shipped source
+// (the edit must apply), runs the family's check problems through checkCase, and
+// asserts the mutant fails for the expected reason.
+#include <gtest/gtest.h>
+
+#include "test_support.h"  // first: a private PoCL cache folder for this process
+
+#include "kernels/groupnorm/groupnorm_family.h"
+#include "kernels/layernorm/layernorm_family.h"
+#include "tuning/check.h"
+
+namespace sdspeed {
+namespace {
+
+template <typename Base>
+class Mutant : public Base {
+ public:
+  Mutant(std::string from, std::string to) : from_(std::move(from)), to_(std::move(to)) {}
+  std::string name() const override { return Base::name() + "_mutant"; }
+  std::string sourceText(const Context& ctx) const override {
+    std::string s = Base::sourceText(ctx);
+    size_t n = 0;
+    for (size_t pos = s.find(from_); pos != std::string::npos; pos = s.find(from_, pos + to_.size())) {
+      s.replace(pos, from_.size(), to_);
+      ++n;
+    }
+    if (n == 0) throw Error("mutation did not apply: '" + from_ + "' is not in the source");
+    return s;
+  }
+
+ private:
+  std::string from_, to_;
+};
+
+Context& ctx() {
+  static Context c(selectDevice(listDevices(), ""), ContextOptions{});
+  return c;
+}
+
+struct Tally {
+  int ok = 0, inaccurate = 0, buildFailed = 0, padding = 0;
+};
+
+Tally run(const Family& fam, const std::string& variant, const std::string& params, const std::string& format) {
+  const VariantDef& v = fam.variant(variant);
+  const ParamPoint p = v.parsePoint(params);
+  Tally t;
+  uint64_t seed = 77;
+  for (const auto& prob : fam.checkProblems(false)) {
+    CheckResult r = checkCase(ctx(), fam, v, p, *prob, StorageFormat::parse(format), ++seed);
+    t.ok += r.status == Status::Ok;
+    t.inaccurate += r.status == Status::Inaccurate;
+    t.buildFailed += r.status == Status::BuildFailed;
+    t.padding += r.badPadding > 0;
+    if (r.status == Status::BuildFailed) ADD_FAILURE() << r.message;
+  }
+  return t;
+}
+
+TEST(Mutations, LayerNormVarianceWithoutTheMeanSquared) {
+  Mutant<LayerNormFamily> fam("max(t.y / x_C - m * m, 0.0f)", "max(t.y / x_C, 0.0f)");
+  Tally t = run(fam, "cooperative", "WG=64", "f32.buffer.nchw");
+  EXPECT_EQ(t.ok, 0);  // every token's shifted mean is non-zero
+  EXPECT_GT(t.inaccurate, 0);
+}
+
+TEST(Mutations, LayerNormCountingPaddingLanes) {
+  Mutant<LayerNormFamily> fam("(x_LOAD4(n, s, hw) - K) * ln_valid(s, x_C)", "(x_LOAD4(n, s, hw) - K)");
+  Tally t = run(fam, "per_item", "WG=64", "f32.buffer.nc4hw4");
+  EXPECT_GT(t.inaccurate, 0);  // the problems with C % 4 != 0
+  EXPECT_GT(t.ok, 0);          // C % 4 == 0 problems are unaffected: the failure is specific
+}
+
+TEST(Mutations, GroupNormOnePassWithoutPaddingZeroing) {
+  Mutant<GroupNormFamily> fam("gn_zero_padding(y_ARGS, n, g, G);", ";");
+  Tally t = run(fam, "one_pass", "CACHE=8,VEC=4,WG=256", "f32.buffer.nc4hw4");
+  EXPECT_GT(t.padding, 0);
+  EXPECT_EQ(t.padding, t.inaccurate);
+}
+
+TEST(Mutations, GroupNormTwoPassCombiningOnlyTheFirstChunk) {
+  // The normalize kernel sums the partial statistics of only the first of SPLIT chunks.
+  Mutant<GroupNormFamily> fam("for (int k = 0; k < SPLIT; ++k) {\n      t1 +=", "for (int k = 0; k < 1; ++k) {\n      t1 +=");
+  Tally t = run(fam, "two_pass", "NWG=128,SPLIT=8,VEC=4,WG=256", "f32.buffer.nchw");
+  EXPECT_EQ(t.ok, 0);
+  EXPECT_GT(t.inaccurate, 0);
+}
+
+TEST(Mutations, AMutationThatDoesNotApplyIsAnError) {
+  Mutant<LayerNormFamily> fam("no such text", "x");
+  const VariantDef& v = fam.variant("per_item");
+  CheckResult r = checkCase(ctx(), fam, v, v.defaults(), *fam.checkProblems(false).front(), StorageFormat{}, 1);
+  EXPECT_EQ(r.status, Status::BuildFailed);
+  EXPECT_NE(r.message.find("did not apply"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sdspeed
