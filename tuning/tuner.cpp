@@ -79,15 +79,7 @@ void DeviceEvaluator::prebuildAll(int threads) {
     builders_.emplace_back([this, next] {
       for (size_t i = (*next)++; i < space_.size() && !stop_; i = (*next)++) {
         const Candidate& c = space_[i];
-        SweepRow probe;
-        probe.instance = instance_.text();
-        probe.variant = c.variant->name;
-        probe.params = c.point.text();
-        probe.device = ctx_.device().name;
-        probe.driver = ctx_.device().driverVersion;
-        probe.sourceHash = sourceHash_;
-        probe.buildOptions = kBuildOptions;
-        if (cache_.find(probe.key())) continue;  // measured before: no build needed
+        if (cache_.find(rowFor(c).key())) continue;  // measured before: no build needed
         try {
           if (fam_.unsupportedReason(*c.variant, c.point, *problem_, instance_.format, ctx_.device()).empty())
             fam_.prebuild(ctx_, *c.variant, c.point, instance_.format);
@@ -98,8 +90,7 @@ void DeviceEvaluator::prebuildAll(int threads) {
     });
 }
 
-SweepRow DeviceEvaluator::operator()(size_t index, bool& reused) {
-  const Candidate& c = space_[index];
+SweepRow DeviceEvaluator::rowFor(const Candidate& c) const {
   SweepRow row;
   row.instance = instance_.text();
   row.variant = c.variant->name;
@@ -109,6 +100,12 @@ SweepRow DeviceEvaluator::operator()(size_t index, bool& reused) {
   row.sourceHash = sourceHash_;
   row.commit = sdspeedCommit();
   row.buildOptions = kBuildOptions;
+  return row;
+}
+
+SweepRow DeviceEvaluator::operator()(size_t index, bool& reused) {
+  const Candidate& c = space_[index];
+  SweepRow row = rowFor(c);
   if (auto hit = cache_.find(row.key())) {
     reused = true;
     return *hit;

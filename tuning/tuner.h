@@ -48,6 +48,7 @@ class DeviceEvaluator {
   void prebuildAll(int threads);
 
  private:
+  SweepRow rowFor(const Candidate& c) const;  // identity and provenance, no result yet
   Context& ctx_;
   const Family& fam_;
   OpInstance instance_;
