@@ -2,6 +2,7 @@
 
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
+#include "kernels/softmax/softmax_family.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
@@ -11,6 +12,7 @@ const std::vector<std::unique_ptr<Family>>& allFamilies() {
     std::vector<std::unique_ptr<Family>> f;
     f.push_back(std::make_unique<GroupNormFamily>());
     f.push_back(std::make_unique<LayerNormFamily>());
+    f.push_back(std::make_unique<SoftmaxFamily>());
     return f;
   }();
   return families;

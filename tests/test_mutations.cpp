@@ -8,6 +8,7 @@
 
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
+#include "kernels/softmax/softmax_family.h"
 #include "tuning/check.h"
 
 namespace sdspeed {
@@ -85,6 +86,13 @@ TEST(Mutations, GroupNormTwoPassCombiningOnlyTheFirstChunk) {
   Tally t = run(fam, "two_pass", "NWG=128,SPLIT=8,VEC=4,WG=256", "f32.buffer.nchw");
   EXPECT_EQ(t.ok, 0);
   EXPECT_GT(t.inaccurate, 0);
+}
+
+TEST(Mutations, SoftmaxWithoutMaxSubtractionFailsOnLargeLogits) {
+  Mutant<SoftmaxFamily> fam("exp(SM_SLICE(n, s, hw, scale) - m)", "exp(SM_SLICE(n, s, hw, scale))");
+  Tally t = run(fam, "per_item", "WG=64", "f32.buffer.nchw");
+  EXPECT_EQ(t.inaccurate, 1);  // only the problem with logits near 100 overflows
+  EXPECT_GT(t.ok, 0);
 }
 
 TEST(Mutations, AMutationThatDoesNotApplyIsAnError) {

@@ -1,0 +1,159 @@
+#include "kernels/common/token_row_family.h"
+
+#include <sstream>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+std::string formatDouble(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+const TokenRowProblem& asRow(const Problem& p, const std::string& family) {
+  auto* r = dynamic_cast<const TokenRowProblem*>(&p);
+  if (!r || r->family != family) throw Error(family + " given a problem of another family: " + p.text());
+  return *r;
+}
+
+VariantDef makeVariant(const std::string& name, const std::string& define, const std::string& summary) {
+  VariantDef v;
+  v.name = name;
+  v.summary = summary;
+  v.defines = {{define, 1}};
+  v.params = {{"WG", {64, 32, 128, 256}, "work-group size (a power of two)"}};
+  v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 8; };  // float2 per item
+  return v;
+}
+
+class TokenRowOp : public PreparedOp {
+ public:
+  TokenRowOp(Context& ctx, cl_program program, const std::string& kernel, Launch launch, float attr)
+      : ctx_(ctx), kernel_(ctx.createKernel(program, kernel)), launch_(launch), attr_(attr) {
+    launch_.kernel = kernel_.get();
+  }
+  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    if (!checked_) checkKernelLimits(ctx_, launch_), checked_ = true;
+    int i = 0;
+    for (auto* tensor : t) i = tensor->setArgs(kernel_.get(), i);
+    setArg(kernel_.get(), i, attr_);
+    std::vector<ClEvent> events;
+    events.push_back(enqueueLaunch(ctx_.queue(), launch_));
+    return events;
+  }
+
+ private:
+  Context& ctx_;
+  ClKernel kernel_;
+  Launch launch_;
+  cl_float attr_;
+  bool checked_ = false;
+};
+
+}  // namespace
+
+std::string TokenRowProblem::text() const {
+  std::string t = family + " " + dims.text() + " " + attrName + "=" + formatDouble(attr);
+  if (inputOffset != 0.0f) t += " offset=" + formatDouble(inputOffset);
+  return t;
+}
+
+std::map<std::string, std::string> TokenRowProblem::attributes() const { return {{attrName, formatDouble(attr)}}; }
+
+TokenRowFamily::TokenRowFamily(std::string name, std::string kernelPrefix, bool affine, std::string attrName,
+                               double attrDefault)
+    : name_(std::move(name)), prefix_(std::move(kernelPrefix)), attrName_(std::move(attrName)), affine_(affine),
+      attrDefault_(attrDefault),
+      variants_{makeVariant("per_item", "PER_ITEM", "one work-item per token, looping over the channels"),
+                makeVariant("cooperative", "COOPERATIVE", "one work-group per token with a local-memory reduction")} {}
+
+std::vector<TensorSlot> TokenRowFamily::slots() const {
+  if (!affine_) return {{"x", Access::Read, true}, {"y", Access::Write, true}};
+  return {{"x", Access::Read, true}, {"gamma", Access::Read, false}, {"beta", Access::Read, false},
+          {"y", Access::Write, true}};
+}
+
+std::vector<Shape> TokenRowFamily::shapes(const Problem& p) const {
+  const Shape& s = asRow(p, name_).dims;
+  if (!affine_) return {s, s};
+  return {s, {1, s.c, 1, 1}, {1, s.c, 1, 1}, s};
+}
+
+ProblemPtr TokenRowFamily::problem(Shape s, double attr, float inputOffset) const {
+  validateAttr(attr);
+  auto p = std::make_shared<TokenRowProblem>();
+  p->family = name_;
+  p->attrName = attrName_;
+  p->dims = s;
+  p->attr = attr;
+  p->inputOffset = inputOffset;
+  return p;
+}
+
+ProblemPtr TokenRowFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
+  double attr = attrDefault_;
+  for (const auto& [k, v] : attrs) {
+    if (k != attrName_) throw Error("unknown " + name_ + " attribute '" + k + "' (known: " + attrName_ + ")");
+    try {
+      size_t used = 0;
+      attr = std::stod(v, &used);
+      if (used != v.size()) throw std::invalid_argument(v);
+    } catch (const std::logic_error&) {
+      throw Error("bad value '" + v + "' for " + name_ + " attribute " + attrName_);
+    }
+  }
+  return problem(shape, attr);
+}
+
+std::vector<HostTensor> TokenRowFamily::makeInputs(const Problem& p, std::mt19937_64& rng) const {
+  const auto& rp = asRow(p, name_);
+  const Shape& s = rp.dims;
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_real_distribution<float> uni(0.0f, 1.0f);
+  std::vector<HostTensor> in;
+  for (const Shape& sh : shapes(p)) in.push_back({sh, {}});
+  // Per token a mean in [-2, 2] (+ the offset) and a scale in [0.5, 2]: tokens differ,
+  // so a kernel mixing them up is caught.
+  std::vector<float> mean(static_cast<size_t>(s.n * s.hw())), scale(mean.size());
+  for (size_t i = 0; i < mean.size(); ++i) {
+    mean[i] = rp.inputOffset + 4.0f * uni(rng) - 2.0f;
+    scale[i] = 0.5f + 1.5f * uni(rng);
+  }
+  in[0].data.resize(static_cast<size_t>(s.elements()));
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t c = 0; c < s.c; ++c)
+      for (int64_t t = 0; t < s.hw(); ++t) {
+        const size_t tok = static_cast<size_t>(n * s.hw() + t);
+        in[0].data[static_cast<size_t>((n * s.c + c) * s.hw() + t)] = mean[tok] + scale[tok] * normal(rng);
+      }
+  if (affine_)
+    for (int64_t c = 0; c < s.c; ++c) {
+      in[1].data.push_back(1.0f + 0.3f * normal(rng));
+      in[2].data.push_back(0.5f * normal(rng));
+    }
+  return in;
+}
+
+std::vector<double> TokenRowFamily::reference(const Problem& p, const std::vector<HostTensor>& in) const {
+  return referenceOf(asRow(p, name_), in);
+}
+
+std::unique_ptr<PreparedOp> TokenRowFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                                    const Problem& prob, const StorageFormat& f) const {
+  const auto& rp = asRow(prob, name_);
+  cl_program program = buildProgram(ctx, v, p, f, 1);
+  const size_t wg = p["WG"], hw = static_cast<size_t>(rp.dims.hw()), n = static_cast<size_t>(rp.dims.n);
+  Launch l;
+  if (v.name == "per_item") {
+    l = {nullptr, 2, {roundUp(hw, wg), n, 1}, {wg, 1, 1}};
+  } else {
+    l = {nullptr, 1, {wg * n * hw, 1, 1}, {wg, 1, 1}};
+  }
+  return std::make_unique<TokenRowOp>(ctx, program, prefix_ + "_" + v.name, l, static_cast<float>(rp.attr));
+}
+
+}  // namespace sdspeed

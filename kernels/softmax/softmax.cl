@@ -1,0 +1,61 @@
+// Softmax over the channels of token tensors: y[n, :, t] = softmax(scale * x[n, :, t]),
+// the attention scores' normalization when a score row is stored as a token's
+// channels. x (read), y (write); every storage format through LOAD4/STORE4. The row
+// maximum is subtracted before exp, so large logits (tests add +100) cannot overflow.
+// Parameters: WG (work-group size, a power of two); per_item: a work-item per token;
+// cooperative: a work-group per token, combining (max, sum) pairs (online softmax).
+
+// Slice s of token (n, hw), scaled, with the padding lanes (channels >= C) at -inf.
+#define SM_SLICE(n, s, hw, scale) sm_mask(x_LOAD4(n, s, hw) * (scale), s, x_C)
+inline float4 sm_mask(float4 v, int s, int C) {
+  const int k = C - 4 * s;
+  return (float4)(v.x, k > 1 ? v.y : -INFINITY, k > 2 ? v.z : -INFINITY, k > 3 ? v.w : -INFINITY);
+}
+inline float sm_max4(float4 v) { return fmax(fmax(v.x, v.y), fmax(v.z, v.w)); }
+
+#ifdef PER_ITEM
+// Grid (roundup(HW, WG), N).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sm_per_item(x_PARAMS, y_PARAMS, const float scale) {
+  const int hw = get_global_id(0), n = get_global_id(1);
+  if (hw >= x_HW) return;
+  float m = -INFINITY;
+  for (int s = 0; s < x_SLICES; ++s) m = fmax(m, sm_max4(SM_SLICE(n, s, hw, scale)));
+  float sum = 0.0f;
+  for (int s = 0; s < x_SLICES; ++s) sum += sd_hsum4(exp(SM_SLICE(n, s, hw, scale) - m));
+  const float inv = 1.0f / sum;
+  for (int s = 0; s < x_SLICES; ++s) y_STORE4(n, s, hw, exp(SM_SLICE(n, s, hw, scale) - m) * inv);
+}
+#endif
+
+#ifdef COOPERATIVE
+// (max, sum of exp(x - max)) of two parts, as one.
+inline float2 sm_combine(float2 a, float2 b) {
+  const float m = fmax(a.x, b.x);
+  if (m == -INFINITY) return (float2)(m, 0.0f);
+  return (float2)(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+// Grid (WG * N * HW): work-group r handles token r % HW of sample r / HW.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sm_cooperative(x_PARAMS, y_PARAMS, const float scale) {
+  __local float2 red[WG];
+  const int row = get_group_id(0), lid = get_local_id(0);
+  const int n = row / x_HW, hw = row % x_HW;
+  float2 acc = (float2)(-INFINITY, 0.0f);
+  for (int s = lid; s < x_SLICES; s += WG) {
+    const float4 v = SM_SLICE(n, s, hw, scale);
+    const float m = sm_max4(v);
+    acc = sm_combine(acc, (float2)(m, sd_hsum4(exp(v - m))));
+  }
+  red[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int off = WG / 2; off > 0; off >>= 1) {
+    if (lid < off) red[lid] = sm_combine(red[lid], red[lid + off]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float2 t = red[0];
+  const float inv = 1.0f / t.y;
+  for (int s = lid; s < x_SLICES; s += WG) y_STORE4(n, s, hw, exp(SM_SLICE(n, s, hw, scale) - t.x) * inv);
+}
+#endif

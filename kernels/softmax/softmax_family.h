@@ -1,0 +1,22 @@
+// The softmax family: softmax(scale * x) over the channels of token tensors
+// (kernels/common/token_row_family.h), attribute scale.
+#pragma once
+
+#include "kernels/common/token_row_family.h"
+
+namespace sdspeed {
+
+class SoftmaxFamily : public TokenRowFamily {
+ public:
+  SoftmaxFamily() : TokenRowFamily("softmax", "sm", /*affine=*/false, "scale", 1.0) {}
+  std::string name() const override { return "softmax"; }
+  std::string sourcePath() const override { return "softmax/softmax.cl"; }
+  std::vector<ProblemPtr> checkProblems(bool full) const override;
+  Tolerance tolerance(DType dtype) const override;
+
+ protected:
+  std::vector<double> referenceOf(const TokenRowProblem& p, const std::vector<HostTensor>& in) const override;
+  void validateAttr(double scale) const override;
+};
+
+}  // namespace sdspeed
