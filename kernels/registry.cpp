@@ -1,5 +1,6 @@
 #include "kernels/registry.h"
 
+#include "kernels/activation/activation_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/softmax/softmax_family.h"
@@ -13,6 +14,7 @@ const std::vector<std::unique_ptr<Family>>& allFamilies() {
     f.push_back(std::make_unique<GroupNormFamily>());
     f.push_back(std::make_unique<LayerNormFamily>());
     f.push_back(std::make_unique<SoftmaxFamily>());
+    f.push_back(std::make_unique<ActivationFamily>());
     return f;
   }();
   return families;

@@ -6,6 +6,7 @@
 
 #include "test_support.h"  // first: a private PoCL cache folder for this process
 
+#include "kernels/activation/activation_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/softmax/softmax_family.h"
@@ -92,6 +93,13 @@ TEST(Mutations, SoftmaxWithoutMaxSubtractionFailsOnLargeLogits) {
   Mutant<SoftmaxFamily> fam("exp(SM_SLICE(n, s, hw, scale) - m)", "exp(SM_SLICE(n, s, hw, scale))");
   Tally t = run(fam, "per_item", "WG=64", "f32.buffer.nchw");
   EXPECT_EQ(t.inaccurate, 1);  // only the problem with logits near 100 overflows
+  EXPECT_GT(t.ok, 0);
+}
+
+TEST(Mutations, GegluWithHiddenAndGateSwapped) {
+  Mutant<ActivationFamily> fam("out = hidden * act_gelu(gate);", "out = gate * act_gelu(hidden);");
+  Tally t = run(fam, "slices", "ITEMS=1,WG=128", "f16.buffer.nc4hw4");
+  EXPECT_EQ(t.inaccurate, 2);  // the two geglu problems, nothing else
   EXPECT_GT(t.ok, 0);
 }
 

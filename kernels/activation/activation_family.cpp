@@ -1,0 +1,134 @@
+#include "kernels/activation/activation_family.h"
+
+#include "reference/activation.h"
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+const char* kFns[] = {"gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};  // the kernel's fn codes
+
+int fnCode(const std::string& fn) {
+  for (int i = 0; i < 5; ++i)
+    if (fn == kFns[i]) return i;
+  throw Error("unknown activation '" + fn + "' (known: gelu, gelu_tanh, quick_gelu, silu, geglu)");
+}
+
+const ActivationProblem& asActivation(const Problem& p) {
+  auto* a = dynamic_cast<const ActivationProblem*>(&p);
+  if (!a) throw Error("activation given a problem of another family: " + p.text());
+  return *a;
+}
+
+class ActivationOp : public PreparedOp {
+ public:
+  ActivationOp(Context& ctx, cl_program program, Launch l, int fn)
+      : ctx_(ctx), kernel_(ctx.createKernel(program, "act_slices")), launch_(l), fn_(fn) {
+    launch_.kernel = kernel_.get();
+  }
+  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    if (!checked_) checkKernelLimits(ctx_, launch_), checked_ = true;
+    int i = t[0]->setArgs(kernel_.get(), 0);
+    i = t[1]->setArgs(kernel_.get(), i);
+    setArg(kernel_.get(), i, fn_);
+    std::vector<ClEvent> events;
+    events.push_back(enqueueLaunch(ctx_.queue(), launch_));
+    return events;
+  }
+
+ private:
+  Context& ctx_;
+  ClKernel kernel_;
+  Launch launch_;
+  cl_int fn_;
+  bool checked_ = false;
+};
+
+}  // namespace
+
+ActivationFamily::ActivationFamily() {
+  VariantDef v;
+  v.name = "slices";
+  v.summary = "a work-item per (sample, output slice, ITEMS positions), LOAD4/STORE4";
+  v.params = {{"WG", {128, 64, 256}, "work-group size"}, {"ITEMS", {1, 2, 4}, "positions per work-item"}};
+  v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
+  variants_ = {v};
+}
+
+ProblemPtr ActivationFamily::problem(Shape s, const std::string& fn) {
+  fnCode(fn);
+  if (fn == "geglu" && s.c % 2) throw Error("geglu needs an even channel count, got C=" + std::to_string(s.c));
+  auto p = std::make_shared<ActivationProblem>();
+  p->dims = s;
+  p->fn = fn;
+  return p;
+}
+
+std::vector<TensorSlot> ActivationFamily::slots() const {
+  return {{"x", Access::Read, true}, {"y", Access::Write, true}};
+}
+
+std::vector<ProblemPtr> ActivationFamily::checkProblems(bool full) const {
+  std::vector<ProblemPtr> out;
+  // Odd shapes for every function; GEGLU with F % 4 != 0 so the gate starts mid-slice.
+  for (const char* fn : {"gelu", "gelu_tanh", "quick_gelu", "silu"}) out.push_back(problem({2, 6, 3, 5}, fn));
+  out.push_back(problem({2, 10, 1, 7}, "geglu"));   // F = 5
+  out.push_back(problem({2, 64, 1, 33}, "geglu"));  // F = 32
+  out.push_back(problem({1, 3072, 1, 77}, "quick_gelu"));  // CLIP MLP (4 x 768)
+  if (!full) return out;
+  // SD 1.5 transformer feed-forward: GEGLU 2 x 1280 -> 1280 channels at 64x64 tokens, batch 2.
+  out.push_back(problem({2, 2560, 1, 4096}, "geglu"));
+  out.push_back(problem({2, 1280, 64, 64}, "silu"));
+  return out;
+}
+
+std::vector<Shape> ActivationFamily::shapes(const Problem& p) const {
+  const auto& a = asActivation(p);
+  Shape y = a.dims;
+  if (a.fn == "geglu") y.c /= 2;
+  return {a.dims, y};
+}
+
+std::vector<HostTensor> ActivationFamily::makeInputs(const Problem& p, std::mt19937_64& rng) const {
+  const auto sh = shapes(p);
+  std::normal_distribution<float> normal(0.0f, 2.5f);  // covers the curved part and both tails
+  HostTensor x{sh[0], std::vector<float>(static_cast<size_t>(sh[0].elements()))};
+  for (auto& v : x.data) v = normal(rng);
+  return {x, {sh[1], {}}};
+}
+
+std::vector<double> ActivationFamily::reference(const Problem& p, const std::vector<HostTensor>& in) const {
+  const auto& a = asActivation(p);
+  return activationReference(a.dims, a.fn, in[0].data);
+}
+
+Tolerance ActivationFamily::tolerance(DType dtype) const {
+  // |y| <= ~10 for these inputs. OpenCL's erf/tanh/exp are allowed 16/5/3 ulp (full
+  // profile): a few 1e-7 relative; 2e-5 relative plus 2e-6 absolute (for outputs near
+  // zero, where x sigmoid(x) cancels) leaves a margin. f16 storage: inputs are rounded
+  // before the reference, outputs to 2^-11 relative.
+  if (dtype == DType::F32) return {2e-6, 2e-5, 5e-6};
+  return {1e-3, 1e-3, 1e-3};
+}
+
+ProblemPtr ActivationFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
+  std::string fn = "gelu";
+  for (const auto& [k, v] : attrs) {
+    if (k != "fn") throw Error("unknown activation attribute '" + k + "' (known: fn)");
+    fn = v;
+  }
+  return problem(shape, fn);
+}
+
+std::unique_ptr<PreparedOp> ActivationFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                                      const Problem& prob, const StorageFormat& f) const {
+  const auto& a = asActivation(prob);
+  const auto sh = shapes(prob);
+  const size_t wg = p["WG"], items = p["ITEMS"];
+  const size_t perItem = (static_cast<size_t>(sh[1].hw()) + items - 1) / items;
+  Launch l{nullptr, 3, {roundUp(perItem, wg), static_cast<size_t>(sh[1].slices()), static_cast<size_t>(sh[1].n)},
+           {wg, 1, 1}};
+  return std::make_unique<ActivationOp>(ctx, buildProgram(ctx, v, p, f, 1), l, fnCode(a.fn));
+}
+
+}  // namespace sdspeed
