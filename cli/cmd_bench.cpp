@@ -7,14 +7,16 @@
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 #include "tuning/csv.h"
+#include "tuning/database.h"
 #include "tuning/measure.h"
+#include "tuning/roofline.h"
 
 namespace sdspeed {
 
 int cmdBench(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "attrs", "variant", "storage", "params", "points", "seed", "csv",
-                  "min-ms", "warmup", "llc-mib"});
+                  "min-ms", "warmup", "llc-mib", "devices-dir"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
@@ -50,7 +52,16 @@ int cmdBench(const std::vector<std::string>& argv) {
   std::cout << "device: " << dev.name << " (" << dev.index() << ", driver " << dev.driverVersion << ", "
             << dev.openclVersion << ", " << dev.computeUnits << " CUs, LLC " << (dev.globalCacheBytes >> 10)
             << " KiB)\n";
-  TextTable table({"problem", "variant", "params", "storage", "median us", "min us", "GB/s", "rot", "status"});
+  Ceilings ceil;
+  const std::string ceilPath = args.get("devices-dir", "configs/devices") + "/" + deviceKey(dev) + ".yaml";
+  const bool haveCeil = loadCeilings(ceilPath, ceil) && ceil.copyGBs > 0;
+  if (haveCeil)
+    std::cout << "ceilings (" << ceilPath << "): copy " << fmtFixed(ceil.copyGBs, 1) << " GB/s, fma "
+              << fmtFixed(ceil.fmaGflops, 1) << " GFLOP/s\n";
+  else
+    std::cout << "no ceilings for this device (run `sdspeed roofline`): % of copy bandwidth not shown\n";
+  auto pct = [&](double gbs) { return haveCeil ? fmtFixed(100.0 * gbs / ceil.copyGBs, 1) + "%" : std::string("-"); };
+  TextTable table({"problem", "variant", "params", "storage", "median us", "min us", "GB/s", "% copy", "rot", "status"});
   std::string csv = csvRow({"device", "driver", "problem", "variant", "params", "storage", "status",
                             "median_us", "min_us", "max_us", "repeats", "rotations", "gb_per_s", "message"});
   struct Best { double us = 0; std::string what; };
@@ -74,7 +85,7 @@ int cmdBench(const std::vector<std::string>& argv) {
           if (failed) status += ": " + m.check.message.substr(0, m.check.message.find('\n'));
           table.add({prob->text(), v->name, p.text(), f.name(), ok ? fmtFixed(m.timing.medianMs * 1e3, 2) : "-",
                      ok ? fmtFixed(m.timing.minMs * 1e3, 2) : "-", ok ? fmtFixed(m.gbPerSec(), 1) : "-",
-                     ok ? std::to_string(m.timing.rotations) : "-", status});
+                     ok ? pct(m.gbPerSec()) : "-", ok ? std::to_string(m.timing.rotations) : "-", status});
           csv += csvRow({dev.name, dev.driverVersion, prob->text(), v->name, p.text(), f.name(),
                          statusName(m.check.status), ok ? fmtFixed(m.timing.medianMs * 1e3, 3) : "",
                          ok ? fmtFixed(m.timing.minMs * 1e3, 3) : "", ok ? fmtFixed(m.timing.maxMs * 1e3, 3) : "",

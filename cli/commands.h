@@ -15,6 +15,7 @@ int cmdDevices(const std::vector<std::string>& argv);
 int cmdCheck(const std::vector<std::string>& argv);
 int cmdBench(const std::vector<std::string>& argv);
 int cmdTune(const std::vector<std::string>& argv);
+int cmdRoofline(const std::vector<std::string>& argv);
 
 // Shared by verbs that use one device: --device, --kernel-dir, --cache-dir, --no-disk-cache.
 inline const std::set<std::string> kDeviceOptions = {"device", "kernel-dir", "cache-dir"};

@@ -16,6 +16,7 @@ void usage(std::ostream& os) {
         "  check [--op OP] [--full]     check kernel variants against the Eigen references\n"
         "  bench --op OP --shape NxCxHxW  time variants on the device (event timing)\n"
         "  tune --op OP --shape S|--shapes FILE  sweep variants x parameters; tuning database\n"
+        "  roofline                     measure copy bandwidth and FMA rate (configs/devices/)\n"
         "common options: --device P:D|NAME  --kernel-dir DIR  --cache-dir DIR  --no-disk-cache\n"
         "`sdspeed VERB --help` lists a verb's options.\n";
 }
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     if (verb == "check") return sdspeed::cmdCheck(args);
     if (verb == "bench") return sdspeed::cmdBench(args);
     if (verb == "tune") return sdspeed::cmdTune(args);
+    if (verb == "roofline") return sdspeed::cmdRoofline(args);
     std::cerr << "sdspeed: error: unknown verb '" << verb << "' (see sdspeed --help)\n";
     return 2;
   } catch (const std::exception& e) {

@@ -1,0 +1,35 @@
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "runtime/cl_error.h"
+#include "tuning/roofline.h"
+
+namespace sdspeed {
+
+int cmdRoofline(const std::vector<std::string>& argv) {
+  auto options = kDeviceOptions;
+  options.insert({"mib", "devices-dir", "min-ms", "warmup", "llc-mib"});
+  auto flags = kDeviceFlags;
+  flags.insert({"help"});
+  Args args(argv, options, flags);
+  if (args.has("help")) {
+    std::cout << "usage: sdspeed roofline [--device D] [--mib N] [--devices-dir DIR] [--min-ms MS]\n"
+                 "Measures the device's copy bandwidth (two N MiB buffers, default 1024, bytes read +\n"
+                 "written) and fp32 FMA rate, checks both kernels' results, and writes them to\n"
+                 "DIR/<device-key>.yaml (default configs/devices) for bench to report % of ceiling.\n";
+    return 0;
+  }
+  const int mib = args.getInt("mib", 1024);
+  if (mib <= 0) throw Error("--mib must be positive");
+  Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
+  Ceilings c = measureCeilings(ctx, static_cast<size_t>(mib) << 20, timingPolicyFromArgs(args));
+  const std::string path = args.get("devices-dir", "configs/devices") + "/" + c.deviceKey + ".yaml";
+  saveCeilings(c, path);
+  std::cout << "device " << c.deviceKey << ": " << c.deviceName << " (driver " << c.driver << ")\n"
+            << "copy: " << fmtFixed(c.copyGBs, 1) << " GB/s (read + write, " << (c.copyBytes >> 20)
+            << " MiB buffers)\nfma:  " << fmtFixed(c.fmaGflops, 1) << " GFLOP/s (fp32)\nwrote " << path << "\n";
+  return 0;
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,39 @@
+// `sdspeed roofline`'s measurement on the default device (PoCL in CI, small buffers):
+// both kernels' results are checked inside measureCeilings, the rates are positive
+// and finite, and the ceilings file round-trips; a malformed one names the file.
+#include <gtest/gtest.h>
+
+#include "test_support.h"  // first: a private PoCL cache folder for this process
+
+#include <cmath>
+
+#include "runtime/atomic_file.h"
+#include "tuning/roofline.h"
+
+namespace sdspeed {
+namespace {
+
+TEST(Roofline, MeasuresAndRoundTrips) {
+  Context ctx(selectDevice(listDevices(), ""), ContextOptions{});
+  TimingPolicy quick;
+  quick.minTotalMs = 5;
+  const Ceilings c = measureCeilings(ctx, 4 << 20, quick);
+  EXPECT_TRUE(std::isfinite(c.copyGBs) && c.copyGBs > 0);
+  EXPECT_TRUE(std::isfinite(c.fmaGflops) && c.fmaGflops > 0);
+  EXPECT_EQ(c.copyBytes, size_t(4) << 20);
+  sdspeed_test::TempDir dir;
+  const std::string path = dir.path() + "/devices/" + c.deviceKey + ".yaml";
+  saveCeilings(c, path);
+  Ceilings back;
+  ASSERT_TRUE(loadCeilings(path, back));
+  EXPECT_EQ(back.deviceKey, c.deviceKey);
+  EXPECT_NEAR(back.copyGBs, c.copyGBs, 1e-5 * c.copyGBs);
+  EXPECT_NEAR(back.fmaGflops, c.fmaGflops, 1e-5 * c.fmaGflops);
+  EXPECT_FALSE(loadCeilings(dir.path() + "/absent.yaml", back));
+  writeFileAtomically(path, "format: 1\ncopy_gb_per_s: fast\n");
+  const std::string msg = sdspeed_test::errorMessage([&] { loadCeilings(path, back); });
+  EXPECT_NE(msg.find(path), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace sdspeed

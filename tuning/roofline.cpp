@@ -1,0 +1,106 @@
+#include "tuning/roofline.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/family.h"
+#include "runtime/atomic_file.h"
+#include "runtime/cl_error.h"
+#include "tuning/database.h"
+
+namespace sdspeed {
+
+Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& policy) {
+  const DeviceInfo& dev = ctx.device();
+  Ceilings c{deviceKey(dev), dev.name, dev.driverVersion};
+  cl_program program = ctx.programs().get("roofline", ctx.sources().get("roofline/roofline.cl"), kBuildOptions);
+
+  // Copy: two buffers of copyBytes (a multiple of 16), checked element for element.
+  copyBytes = std::min<size_t>(copyBytes, dev.maxAllocBytes) / 16 * 16;
+  if (copyBytes < 16) throw Error("roofline: copy buffer too small");
+  const cl_int n4 = static_cast<cl_int>(copyBytes / 16);
+  std::vector<float> host(copyBytes / 4);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> uni(1.0f, 2.0f);
+  for (auto& v : host) v = uni(rng);
+  ClMem in = ctx.createBuffer(copyBytes), out = ctx.createBuffer(copyBytes);
+  ctx.writeBuffer(in.get(), host.data(), copyBytes);
+  ClKernel copy = ctx.createKernel(program, "copy4");
+  cl_mem inMem = in.get(), outMem = out.get();
+  setArg(copy.get(), 0, inMem);
+  setArg(copy.get(), 1, outMem);
+  setArg(copy.get(), 2, n4);
+  const size_t wg = std::min<size_t>(256, dev.maxWorkGroupSize);
+  Launch cl{copy.get(), 1, {roundUp(std::min<size_t>(n4, size_t(dev.computeUnits) * 2048), wg), 1, 1}, {wg, 1, 1}};
+  TimingStats ts = timeOp(ctx, 1, [&](int) { std::vector<ClEvent> e; e.push_back(enqueueLaunch(ctx.queue(), cl)); return e; }, policy);
+  std::vector<float> back(host.size());
+  ctx.readBuffer(outMem, back.data(), copyBytes);
+  if (back != host) throw Error("roofline: the copy kernel produced wrong data");
+  c.copyBytes = copyBytes;
+  c.copyGBs = 2.0 * static_cast<double>(copyBytes) / (ts.medianMs * 1e6);
+
+  // FMA: enough items to fill the device, checked against the same chain on the host.
+  const size_t items = roundUp(size_t(dev.computeUnits) * 4096, wg);
+  const cl_int iters = 4096;
+  const cl_float a = 0.999f, b = 0.001f;
+  ClMem res = ctx.createBuffer(items * sizeof(float));
+  ClKernel fmaK = ctx.createKernel(program, "fma_chains");
+  cl_mem resMem = res.get();
+  setArg(fmaK.get(), 0, resMem);
+  setArg(fmaK.get(), 1, iters);
+  setArg(fmaK.get(), 2, a);
+  setArg(fmaK.get(), 3, b);
+  Launch fl{fmaK.get(), 1, {items, 1, 1}, {wg, 1, 1}};
+  TimingStats tf = timeOp(ctx, 1, [&](int) { std::vector<ClEvent> e; e.push_back(enqueueLaunch(ctx.queue(), fl)); return e; }, policy);
+  std::vector<float> got(items);
+  ctx.readBuffer(resMem, got.data(), items * sizeof(float));
+  for (size_t i : {size_t(0), items / 2, items - 1}) {
+    const float seed = static_cast<float>(i & 1023) * 1e-3f;
+    float sum = 0;
+    for (int k = 0; k < 8; ++k) {
+      float acc = seed + static_cast<float>(k) * 1e-4f;
+      for (int j = 0; j < iters; ++j) acc = std::fma(acc, a, b);
+      sum += acc;
+    }
+    if (std::abs(got[i] - sum) > 1e-4f * std::abs(sum))
+      throw Error("roofline: the FMA kernel computed " + std::to_string(got[i]) + " at item " + std::to_string(i) +
+                  ", expected " + std::to_string(sum));
+  }
+  c.fmaGflops = static_cast<double>(items) * iters * 8 * 2 / (tf.medianMs * 1e6);
+  return c;
+}
+
+void saveCeilings(const Ceilings& c, const std::string& path) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(6);
+  out << YAML::Comment("sdspeed device ceilings, measured by `sdspeed roofline`");
+  out << YAML::BeginMap << YAML::Key << "format" << YAML::Value << 1;
+  out << YAML::Key << "device" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "key" << YAML::Value
+      << c.deviceKey << YAML::Key << "name" << YAML::Value << c.deviceName << YAML::Key << "driver" << YAML::Value
+      << c.driver << YAML::EndMap;
+  out << YAML::Key << "copy_gb_per_s" << YAML::Value << c.copyGBs;
+  out << YAML::Key << "copy_buffer_bytes" << YAML::Value << c.copyBytes;
+  out << YAML::Key << "fma_gflop_per_s" << YAML::Value << c.fmaGflops << YAML::EndMap;
+  writeFileAtomically(path, std::string(out.c_str()) + "\n");
+}
+
+bool loadCeilings(const std::string& path, Ceilings& c) {
+  std::string text;
+  if (!readFile(path, text)) return false;
+  try {
+    YAML::Node root = YAML::Load(text);
+    c.deviceKey = root["device"]["key"].as<std::string>();
+    c.deviceName = root["device"]["name"].as<std::string>();
+    c.driver = root["device"]["driver"].as<std::string>();
+    c.copyGBs = root["copy_gb_per_s"].as<double>();
+    c.fmaGflops = root["fma_gflop_per_s"].as<double>();
+    c.copyBytes = root["copy_buffer_bytes"].as<size_t>();
+  } catch (const YAML::Exception& e) {
+    throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": not a ceilings file: " + e.msg);
+  }
+  return true;
+}
+
+}  // namespace sdspeed

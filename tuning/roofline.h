@@ -1,0 +1,27 @@
+// Device ceilings (`sdspeed roofline`): copy bandwidth (bytes read + written per
+// second, a large buffer copy) and fp32 FMA rate (2 FLOP per FMA), each checked for
+// correctness and timed like an op (runtime/timing.h). Stored per device in
+// configs/devices/<device-key>.yaml, so every benchmark can report "% of ceiling".
+#pragma once
+
+#include <string>
+
+#include "runtime/context.h"
+#include "runtime/timing.h"
+
+namespace sdspeed {
+
+struct Ceilings {
+  std::string deviceKey, deviceName, driver;
+  double copyGBs = 0;      // GB/s, read + write
+  double fmaGflops = 0;    // GFLOP/s
+  size_t copyBytes = 0;    // buffer size used
+};
+
+// copyBytes: size of each of the two buffers (clamped to the device's allocation limit).
+Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& policy);
+void saveCeilings(const Ceilings& c, const std::string& path);  // atomic
+// Throws Error naming the file and key when malformed; returns false when absent.
+bool loadCeilings(const std::string& path, Ceilings& c);
+
+}  // namespace sdspeed
