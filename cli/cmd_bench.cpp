@@ -7,7 +7,6 @@
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 #include "tuning/csv.h"
-#include "tuning/database.h"
 #include "tuning/measure.h"
 #include "tuning/roofline.h"
 
@@ -53,7 +52,7 @@ int cmdBench(const std::vector<std::string>& argv) {
             << dev.openclVersion << ", " << dev.computeUnits << " CUs, LLC " << (dev.globalCacheBytes >> 10)
             << " KiB)\n";
   Ceilings ceil;
-  const std::string ceilPath = args.get("devices-dir", "configs/devices") + "/" + deviceKey(dev) + ".yaml";
+  const std::string ceilPath = args.get("devices-dir", "configs/devices") + "/" + dev.key() + ".yaml";
   const bool haveCeil = loadCeilings(ceilPath, ceil) && ceil.copyGBs > 0;
   if (haveCeil)
     std::cout << "ceilings (" << ceilPath << "): copy " << fmtFixed(ceil.copyGBs, 1) << " GB/s, fma "

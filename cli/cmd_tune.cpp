@@ -161,7 +161,7 @@ int cmdTune(const std::vector<std::string>& argv) {
   int failures = 0;
   for (const auto& dev : devices) {
     Context ctx(dev, contextOptionsFromArgs(args));
-    const std::string key = deviceKey(dev);
+    const std::string key = dev.key();
     std::cout << "device " << key << ": " << dev.name << " (driver " << dev.driverVersion << ")\n";
     SweepCache cache(sweepDir + "/" + key + "/" + fam.name() + ".csv", paramNames(fam));
     if (cache.droppedPartialRows()) std::cout << "dropped a half-written row from " << cache.path() << "\n";

@@ -39,6 +39,22 @@ std::string lower(std::string s) {
   return s;
 }
 
+std::string slug(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) out += static_cast<char>(std::tolower(u));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+std::string firstWord(const std::string& s) {
+  std::string w = slug(s);
+  return w.substr(0, w.find('-'));
+}
+
 DeviceInfo describe(cl_platform_id p, int pi, cl_device_id d, int di) {
   DeviceInfo info;
   info.platform = p;
@@ -109,15 +125,14 @@ std::string DeviceInfo::index() const {
 }
 
 std::string DeviceInfo::key() const {
-  std::string k;
-  for (char c : lower(name + "-" + driverVersion)) {
-    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.')
-      k += c;
-    else if (!k.empty() && k.back() != '-')
-      k += '-';
-  }
-  while (!k.empty() && k.back() == '-') k.pop_back();
-  return k;
+  const std::string major = slug(driverVersion.substr(0, driverVersion.find_first_of(".+ ")));
+  if (platformName.find("Portable Computing Language") != std::string::npos && isCpu())
+    return "pocl-cpu-" + major;
+  std::string v = firstWord(vendor);  // "nvidia", "advanced" (Micro Devices) -> "amd"
+  if (v == "advanced") v = "amd";
+  std::string n = slug(name);
+  if (n.rfind(v + "-", 0) == 0) n = n.substr(v.size() + 1);
+  return v + "-" + n + "-" + major;
 }
 
 std::vector<DeviceInfo> listDevices() {

@@ -44,7 +44,10 @@ struct DeviceInfo {
   bool hasExtension(const std::string& ext) const;
   std::string typeName() const;
   std::string index() const;  // "P:D"
-  // Stable identifier used for caches and per-device files: name + driver, filesystem-safe.
+  // Normalized key naming per-device files (tuning database, sweep cache, ceilings):
+  // vendor, device and driver major version, lower case, [a-z0-9-] only, e.g.
+  // "nvidia-h200-580". PoCL CPU devices are "pocl-cpu-<major>": PoCL names them after
+  // the host CPU model, which would tie a database to one machine.
   std::string key() const;
 };
 

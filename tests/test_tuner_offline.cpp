@@ -302,7 +302,7 @@ TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
   dev.vendor = "NVIDIA Corporation";
   dev.name = "NVIDIA H200";
   dev.driverVersion = "580.159.04";
-  EXPECT_EQ(deviceKey(dev), "nvidia-h200-580");
+  EXPECT_EQ(dev.key(), "nvidia-h200-580");
   EXPECT_EQ(tunedChoice(dir.path(), dev, fam, gn("2x320x64x64")).source, "generic default");
   TuningDatabase db = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h200-580.yaml", dev);
   db.record(gn("2x320x64x64"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
@@ -315,7 +315,7 @@ TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
   pocl.platformName = "Portable Computing Language";
   pocl.name = "pthread-skylake-avx512-Intel(R) Xeon(R) Processor";
   pocl.driverVersion = "3.1+debian";
-  EXPECT_EQ(deviceKey(pocl), "pocl-cpu-3");
+  EXPECT_EQ(pocl.key(), "pocl-cpu-3");
 }
 
 // The claim of the model-guided strategy, on the recorded full sweeps checked in

@@ -13,22 +13,6 @@
 namespace sdspeed {
 namespace {
 
-std::string slug(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (std::isalnum(u)) out += static_cast<char>(std::tolower(u));
-    else if (!out.empty() && out.back() != '-') out += '-';
-  }
-  while (!out.empty() && out.back() == '-') out.pop_back();
-  return out;
-}
-
-std::string firstWord(const std::string& s) {
-  std::string w = slug(s);
-  return w.substr(0, w.find('-'));
-}
-
 std::string where(const std::string& path, const YAML::Node& n, const std::string& key) {
   return path + " line " + std::to_string(n.Mark().line + 1) + ", key '" + key + "'";
 }
@@ -45,17 +29,6 @@ T need(const YAML::Node& parent, const std::string& key, const std::string& path
 }
 
 }  // namespace
-
-std::string deviceKey(const DeviceInfo& dev) {
-  const std::string major = slug(dev.driverVersion.substr(0, dev.driverVersion.find_first_of(".+ ")));
-  if (dev.platformName.find("Portable Computing Language") != std::string::npos && dev.isCpu())
-    return "pocl-cpu-" + major;
-  std::string vendor = firstWord(dev.vendor);  // "nvidia", "advanced" -> use name below
-  if (vendor == "advanced") vendor = "amd";
-  std::string name = slug(dev.name);
-  if (name.rfind(vendor + "-", 0) == 0) name = name.substr(vendor.size() + 1);
-  return vendor + "-" + name + "-" + major;
-}
 
 TuningDatabase TuningDatabase::load(const std::string& path) {
   YAML::Node root;
@@ -109,7 +82,7 @@ TuningDatabase TuningDatabase::loadOrEmpty(const std::string& path, const Device
   std::string probe;
   if (readFile(path, probe)) return load(path);
   TuningDatabase db;
-  db.deviceKey = sdspeed::deviceKey(dev);
+  db.deviceKey = dev.key();
   db.deviceName = dev.name;
   db.driver = dev.driverVersion;
   return db;
@@ -199,7 +172,7 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
 
 TunedChoice tunedChoice(const std::string& dbDir, const DeviceInfo& dev, const Family& fam, const OpInstance& inst,
                         const std::string& variant) {
-  return TuningDatabase::loadOrEmpty(dbDir + "/" + deviceKey(dev) + ".yaml", dev).lookup(fam, inst, variant);
+  return TuningDatabase::loadOrEmpty(dbDir + "/" + dev.key() + ".yaml", dev).lookup(fam, inst, variant);
 }
 
 }  // namespace sdspeed

@@ -18,11 +18,6 @@
 
 namespace sdspeed {
 
-// Normalized device key: vendor, device and driver major version, lower case,
-// [a-z0-9-] only, e.g. "nvidia-h200-580". PoCL CPU devices are "pocl-cpu-<major>":
-// PoCL names them after the host CPU model, which would tie a database to one machine.
-std::string deviceKey(const DeviceInfo& dev);
-
 struct TunedVariant {
   std::string params;  // ParamPoint::text()
   double medianUs = 0, minUs = 0;

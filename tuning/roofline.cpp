@@ -8,13 +8,12 @@
 #include "kernels/family.h"
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
-#include "tuning/database.h"
 
 namespace sdspeed {
 
 Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& policy) {
   const DeviceInfo& dev = ctx.device();
-  Ceilings c{deviceKey(dev), dev.name, dev.driverVersion};
+  Ceilings c{dev.key(), dev.name, dev.driverVersion};
   cl_program program = ctx.programs().get("roofline", ctx.sources().get("roofline/roofline.cl"), kBuildOptions);
 
   // Copy: two buffers of copyBytes (a multiple of 16), checked element for element.
