@@ -49,11 +49,10 @@ std::vector<OpInstance> instancesFromArgs(const Args& args, const Family& fam, c
 
 std::string us(double v) { return fmtFixed(v, 2) + " us"; }
 
-ProgressFn progressPrinter(const std::vector<Candidate>& space) {
+ProgressFn progressPrinter() {
   const bool tty = ::isatty(STDOUT_FILENO);
   auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
-  return [tty, start, &space](size_t done, size_t budget, const SweepRow& row, const SearchResult& res) {
-    (void)space;
+  return [tty, start](size_t done, size_t budget, const SweepRow& row, const SearchResult& res) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - *start).count();
     const double eta = done ? elapsed / done * (budget - done) : 0;
     std::string best = res.bestIndex >= 0 ? us(res.rows[res.bestIndex].medianUs) + " " + res.rows[res.bestIndex].variant
@@ -176,7 +175,7 @@ int cmdTune(const std::vector<std::string>& argv) {
       DeviceEvaluator eval(ctx, fam, inst, space, cache, policy, seed);
       if (strategyName == "exhaustive") eval.prebuildAll(threads);
       SearchResult res = runSearch(space, *strategy, budget, seconds,
-                                   [&](size_t i, bool& reused) { return eval(i, reused); }, progressPrinter(space));
+                                   [&](size_t i, bool& reused) { return eval(i, reused); }, progressPrinter());
       failures += res.failed;
       // The instance's entry is rebuilt from everything measured for it on this device
       // with this driver and kernel source, this run or earlier.

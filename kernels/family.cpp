@@ -170,6 +170,25 @@ void Family::prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, co
   buildProgram(ctx, v, p, f, p.values().count("VEC") ? p["VEC"] : 1);
 }
 
+SingleKernelOp::SingleKernelOp(Context& ctx, cl_program program, const std::string& kernelName, Launch launch,
+                               ScalarArgs setScalars)
+    : ctx_(ctx), kernel_(ctx.createKernel(program, kernelName)), launch_(launch), setScalars_(std::move(setScalars)) {
+  launch_.kernel = kernel_.get();
+}
+
+std::vector<ClEvent> SingleKernelOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
+  if (!checkedLimits_) {
+    checkKernelLimits(ctx_, launch_);
+    checkedLimits_ = true;
+  }
+  int i = 0;
+  for (auto* t : tensors) i = t->setArgs(kernel_.get(), i);
+  if (setScalars_) setScalars_(kernel_.get(), i);
+  std::vector<ClEvent> events;
+  events.push_back(enqueueLaunch(ctx_.queue(), launch_));
+  return events;
+}
+
 void checkKernelLimits(const Context& ctx, const Launch& l) {
   size_t maxWg = 0;
   cl_ulong localMem = 0;

@@ -121,6 +121,24 @@ class PreparedOp {
   virtual size_t scratchBytes() const { return 0; }
 };
 
+// An op that is one kernel launch: the slots' tensors are its first arguments, in
+// slot order, then the scalars `setScalars(kernel, nextIndex)` sets (shapes come
+// from the tensors; attributes such as eps are the scalars).
+class SingleKernelOp : public PreparedOp {
+ public:
+  using ScalarArgs = std::function<void(cl_kernel, int firstIndex)>;
+  SingleKernelOp(Context& ctx, cl_program program, const std::string& kernelName, Launch launch,
+                 ScalarArgs setScalars);
+  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& tensors) override;
+
+ private:
+  Context& ctx_;
+  ClKernel kernel_;
+  Launch launch_;
+  ScalarArgs setScalars_;
+  bool checkedLimits_ = false;
+};
+
 class Family {
  public:
   virtual ~Family() = default;

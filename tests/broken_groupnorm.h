@@ -32,31 +32,18 @@ class BrokenGroupNorm : public GroupNormFamily {
   }
   std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                       const Problem& prob, const StorageFormat& f) const override {
-    return std::make_unique<Op>(ctx, buildProgram(ctx, v, p, f, 1), p["WG"],
-                                dynamic_cast<const GroupNormProblem&>(prob));
+    const auto& gp = dynamic_cast<const GroupNormProblem&>(prob);
+    const size_t wg = static_cast<size_t>(p["WG"]);
+    Launch l{nullptr, 2, {wg, static_cast<size_t>(gp.dims.n * gp.attrs.groups), 1}, {wg, 1, 1}};
+    const cl_int groups = gp.attrs.groups, flags = (gp.attrs.silu ? 1 : 0) | (gp.attrs.residual ? 2 : 0);
+    const cl_float eps = static_cast<cl_float>(gp.attrs.eps);
+    return std::make_unique<SingleKernelOp>(ctx, buildProgram(ctx, v, p, f, 1), "gn_plain", l,
+                                            [=](cl_kernel k, int i) {
+                                              setArg(k, i, groups);
+                                              setArg(k, i + 1, eps);
+                                              setArg(k, i + 2, flags);
+                                            });
   }
-
- private:
-  struct Op : PreparedOp {
-    Op(Context& c, cl_program program, int wg, const GroupNormProblem& prob)
-        : ctx(c), kernel(c.createKernel(program, "gn_plain")), wg(wg), prob(prob) {}
-    std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
-      int i = 0;
-      for (auto* tensor : t) i = tensor->setArgs(kernel.get(), i);
-      setArg(kernel.get(), i++, static_cast<cl_int>(prob.attrs.groups));
-      setArg(kernel.get(), i++, static_cast<cl_float>(prob.attrs.eps));
-      setArg(kernel.get(), i++, static_cast<cl_int>((prob.attrs.silu ? 1 : 0) | (prob.attrs.residual ? 2 : 0)));
-      Launch l{kernel.get(), 2, {static_cast<size_t>(wg), static_cast<size_t>(prob.dims.n * prob.attrs.groups), 1},
-               {static_cast<size_t>(wg), 1, 1}};
-      std::vector<ClEvent> ev;
-      ev.push_back(enqueueLaunch(ctx.queue(), l));
-      return ev;
-    }
-    Context& ctx;
-    ClKernel kernel;
-    int wg;
-    GroupNormProblem prob;
-  };
 };
 
 }  // namespace sdspeed

@@ -20,30 +20,6 @@ const ActivationProblem& asActivation(const Problem& p) {
   return *a;
 }
 
-class ActivationOp : public PreparedOp {
- public:
-  ActivationOp(Context& ctx, cl_program program, Launch l, int fn)
-      : ctx_(ctx), kernel_(ctx.createKernel(program, "act_slices")), launch_(l), fn_(fn) {
-    launch_.kernel = kernel_.get();
-  }
-  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
-    if (!checked_) checkKernelLimits(ctx_, launch_), checked_ = true;
-    int i = t[0]->setArgs(kernel_.get(), 0);
-    i = t[1]->setArgs(kernel_.get(), i);
-    setArg(kernel_.get(), i, fn_);
-    std::vector<ClEvent> events;
-    events.push_back(enqueueLaunch(ctx_.queue(), launch_));
-    return events;
-  }
-
- private:
-  Context& ctx_;
-  ClKernel kernel_;
-  Launch launch_;
-  cl_int fn_;
-  bool checked_ = false;
-};
-
 }  // namespace
 
 ActivationFamily::ActivationFamily() {
@@ -128,7 +104,9 @@ std::unique_ptr<PreparedOp> ActivationFamily::prepare(Context& ctx, const Varian
   const size_t perItem = (static_cast<size_t>(sh[1].hw()) + items - 1) / items;
   Launch l{nullptr, 3, {roundUp(perItem, wg), static_cast<size_t>(sh[1].slices()), static_cast<size_t>(sh[1].n)},
            {wg, 1, 1}};
-  return std::make_unique<ActivationOp>(ctx, buildProgram(ctx, v, p, f, 1), l, fnCode(a.fn));
+  const cl_int fn = fnCode(a.fn);
+  return std::make_unique<SingleKernelOp>(ctx, buildProgram(ctx, v, p, f, 1), "act_slices", l,
+                                          [fn](cl_kernel k, int i) { setArg(k, i, fn); });
 }
 
 }  // namespace sdspeed

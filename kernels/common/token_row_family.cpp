@@ -30,30 +30,6 @@ VariantDef makeVariant(const std::string& name, const std::string& define, const
   return v;
 }
 
-class TokenRowOp : public PreparedOp {
- public:
-  TokenRowOp(Context& ctx, cl_program program, const std::string& kernel, Launch launch, float attr)
-      : ctx_(ctx), kernel_(ctx.createKernel(program, kernel)), launch_(launch), attr_(attr) {
-    launch_.kernel = kernel_.get();
-  }
-  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
-    if (!checked_) checkKernelLimits(ctx_, launch_), checked_ = true;
-    int i = 0;
-    for (auto* tensor : t) i = tensor->setArgs(kernel_.get(), i);
-    setArg(kernel_.get(), i, attr_);
-    std::vector<ClEvent> events;
-    events.push_back(enqueueLaunch(ctx_.queue(), launch_));
-    return events;
-  }
-
- private:
-  Context& ctx_;
-  ClKernel kernel_;
-  Launch launch_;
-  cl_float attr_;
-  bool checked_ = false;
-};
-
 }  // namespace
 
 std::string TokenRowProblem::text() const {
@@ -153,7 +129,9 @@ std::unique_ptr<PreparedOp> TokenRowFamily::prepare(Context& ctx, const VariantD
   } else {
     l = {nullptr, 1, {wg * n * hw, 1, 1}, {wg, 1, 1}};
   }
-  return std::make_unique<TokenRowOp>(ctx, program, prefix_ + "_" + v.name, l, static_cast<float>(rp.attr));
+  const cl_float attr = static_cast<cl_float>(rp.attr);
+  return std::make_unique<SingleKernelOp>(ctx, program, prefix_ + "_" + v.name, l,
+                                          [attr](cl_kernel k, int i) { setArg(k, i, attr); });
 }
 
 }  // namespace sdspeed
