@@ -9,57 +9,47 @@
 
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
+#include "tuning/yaml_file.h"
 
 namespace sdspeed {
 namespace {
 
-std::string where(const std::string& path, const YAML::Node& n, const std::string& key) {
-  return path + " line " + std::to_string(n.Mark().line + 1) + ", key '" + key + "'";
-}
-
 template <typename T>
 T need(const YAML::Node& parent, const std::string& key, const std::string& path) {
   const YAML::Node n = parent[key];
-  if (!n) throw Error(where(path, parent, key) + ": missing");
+  if (!n) throw Error(yamlWhere(path, parent, key) + ": missing");
   try {
     return n.as<T>();
   } catch (const YAML::Exception&) {
-    throw Error(where(path, n, key) + ": wrong type");
+    throw Error(yamlWhere(path, n, key) + ": wrong type");
   }
 }
 
 }  // namespace
 
 TuningDatabase TuningDatabase::load(const std::string& path) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error("cannot read tuning database " + path);
-  } catch (const YAML::ParserException& e) {
-    throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-  }
+  const YAML::Node root = loadYamlFile(path, "tuning database");
   if (!root.IsMap()) throw Error(path + ": not a tuning database (want a mapping at the top)");
-  if (need<int>(root, "format", path) != 1) throw Error(where(path, root["format"], "format") + ": unknown version");
+  if (need<int>(root, "format", path) != 1) throw Error(yamlWhere(path, root["format"], "format") + ": unknown version");
   TuningDatabase db;
   try {
     const YAML::Node dev = root["device"];
-    if (!dev || !dev.IsMap()) throw Error(where(path, root, "device") + ": missing or not a mapping");
+    if (!dev || !dev.IsMap()) throw Error(yamlWhere(path, root, "device") + ": missing or not a mapping");
     db.deviceKey = need<std::string>(dev, "key", path);
     db.deviceName = need<std::string>(dev, "name", path);
     db.driver = need<std::string>(dev, "driver", path);
     const YAML::Node entries = root["entries"];
-    if (entries && !entries.IsSequence()) throw Error(where(path, entries, "entries") + ": not a list");
+    if (entries && !entries.IsSequence()) throw Error(yamlWhere(path, entries, "entries") + ": not a list");
     for (const auto& e : entries) {
       TunedEntry t;
       try {
         t.instance = OpInstance::parse(need<std::string>(e, "instance", path));
       } catch (const Error& err) {
-        throw Error(where(path, e, "instance") + ": " + err.what());
+        throw Error(yamlWhere(path, e, "instance") + ": " + err.what());
       }
       t.best = need<std::string>(e, "best", path);
       const YAML::Node vars = e["variants"];
-      if (!vars || !vars.IsMap()) throw Error(where(path, e, "variants") + ": missing or not a mapping");
+      if (!vars || !vars.IsMap()) throw Error(yamlWhere(path, e, "variants") + ": missing or not a mapping");
       for (const auto& kv : vars) {
         const std::string name = kv.first.as<std::string>();
         TunedVariant v;
@@ -68,7 +58,7 @@ TuningDatabase TuningDatabase::load(const std::string& path) {
         v.minUs = need<double>(kv.second, "min_us", path);
         t.variants[name] = v;
       }
-      if (!t.variants.count(t.best)) throw Error(where(path, e, "best") + ": names no listed variant");
+      if (!t.variants.count(t.best)) throw Error(yamlWhere(path, e, "best") + ": names no listed variant");
       db.entries_.push_back(std::move(t));
     }
   } catch (const YAML::Exception& e) {

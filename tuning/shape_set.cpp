@@ -3,25 +3,17 @@
 #include <yaml-cpp/yaml.h>
 
 #include "runtime/cl_error.h"
+#include "tuning/yaml_file.h"
 
 namespace sdspeed {
 
 std::vector<ShapeEntry> loadShapeSet(const std::string& path) {
-  YAML::Node root;
+  const YAML::Node root = loadYamlFile(path, "shape set");
+  auto at = [&](const YAML::Node& n, const std::string& key) { return yamlWhere(path, n, key); };
+  if (!root.IsMap() || !root["instances"] || !root["instances"].IsSequence())
+    throw Error(path + ": not a shape set (want a mapping with an 'instances' list)");
+  std::vector<ShapeEntry> out;
   try {
-      root = YAML::LoadFile(path);
-    } catch (const YAML::BadFile&) {
-      throw Error("cannot read shape set " + path);
-    } catch (const YAML::ParserException& e) {
-      throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": malformed YAML: " + e.msg);
-    }
-    auto at = [&](const YAML::Node& n, const std::string& key) {
-      return path + " line " + std::to_string(n.Mark().line + 1) + ", key '" + key + "'";
-    };
-    if (!root.IsMap() || !root["instances"] || !root["instances"].IsSequence())
-      throw Error(path + ": not a shape set (want a mapping with an 'instances' list)");
-    std::vector<ShapeEntry> out;
-    try {
     for (const auto& n : root["instances"]) {
       if (!n.IsMap()) throw Error(at(n, "instances") + ": entry is not a mapping");
       ShapeEntry e;
