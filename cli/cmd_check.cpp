@@ -74,9 +74,9 @@ int cmdCheck(const std::vector<std::string>& argv) {
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
   std::cout << "device: " << ctx.device().name << " (" << ctx.device().index() << ", "
             << ctx.device().driverVersion << ", " << ctx.device().openclVersion << ")\n";
-  TextTable table({"op", "variant", "params", "storage", "problem", "max abs err", "rel L2", "result"});
+  TextTable table({"op", "variant", "params", "storage", "problem", "max abs err", "rel L2", "scratch", "result"});
   std::string csv = csvRow({"device", "op", "variant", "params", "storage", "problem", "status",
-                            "max_abs_err", "rel_l2", "message"});
+                            "max_abs_err", "rel_l2", "scratch_bytes", "message"});
   int passed = 0, failed = 0, unsupported = 0;
   std::vector<std::string> failures;
   uint64_t caseSeed = seed;
@@ -105,10 +105,10 @@ int cmdCheck(const std::vector<std::string>& argv) {
             }
             const bool ran = r.status == Status::Ok || r.status == Status::Inaccurate;
             table.add({r.family, r.variant, r.params, r.storage, r.problem,
-                       ran ? fmtSci(r.cmp.maxAbsErr) : "-", ran ? fmtSci(r.cmp.relL2) : "-", result});
+                       ran ? fmtSci(r.cmp.maxAbsErr) : "-", ran ? fmtSci(r.cmp.relL2) : "-", fmtBytes(r.scratchBytes), result});
             csv += csvRow({ctx.device().name, r.family, r.variant, r.params, r.storage, r.problem,
                            statusName(r.status), ran ? fmtSci(r.cmp.maxAbsErr, 3) : "",
-                           ran ? fmtSci(r.cmp.relL2, 3) : "", r.message});
+                           ran ? fmtSci(r.cmp.relL2, 3) : "", std::to_string(r.scratchBytes), r.message});
           }
     }
   }

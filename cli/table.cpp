@@ -39,4 +39,17 @@ std::string fmtFixed(double v, int digits) {
   return buf;
 }
 
+std::string fmtBytes(size_t bytes) {
+  if (bytes == 0) return "0";
+  if (bytes < 1024) return std::to_string(bytes) + " B";
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(bytes) / 1024;
+  int u = 0;
+  while (v >= 1024 && u < 3) {
+    v /= 1024;
+    ++u;
+  }
+  return fmtFixed(v, 1) + " " + units[u];
+}
+
 }  // namespace sdspeed

@@ -20,5 +20,6 @@ class TextTable {
 
 std::string fmtSci(double v, int digits = 2);  // "1.23e-05"
 std::string fmtFixed(double v, int digits);
+std::string fmtBytes(size_t bytes);  // "0", "512 B", "3.1 KiB", "64.0 MiB", "1.0 GiB"
 
 }  // namespace sdspeed

@@ -1,6 +1,7 @@
 #include "kernels/registry.h"
 
 #include "kernels/activation/activation_family.h"
+#include "kernels/attention/attention_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/softmax/softmax_family.h"
@@ -15,6 +16,7 @@ const std::vector<std::unique_ptr<Family>>& allFamilies() {
     f.push_back(std::make_unique<LayerNormFamily>());
     f.push_back(std::make_unique<SoftmaxFamily>());
     f.push_back(std::make_unique<ActivationFamily>());
+    f.push_back(std::make_unique<AttentionFamily>());
     return f;
   }();
   return families;

@@ -7,6 +7,7 @@
 #include "test_support.h"  // first: a private PoCL cache folder for this process
 
 #include "kernels/activation/activation_family.h"
+#include "kernels/attention/attention_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/softmax/softmax_family.h"
@@ -101,6 +102,39 @@ TEST(Mutations, GegluWithHiddenAndGateSwapped) {
   Tally t = run(fam, "slices", "ITEMS=1,WG=128", "f16.buffer.nc4hw4");
   EXPECT_EQ(t.inaccurate, 2);  // the two geglu problems, nothing else
   EXPECT_GT(t.ok, 0);
+}
+
+TEST(Mutations, AttentionRowStatisticsWithoutTheMaxFailOnLargeLogits) {
+  // The row reduction sums exp(x) with max = 0: exp(90 + x) overflows to inf.
+  Mutant<AttentionFamily> fam("return (float2)(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));",
+                              "return (float2)(0.0f, a.y * exp(a.x) + b.y * exp(b.x));");
+  for (const char* variant : {"naive", "partially_fused_softmax"}) {
+    Tally t = run(fam, variant, "R=1,SWG=64,T=8", "f32.buffer.nchw");
+    EXPECT_EQ(t.inaccurate, 1) << variant;  // only the +-90 mask problem
+    EXPECT_EQ(t.ok, 3) << variant;
+  }
+}
+
+TEST(Mutations, FlashWithoutTheRunningMaxFailsOnLargeLogits) {
+  Mutant<AttentionFamily> fam("const float mnew = fmax(m[r], cmax);", "const float mnew = 0.0f;");
+  Tally t = run(fam, "flash", "BK=16,KC=8,RQ=1,WG=32", "f32.buffer.nc4hw4");
+  EXPECT_EQ(t.inaccurate, 1);
+  EXPECT_EQ(t.ok, 3);
+}
+
+TEST(Mutations, FlashForgettingToRescaleTheSum) {
+  // The denominator keeps contributions of an old max: wrong wherever a later key tile
+  // raises a row's max, i.e. on every problem.
+  Mutant<AttentionFamily> fam("den[r] *= corr;", ";");
+  Tally t = run(fam, "flash", "BK=16,KC=8,RQ=1,WG=32", "f32.buffer.nchw");
+  EXPECT_EQ(t.ok, 0);
+}
+
+TEST(Mutations, AttentionCausalMaskOffByOne) {
+  Mutant<AttentionFamily> fam("if (causal && l > s) x = -INFINITY;", "if (causal && l >= s) x = -INFINITY;");
+  Tally t = run(fam, "partially_fused_softmax", "R=2,SWG=64,T=8", "f32.buffer.nchw");
+  EXPECT_EQ(t.inaccurate, 1);  // the causal problem only
+  EXPECT_EQ(t.ok, 3);
 }
 
 TEST(Mutations, AMutationThatDoesNotApplyIsAnError) {

@@ -23,6 +23,7 @@ struct CheckResult {
   Comparison cmp;
   bool canaryIntact = true;
   size_t badPadding = 0;   // NC4HW4 pad lanes not zero
+  size_t scratchBytes = 0; // device memory the variant allocates besides the op's tensors
   std::string message;     // why it failed / is unsupported
   bool passed() const { return status == Status::Ok || status == Status::Unsupported; }
 };

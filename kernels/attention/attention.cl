@@ -1,0 +1,216 @@
+// Multi-head attention out = softmax(Q K^T * scale + mask) V.
+// Q, K, V and out are token tensors (N=B, C=H*D, H=1, W=S or L) with the heads
+// interleaved in the channels; head h is channels [h*D, (h+1)*D), read as D/4 float4
+// slices through the accessors (the family requires D % 4 == 0), so every storage
+// format works. `mask` is an f32 parameter buffer [B, 1, S, L] added to the scaled
+// scores when hasMask; causal masks keys l > s (top-left aligned, as PyTorch).
+//
+// Variants (selected by #define):
+//   NAIVE / PARTIAL: attn_scores writes the raw scores (B*H*S*L floats) to scratch;
+//     attn_row_softmax reduces each row to (max, 1/sum) in one pass (online
+//     rescaling); NAIVE then normalizes the rows in place and attn_pv multiplies the
+//     stored probabilities by V, PARTIAL (the paper's partially fused softmax) only
+//     stores the two statistics and attn_pv applies exp(x - max) / sum while it loads
+//     the scores, so the normalized matrix is never written or read back.
+//     Parameters: T (work-group T x T), R (R x R outputs per work-item), SWG (the
+//     row-reduction work-group).
+//   FLASH: attn_flash, one kernel: each work-item owns RQ query rows (q and the output
+//     accumulator in registers, HS = D/4 float4 each, HS a per-problem #define), the
+//     work-group streams K/V tiles of BK keys through local memory and keeps a running
+//     max and sum per row (online softmax), rescaling once per chunk of KC keys. The
+//     S x L matrix never exists in memory. Scale * log2(e) is folded into q so the
+//     exponentials are exp2.
+
+inline float2 attn_combine(float2 a, float2 b) {  // (max, sum of exp(x - max))
+  const float m = fmax(a.x, b.x);
+  if (m == -INFINITY) return (float2)(m, 0.0f);
+  return (float2)(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+#if defined(NAIVE) || defined(PARTIAL)
+#define TT (T * R)
+#define KS 4   // head slices (16 channels) per local-memory stage of attn_scores
+#define KL 16  // keys per local-memory stage of attn_pv
+
+// Grid (ceil(L / TT) * T, ceil(S / TT) * T, B*H), local (T, T, 1).
+__kernel __attribute__((reqd_work_group_size(T, T, 1)))
+void attn_scores(q_PARAMS, k_PARAMS, mask_PARAMS, __global float* scores, const int H, const float scale,
+                 const int causal, const int hasMask) {
+  __local float4 Qs[TT][KS];
+  __local float4 Ks[TT][KS];
+  const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * T + tx;
+  const int bh = get_global_id(2), b = bh / H, h = bh % H;
+  const int S = q_HW, L = k_HW, D4 = q_C / (4 * H);
+  const int s0 = get_group_id(1) * TT, l0 = get_group_id(0) * TT;
+  float acc[R][R];
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < R; ++j) acc[i][j] = 0.0f;
+  for (int j0 = 0; j0 < D4; j0 += KS) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < TT * KS; e += T * T) {
+      const int r = e / KS, j = e % KS;
+      const bool inD = j0 + j < D4;
+      Qs[r][j] = (inD && s0 + r < S) ? q_LOAD4(b, h * D4 + j0 + j, s0 + r) : (float4)(0.0f);
+      Ks[r][j] = (inD && l0 + r < L) ? k_LOAD4(b, h * D4 + j0 + j, l0 + r) : (float4)(0.0f);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int j = 0; j < KS; ++j)
+      for (int i = 0; i < R; ++i) {
+        const float4 qv = Qs[ty + i * T][j];
+        for (int c = 0; c < R; ++c) acc[i][c] += dot(qv, Ks[tx + c * T][j]);
+      }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < R; ++c) {
+      const int s = s0 + ty + i * T, l = l0 + tx + c * T;
+      if (s >= S || l >= L) continue;
+      float x = acc[i][c] * scale;
+      if (hasMask) x += mask_LOAD(b, 0, s * L + l);
+      if (causal && l > s) x = -INFINITY;
+      scores[((size_t)bh * S + s) * L + l] = x;
+    }
+}
+
+// Grid (SWG, B*H*S): one work-group per score row. Every row gets (max, 1/sum);
+// normalize != 0 also rewrites the row as probabilities (the naive softmax).
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void attn_row_softmax(__global float* scores, __global float2* stats, const int L, const int normalize) {
+  __local float2 buf[SWG];
+  const int lid = get_local_id(0);
+  const size_t row = get_global_id(1);
+  __global float* x = scores + row * L;
+  float2 ms = (float2)(-INFINITY, 0.0f);
+  for (int l = lid; l < L; l += SWG) ms = attn_combine(ms, (float2)(x[l], 1.0f));
+  buf[lid] = ms;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int n = SWG / 2; n > 0; n /= 2) {
+    if (lid < n) buf[lid] = attn_combine(buf[lid], buf[lid + n]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float m = buf[0].x, inv = 1.0f / buf[0].y;
+  if (normalize) {
+    for (int l = lid; l < L; l += SWG) x[l] = exp(x[l] - m) * inv;
+  } else if (lid == 0) {
+    stats[row] = (float2)(m, inv);
+  }
+}
+
+// Grid (ceil(D4 / TT) * T, ceil(S / TT) * T, B*H), local (T, T, 1): each work-item
+// computes R rows x R head slices of the output. useStats: the scores are raw and
+// stats holds (max, 1/sum) per row (PARTIAL); else they are probabilities (NAIVE).
+__kernel __attribute__((reqd_work_group_size(T, T, 1)))
+void attn_pv(v_PARAMS, out_PARAMS, __global const float* scores, __global const float2* stats, const int H,
+             const int useStats) {
+  __local float Ps[TT][KL];
+  __local float4 Vs[KL][TT];
+  const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * T + tx;
+  const int bh = get_global_id(2), b = bh / H, h = bh % H;
+  const int S = out_HW, L = v_HW, D4 = out_C / (4 * H);
+  const int s0 = get_group_id(1) * TT, j0 = get_group_id(0) * TT;
+  float4 acc[R][R];
+  for (int i = 0; i < R; ++i)
+    for (int c = 0; c < R; ++c) acc[i][c] = (float4)(0.0f);
+  for (int l0 = 0; l0 < L; l0 += KL) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < TT * KL; e += T * T) {
+      const int r = e / KL, c = e % KL, s = s0 + r, l = l0 + c;
+      float p = 0.0f;
+      if (s < S && l < L) {
+        p = scores[((size_t)bh * S + s) * L + l];
+        if (useStats) {
+          const float2 st = stats[(size_t)bh * S + s];
+          p = exp(p - st.x) * st.y;
+        }
+      }
+      Ps[r][c] = p;
+    }
+    for (int e = lid; e < KL * TT; e += T * T) {
+      const int c = e / TT, j = e % TT, l = l0 + c;
+      Vs[c][j] = (l < L && j0 + j < D4) ? v_LOAD4(b, h * D4 + j0 + j, l) : (float4)(0.0f);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int c = 0; c < KL; ++c)
+      for (int i = 0; i < R; ++i) {
+        const float p = Ps[ty + i * T][c];
+        for (int jj = 0; jj < R; ++jj) acc[i][jj] += p * Vs[c][tx + jj * T];
+      }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int jj = 0; jj < R; ++jj) {
+      const int s = s0 + ty + i * T, j = j0 + tx + jj * T;
+      if (s < S && j < D4) out_STORE4(b, h * D4 + j, s, acc[i][jj]);
+    }
+}
+#endif  // NAIVE || PARTIAL
+
+#ifdef FLASH
+// Grid (ceil(S / (WG * RQ)) * WG, B*H), local (WG, 1). Row r of a work-item is query
+// s = group * WG * RQ + r * WG + lid.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void attn_flash(q_PARAMS, k_PARAMS, v_PARAMS, mask_PARAMS, out_PARAMS, const int H, const float scale,
+                const int causal, const int hasMask) {
+  __local float4 Ks[BK][HS];
+  __local float4 Vs[BK][HS];
+  const int lid = get_local_id(0);
+  const int bh = get_group_id(1), b = bh / H, h = bh % H;
+  const int S = q_HW, L = k_HW;
+  const int row0 = get_group_id(0) * WG * RQ;
+  const float qscale = scale * M_LOG2E_F;
+  float4 qr[RQ][HS], acc[RQ][HS];
+  float m[RQ], den[RQ];
+  for (int r = 0; r < RQ; ++r) {
+    const int s = row0 + r * WG + lid;
+    for (int j = 0; j < HS; ++j) {
+      qr[r][j] = s < S ? q_LOAD4(b, h * HS + j, s) * qscale : (float4)(0.0f);
+      acc[r][j] = (float4)(0.0f);
+    }
+    m[r] = -INFINITY;
+    den[r] = 0.0f;
+  }
+  // Under a causal mask no row of this group attends past its last row.
+  const int kend = causal ? min(L, row0 + WG * RQ) : L;
+  for (int k0 = 0; k0 < kend; k0 += BK) {
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (int e = lid; e < BK * HS; e += WG) {
+      const int kk = e / HS, j = e % HS, key = k0 + kk;
+      Ks[kk][j] = key < L ? k_LOAD4(b, h * HS + j, key) : (float4)(0.0f);
+      Vs[kk][j] = key < L ? v_LOAD4(b, h * HS + j, key) : (float4)(0.0f);
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+    const int kn = min(BK, kend - k0);
+    for (int c0 = 0; c0 < kn; c0 += KC)
+      for (int r = 0; r < RQ; ++r) {
+        const int s = row0 + r * WG + lid;
+        float sc[KC];
+        float cmax = -INFINITY;
+        for (int c = 0; c < KC; ++c) {
+          const int kk = c0 + c, key = k0 + kk;
+          float4 d4 = qr[r][0] * Ks[kk][0];
+          for (int j = 1; j < HS; ++j) d4 = fma(qr[r][j], Ks[kk][j], d4);
+          float x = (d4.x + d4.y) + (d4.z + d4.w);
+          if (hasMask && s < S && key < L) x += mask_LOAD(b, 0, s * L + key) * M_LOG2E_F;
+          if (kk >= kn || (causal && key > s)) x = -INFINITY;
+          sc[c] = x;
+          cmax = fmax(cmax, x);
+        }
+        const float mnew = fmax(m[r], cmax);
+        if (mnew == -INFINITY) continue;  // every key so far masked for this row
+        const float corr = exp2(m[r] - mnew);
+        m[r] = mnew;
+        den[r] *= corr;
+        for (int j = 0; j < HS; ++j) acc[r][j] *= corr;
+        for (int c = 0; c < KC; ++c) {
+          const float p = exp2(sc[c] - mnew);
+          den[r] += p;
+          for (int j = 0; j < HS; ++j) acc[r][j] = fma((float4)(p), Vs[c0 + c][j], acc[r][j]);
+        }
+      }
+  }
+  for (int r = 0; r < RQ; ++r) {
+    const int s = row0 + r * WG + lid;
+    if (s >= S) continue;
+    const float inv = 1.0f / den[r];
+    for (int j = 0; j < HS; ++j) out_STORE4(b, h * HS + j, s, acc[r][j] * inv);
+  }
+}
+#endif  // FLASH

@@ -1,0 +1,349 @@
+#include "kernels/attention/attention_family.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "reference/attention.h"
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+constexpr int kMaxFlashSlices = 40;  // D <= 160: q and the accumulator live in registers
+constexpr size_t kScoreStage = 4 * 16;         // attn_scores: KS float4 per tile row
+constexpr size_t kPvStage = 16 * 4 + 16 * 16;  // attn_pv: KL floats + KL float4 per tile column
+
+const AttentionProblem& asAttention(const Problem& p) {
+  auto* a = dynamic_cast<const AttentionProblem*>(&p);
+  if (!a) throw Error("attention given a problem of another family: " + p.text());
+  return *a;
+}
+
+std::string fmt(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+VariantDef tiledVariant(const std::string& name, const std::string& define, const std::string& summary) {
+  VariantDef v;
+  v.name = name;
+  v.summary = summary;
+  v.defines = {{define, 1}};
+  v.params = {{"T", {16, 8}, "work-group T x T of the two matmul kernels"},
+              {"R", {2, 1, 4}, "R x R outputs per work-item (tile T*R)"},
+              {"SWG", {128, 64, 256}, "work-group of the row reduction (a power of two)"}};
+  v.workGroupSize = [](const ParamPoint& p) {
+    return std::max(static_cast<size_t>(p["T"] * p["T"]), static_cast<size_t>(p["SWG"]));
+  };
+  v.localMemBytes = [](const ParamPoint& p) {
+    const size_t tile = static_cast<size_t>(p["T"] * p["R"]);
+    return std::max({tile * 2 * kScoreStage, tile * kPvStage, static_cast<size_t>(p["SWG"]) * 8});
+  };
+  return v;
+}
+
+}  // namespace
+
+double AttentionProblem::effectiveScale() const {
+  return scale != 0 ? scale : 1.0 / std::sqrt(static_cast<double>(headDim));
+}
+
+Shape AttentionProblem::shape() const { return {batch, heads * headDim, 1, queries}; }
+
+std::map<std::string, std::string> AttentionProblem::attributes() const {
+  std::map<std::string, std::string> a = {{"heads", std::to_string(heads)}, {"kv", std::to_string(keys)},
+                                          {"causal", causal ? "1" : "0"}, {"mask", mask ? "1" : "0"}};
+  if (scale != 0) a["scale"] = fmt(scale);
+  return a;
+}
+
+std::string AttentionProblem::text() const {
+  std::string t = "attention " + shape().text();
+  for (const auto& [k, v] : attributes()) t += " " + k + "=" + v;
+  if (maskOffset != 0.0f) t += " offset=" + fmt(maskOffset);
+  return t;
+}
+
+AttentionFamily::AttentionFamily() {
+  variants_.push_back(tiledVariant("naive", "NAIVE",
+                                   "Q K^T to an S x L buffer, a row softmax in place, then P V (three kernels)"));
+  variants_.push_back(tiledVariant("partially_fused_softmax", "PARTIAL",
+                                   "Q K^T to an S x L buffer, per-row (max, 1/sum), exp and 1/sum applied in P V"));
+  VariantDef f;
+  f.name = "flash";
+  f.summary = "one kernel: RQ query rows per work-item, K/V tiles of BK keys in local memory, online softmax";
+  f.defines = {{"FLASH", 1}};
+  f.params = {{"WG", {64, 32, 128}, "work-items (query rows / RQ) per work-group"},
+              {"BK", {32, 16, 64}, "keys per local-memory tile"},
+              {"RQ", {1, 2}, "query rows per work-item"},
+              {"KC", {16, 8}, "keys per online-softmax rescale (scores held in registers)"}};
+  f.constraints = {{"BK % KC == 0", [](const ParamPoint& p) { return p["BK"] % p["KC"] == 0; }}};
+  f.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
+  variants_.push_back(f);
+}
+
+ProblemPtr AttentionFamily::problem(int64_t batch, int64_t heads, int64_t headDim, int64_t queries, int64_t keys,
+                                    bool causal, bool mask, float maskOffset) {
+  if (batch < 1 || heads < 1 || headDim < 1 || queries < 1 || keys < 1)
+    throw Error("attention needs positive batch, heads, head size, queries and keys");
+  auto p = std::make_shared<AttentionProblem>();
+  p->batch = batch;
+  p->heads = heads;
+  p->headDim = headDim;
+  p->queries = queries;
+  p->keys = keys;
+  p->causal = causal;
+  p->mask = mask;
+  p->maskOffset = maskOffset;
+  return p;
+}
+
+std::vector<TensorSlot> AttentionFamily::slots() const {
+  return {{"q", Access::Read, true},
+          {"k", Access::Read, true},
+          {"v", Access::Read, true},
+          {"mask", Access::Read, false},
+          {"out", Access::Write, true}};
+}
+
+std::vector<ProblemPtr> AttentionFamily::checkProblems(bool full) const {
+  std::vector<ProblemPtr> out = {
+      // Head sizes 8, 4 and 40 only: flash builds a program per head size (PoCL in CI).
+      problem(2, 2, 8, 37, 37),                       // tiny-model head size, S not a multiple of any tile
+      problem(2, 4, 4, 33, 77),                       // cross-attention L = 77 (tiny model, D = 4)
+      problem(1, 2, 8, 77, 77, true),                 // causal, S = L = 77 (CLIP's, with D = 64, is in full)
+      problem(1, 1, 40, 50, 45, false, true, 90.0f),  // SD's D = 40; mask with +-90 row offsets: large logits
+  };
+  if (!full) return out;
+  // SD 1.5 at 512x512, batch 2, 8 heads: self- and cross-attention at each level.
+  const int64_t levels[][2] = {{4096, 40}, {1024, 80}, {256, 160}, {64, 160}};
+  for (const auto& l : levels) {
+    out.push_back(problem(2, 8, l[1], l[0], l[0]));
+    out.push_back(problem(2, 8, l[1], l[0], 77));
+  }
+  out.push_back(problem(1, 1, 512, 4096, 4096));     // VAE mid-block: 64 MB of naive scores
+  out.push_back(problem(1, 12, 64, 77, 77, true));   // CLIP text encoder
+  return out;
+}
+
+std::vector<Shape> AttentionFamily::shapes(const Problem& prob) const {
+  const auto& p = asAttention(prob);
+  const int64_t C = p.heads * p.headDim;
+  const Shape mask = p.mask ? Shape{p.batch, 1, p.queries, p.keys} : Shape{1, 1, 1, 1};
+  return {{p.batch, C, 1, p.queries}, {p.batch, C, 1, p.keys}, {p.batch, C, 1, p.keys}, mask,
+          {p.batch, C, 1, p.queries}};
+}
+
+std::vector<HostTensor> AttentionFamily::makeInputs(const Problem& prob, std::mt19937_64& rng) const {
+  const auto& p = asAttention(prob);
+  const auto sh = shapes(prob);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<HostTensor> in;
+  for (int i = 0; i < 3; ++i) {
+    HostTensor t{sh[static_cast<size_t>(i)], std::vector<float>(static_cast<size_t>(sh[static_cast<size_t>(i)].elements()))};
+    for (auto& x : t.data) x = normal(rng);
+    in.push_back(std::move(t));
+  }
+  HostTensor mask{sh[3], std::vector<float>(static_cast<size_t>(sh[3].elements()), 0.0f)};
+  if (p.mask) {
+    // Each row gets +offset or -offset on top of noise: exp() of these logits without
+    // the max subtracted overflows (or underflows to a zero sum) in float.
+    std::bernoulli_distribution sign(0.5);
+    for (int64_t row = 0; row < p.batch * p.queries; ++row) {
+      const float off = sign(rng) ? p.maskOffset : -p.maskOffset;
+      for (int64_t l = 0; l < p.keys; ++l) mask.data[static_cast<size_t>(row * p.keys + l)] = off + normal(rng);
+    }
+  }
+  in.push_back(std::move(mask));
+  in.push_back({sh[4], {}});
+  return in;
+}
+
+std::vector<double> AttentionFamily::reference(const Problem& prob, const std::vector<HostTensor>& in) const {
+  const auto& p = asAttention(prob);
+  AttentionDims d{p.batch, p.heads, p.headDim, p.queries, p.keys};
+  return attentionReference(d, p.effectiveScale(), p.causal, in[0].data, in[1].data, in[2].data,
+                            p.mask ? in[3].data : std::vector<float>{});
+}
+
+Tolerance AttentionFamily::tolerance(DType dtype) const {
+  // Each output is a convex combination of V (|v| < ~5). The weights carry the float
+  // rounding of the logits: a few ulp of |logit|, and at the +-90 mask offsets
+  // ulp(90)/2 = 3.8e-6 absolute, i.e. 3.8e-6 relative in every weight: up to ~2e-5
+  // absolute in the output; atol 5e-5, rtol 1e-4, and 2e-5 over the whole output
+  // (errors of different weights mostly cancel). f16 storage rounds the inputs
+  // (before the reference) and the outputs to 2^-11 relative: 1e-3.
+  if (dtype == DType::F32) return {5e-5, 1e-4, 2e-5};
+  return {2e-3, 2e-3, 1e-3};
+}
+
+ProblemPtr AttentionFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
+  int64_t heads = 1, keys = shape.w;
+  bool causal = false, mask = false;
+  double scale = 0;
+  auto integer = [](const std::string& k, const std::string& v) -> int64_t {
+    try {
+      size_t used = 0;
+      const long long x = std::stoll(v, &used);
+      if (used == v.size()) return x;
+    } catch (const std::exception&) {
+    }
+    throw Error("attention attribute " + k + "=" + v + " is not an integer");
+  };
+  auto flag = [&](const std::string& k, const std::string& v) {
+    const int64_t x = integer(k, v);
+    if (x != 0 && x != 1) throw Error("attention attribute " + k + " must be 0 or 1, got " + v);
+    return x == 1;
+  };
+  for (const auto& [k, v] : attrs) {
+    if (k == "heads") heads = integer(k, v);
+    else if (k == "kv") keys = integer(k, v);
+    else if (k == "causal") causal = flag(k, v);
+    else if (k == "mask") mask = flag(k, v);
+    else if (k == "scale") {
+      try {
+        scale = std::stod(v);
+      } catch (const std::exception&) {
+        throw Error("attention attribute scale=" + v + " is not a number");
+      }
+      if (!std::isfinite(scale) || scale <= 0) throw Error("attention scale must be positive, got " + v);
+    } else {
+      throw Error("unknown attention attribute '" + k + "' (known: heads, kv, causal, mask, scale)");
+    }
+  }
+  if (shape.h != 1) throw Error("attention takes a token tensor [B, H*D, 1, S], got " + shape.text());
+  if (heads < 1 || shape.c % heads) throw Error("attention: " + std::to_string(shape.c) +
+                                                " channels do not split into heads=" + std::to_string(heads));
+  auto p = std::const_pointer_cast<Problem>(problem(shape.n, heads, shape.c / heads, shape.w, keys, causal, mask));
+  static_cast<AttentionProblem&>(*p).scale = scale;
+  return p;
+}
+
+size_t AttentionFamily::scratchBytes(const VariantDef& v, const AttentionProblem& p) {
+  if (v.name == "flash") return 0;
+  const size_t rows = static_cast<size_t>(p.batch * p.heads * p.queries);
+  return rows * static_cast<size_t>(p.keys) * sizeof(float) + rows * 2 * sizeof(float);
+}
+
+std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamPoint& pt, const Problem& prob,
+                                               const StorageFormat& f, const DeviceInfo& dev) const {
+  if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
+  const auto& p = asAttention(prob);
+  if (p.headDim % 4) return "head size " + std::to_string(p.headDim) + " is not a multiple of 4 (heads are float4 slices)";
+  if (v.name == "flash") {
+    const int64_t hs = p.headDim / 4;
+    if (hs > kMaxFlashSlices)
+      return "head size " + std::to_string(p.headDim) + " > " + std::to_string(4 * kMaxFlashSlices) +
+             ": flash keeps q and the accumulator (2*D floats per row) in registers";
+    const size_t local = 2 * static_cast<size_t>(pt["BK"] * hs) * 16;
+    if (local > dev.localMemBytes)
+      return "K/V tiles need " + std::to_string(local) + " bytes of local memory, device has " +
+             std::to_string(dev.localMemBytes);
+    return {};
+  }
+  const size_t scores = static_cast<size_t>(p.batch * p.heads * p.queries * p.keys) * sizeof(float);
+  if (scores > dev.maxAllocBytes)
+    return "the " + std::to_string(scores >> 20) + " MiB score buffer exceeds the device's largest allocation";
+  return {};
+}
+
+void AttentionFamily::prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const {
+  if (v.name != "flash") Family::prebuild(ctx, v, p, f);
+}
+
+namespace {
+
+class AttentionOp : public PreparedOp {
+ public:
+  AttentionOp(Context& ctx, const AttentionFamily& fam, const VariantDef& v, const ParamPoint& pt,
+              const AttentionProblem& p, const StorageFormat& f)
+      : ctx_(ctx), p_(p), flash_(v.name == "flash"), naive_(v.name == "naive") {
+    const size_t bh = static_cast<size_t>(p.batch * p.heads), S = static_cast<size_t>(p.queries);
+    if (flash_) {
+      VariantDef sized = v;  // the head size is a register-array bound: a #define
+      sized.defines["HS"] = static_cast<int>(p.headDim / 4);
+      cl_program program = fam.buildProgram(ctx, sized, pt, f, 1);
+      kernels_.push_back(ctx.createKernel(program, "attn_flash"));
+      const size_t wg = pt["WG"], rows = wg * pt["RQ"];
+      launches_.push_back({kernels_[0].get(), 2, {(S + rows - 1) / rows * wg, bh, 1}, {wg, 1, 1}});
+      return;
+    }
+    cl_program program = fam.buildProgram(ctx, v, pt, f, 1);
+    for (const char* k : {"attn_scores", "attn_row_softmax", "attn_pv"}) kernels_.push_back(ctx.createKernel(program, k));
+    const size_t t = pt["T"], tile = t * pt["R"], swg = pt["SWG"];
+    const size_t L = static_cast<size_t>(p.keys), d4 = static_cast<size_t>(p.headDim / 4);
+    launches_.push_back({kernels_[0].get(), 3, {(L + tile - 1) / tile * t, (S + tile - 1) / tile * t, bh}, {t, t, 1}});
+    launches_.push_back({kernels_[1].get(), 2, {swg, bh * S, 1}, {swg, 1, 1}});
+    launches_.push_back({kernels_[2].get(), 3, {(d4 + tile - 1) / tile * t, (S + tile - 1) / tile * t, bh}, {t, t, 1}});
+    scratchBytes_ = AttentionFamily::scratchBytes(v, p);
+    scores_ = ctx.createBuffer(bh * S * L * sizeof(float));
+    stats_ = ctx.createBuffer(bh * S * 2 * sizeof(float));
+  }
+
+  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    if (!checkedLimits_) {
+      for (const auto& l : launches_) checkKernelLimits(ctx_, l);
+      checkedLimits_ = true;
+    }
+    // Slots: q, k, v, mask, out.
+    const cl_int H = static_cast<cl_int>(p_.heads), causal = p_.causal, hasMask = p_.mask;
+    const cl_float scale = static_cast<cl_float>(p_.effectiveScale());
+    if (flash_) {
+      cl_kernel k = kernels_[0].get();
+      int i = 0;
+      for (int slot = 0; slot < 5; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
+      setArg(k, i++, H);
+      setArg(k, i++, scale);
+      setArg(k, i++, causal);
+      setArg(k, i++, hasMask);
+    } else {
+      cl_mem scores = scores_.get(), stats = stats_.get();
+      cl_kernel k = kernels_[0].get();
+      int i = t[0]->setArgs(k, 0);
+      i = t[1]->setArgs(k, i);
+      i = t[3]->setArgs(k, i);
+      setArg(k, i++, scores);
+      setArg(k, i++, H);
+      setArg(k, i++, scale);
+      setArg(k, i++, causal);
+      setArg(k, i++, hasMask);
+      k = kernels_[1].get();
+      setArg(k, 0, scores);
+      setArg(k, 1, stats);
+      setArg(k, 2, static_cast<cl_int>(p_.keys));
+      setArg(k, 3, static_cast<cl_int>(naive_));
+      k = kernels_[2].get();
+      i = t[2]->setArgs(k, 0);
+      i = t[4]->setArgs(k, i);
+      setArg(k, i++, scores);
+      setArg(k, i++, stats);
+      setArg(k, i++, H);
+      setArg(k, i++, static_cast<cl_int>(!naive_));
+    }
+    std::vector<ClEvent> events;
+    for (const auto& l : launches_) events.push_back(enqueueLaunch(ctx_.queue(), l));
+    return events;
+  }
+
+  size_t scratchBytes() const override { return scratchBytes_; }
+
+ private:
+  Context& ctx_;
+  AttentionProblem p_;
+  bool flash_, naive_, checkedLimits_ = false;
+  std::vector<ClKernel> kernels_;
+  std::vector<Launch> launches_;
+  ClMem scores_, stats_;
+  size_t scratchBytes_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedOp> AttentionFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                                     const Problem& prob, const StorageFormat& f) const {
+  return std::make_unique<AttentionOp>(ctx, *this, v, p, asAttention(prob), f);
+}
+
+}  // namespace sdspeed
