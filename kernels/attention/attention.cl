@@ -36,8 +36,8 @@ inline float2 attn_combine(float2 a, float2 b) {  // (max, sum of exp(x - max))
 __kernel __attribute__((reqd_work_group_size(T, T, 1)))
 void attn_scores(q_PARAMS, k_PARAMS, mask_PARAMS, __global float* scores, const int H, const float scale,
                  const int causal, const int hasMask) {
-  __local float4 Qs[TT][KS];
-  __local float4 Ks[TT][KS];
+  __local float4 Qs[TT][KS + 1];  // + 1: rows of Ks read by neighbouring work-items
+  __local float4 Ks[TT][KS + 1];  // fall in different banks
   const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * T + tx;
   const int bh = get_global_id(2), b = bh / H, h = bh % H;
   const int S = q_HW, L = k_HW, D4 = q_C / (4 * H);
@@ -47,8 +47,9 @@ void attn_scores(q_PARAMS, k_PARAMS, mask_PARAMS, __global float* scores, const 
     for (int j = 0; j < R; ++j) acc[i][j] = 0.0f;
   for (int j0 = 0; j0 < D4; j0 += KS) {
     barrier(CLK_LOCAL_MEM_FENCE);
+    // Neighbouring work-items load neighbouring tokens: contiguous in NCHW and NC4HW4.
     for (int e = lid; e < TT * KS; e += T * T) {
-      const int r = e / KS, j = e % KS;
+      const int r = e % TT, j = e / TT;
       const bool inD = j0 + j < D4;
       Qs[r][j] = (inD && s0 + r < S) ? q_LOAD4(b, h * D4 + j0 + j, s0 + r) : (float4)(0.0f);
       Ks[r][j] = (inD && l0 + r < L) ? k_LOAD4(b, h * D4 + j0 + j, l0 + r) : (float4)(0.0f);
@@ -125,7 +126,7 @@ void attn_pv(v_PARAMS, out_PARAMS, __global const float* scores, __global const 
       Ps[r][c] = p;
     }
     for (int e = lid; e < KL * TT; e += T * T) {
-      const int c = e / TT, j = e % TT, l = l0 + c;
+      const int c = e % KL, j = e / KL, l = l0 + c;  // neighbouring items: neighbouring keys
       Vs[c][j] = (l < L && j0 + j < D4) ? v_LOAD4(b, h * D4 + j0 + j, l) : (float4)(0.0f);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -144,6 +145,22 @@ void attn_pv(v_PARAMS, out_PARAMS, __global const float* scores, __global const 
 #endif  // NAIVE || PARTIAL
 
 #ifdef FLASH
+// Scores of keys c0 .. c0+KC-1 for row r (log2 units) into sc[], their max into cmax.
+// CHECKED (a literal): apply the mask, the causal rule and the tile's end.
+#define FLASH_SCORES(CHECKED)                                                  \
+  for (int c = 0; c < KC; ++c) {                                               \
+    const int kk = c0 + c, key = k0 + kk;                                      \
+    float4 d4 = qr[r][0] * Ks[kk][0];                                          \
+    for (int j = 1; j < HS; ++j) d4 = fma(qr[r][j], Ks[kk][j], d4);            \
+    float x = (d4.x + d4.y) + (d4.z + d4.w);                                   \
+    if (CHECKED) {                                                             \
+      if (hasMask && s < S && key < L) x += mask_LOAD(b, 0, s * L + key) * M_LOG2E_F; \
+      if (kk >= kn || (causal && key > s)) x = -INFINITY;                      \
+    }                                                                          \
+    sc[c] = x;                                                                 \
+    cmax = fmax(cmax, x);                                                      \
+  }
+
 // Grid (ceil(S / (WG * RQ)) * WG, B*H), local (WG, 1). Row r of a work-item is query
 // s = group * WG * RQ + r * WG + lid.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
@@ -172,26 +189,23 @@ void attn_flash(q_PARAMS, k_PARAMS, v_PARAMS, mask_PARAMS, out_PARAMS, const int
   for (int k0 = 0; k0 < kend; k0 += BK) {
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < BK * HS; e += WG) {
-      const int kk = e / HS, j = e % HS, key = k0 + kk;
+      const int kk = e % BK, j = e / BK, key = k0 + kk;  // neighbouring items: neighbouring keys
       Ks[kk][j] = key < L ? k_LOAD4(b, h * HS + j, key) : (float4)(0.0f);
       Vs[kk][j] = key < L ? v_LOAD4(b, h * HS + j, key) : (float4)(0.0f);
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int kn = min(BK, kend - k0);
-    for (int c0 = 0; c0 < kn; c0 += KC)
+    for (int c0 = 0; c0 < kn; c0 += KC) {
+      // Whole chunks without masks (uniform across the work-group) skip the checks.
+      const bool plain = !causal && !hasMask && c0 + KC <= kn;
       for (int r = 0; r < RQ; ++r) {
         const int s = row0 + r * WG + lid;
         float sc[KC];
         float cmax = -INFINITY;
-        for (int c = 0; c < KC; ++c) {
-          const int kk = c0 + c, key = k0 + kk;
-          float4 d4 = qr[r][0] * Ks[kk][0];
-          for (int j = 1; j < HS; ++j) d4 = fma(qr[r][j], Ks[kk][j], d4);
-          float x = (d4.x + d4.y) + (d4.z + d4.w);
-          if (hasMask && s < S && key < L) x += mask_LOAD(b, 0, s * L + key) * M_LOG2E_F;
-          if (kk >= kn || (causal && key > s)) x = -INFINITY;
-          sc[c] = x;
-          cmax = fmax(cmax, x);
+        if (plain) {
+          FLASH_SCORES(0)
+        } else {
+          FLASH_SCORES(1)
         }
         const float mnew = fmax(m[r], cmax);
         if (mnew == -INFINITY) continue;  // every key so far masked for this row
@@ -205,6 +219,7 @@ void attn_flash(q_PARAMS, k_PARAMS, v_PARAMS, mask_PARAMS, out_PARAMS, const int
           for (int j = 0; j < HS; ++j) acc[r][j] = fma((float4)(p), Vs[c0 + c][j], acc[r][j]);
         }
       }
+    }
   }
   for (int r = 0; r < RQ; ++r) {
     const int s = row0 + r * WG + lid;
