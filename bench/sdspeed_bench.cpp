@@ -19,6 +19,7 @@
 #include <cctype>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -39,7 +40,7 @@ namespace sdspeed {
 namespace {
 
 const char* kUsage =
-    "usage: sdspeed-bench [--device P:D|NAME] [--shapes FILE] [--op OP,..] [--variant V,..]\n"
+    "usage: sdspeed-bench [--device P:D|NAME] [--shapes FILE] [--instances FILE] [--op OP,..] [--variant V,..]\n"
     "                     [--storage F,..] [--tuned-dir DIR] [--devices-dir DIR] [--llc-mib MIB]\n"
     "                     [--warmup N] [--batch-ms MS] [--seed N] [--list-instances]\n"
     "                     [--kernel-dir DIR] [--cache-dir DIR] [--no-disk-cache] [--benchmark_...]\n"
@@ -51,7 +52,9 @@ const char* kUsage =
     "'<status>: <message>'; an unsupported one with 'unsupported: ...').\n"
     "\n"
     "  --device P:D|NAME  the OpenCL device (default: the first GPU, else the first device)\n"
-    "  --shapes FILE      shape set (default configs/shapes/sd15-512.yaml)\n"
+    "  --shapes FILE      shape set (default configs/shapes/sd15-512.yaml unless --instances)\n"
+    "  --instances FILE   op instance texts, one per line (# comments), after the shape set's;\n"
+    "                     their storage format is used as given, --storage applies to --shapes\n"
     "  --op OP,..         only these families; --variant V,.. only these variants\n"
     "  --storage F,..     storage formats (default f32.buffer.nchw), e.g. f16.image2d.nc4hw4\n"
     "  --tuned-dir DIR    tuning databases (default configs/tuned)\n"
@@ -188,7 +191,7 @@ int run(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(theirArgc, theirs.data())) return 2;
 
   auto options = kDeviceOptions;
-  options.insert({"shapes", "op", "variant", "storage", "tuned-dir", "devices-dir", "llc-mib", "warmup", "batch-ms",
+  options.insert({"shapes", "instances", "op", "variant", "storage", "tuned-dir", "devices-dir", "llc-mib", "warmup", "batch-ms",
                   "seed"});
   auto flags = kDeviceFlags;
   flags.insert("list-instances");
@@ -201,7 +204,8 @@ int run(int argc, char** argv) {
   std::vector<StorageFormat> formats;
   for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
   if (formats.empty()) formats.push_back(StorageFormat{});
-  const std::string shapesPath = args.get("shapes", "configs/shapes/sd15-512.yaml");
+  const std::string shapesPath =
+      args.get("shapes", args.has("instances") ? "" : "configs/shapes/sd15-512.yaml");
   struct Selected {
     const Family* fam;
     ProblemPtr problem;
@@ -210,13 +214,32 @@ int run(int argc, char** argv) {
   };
   std::vector<Selected> selected;
   std::set<std::string> seen;
-  for (const auto& e : loadShapeSet(shapesPath)) {
-    if (!ops.empty() && !ops.count(e.op)) continue;
-    const Family& fam = findFamily(e.op);
-    ProblemPtr prob = fam.makeProblem(e.shape, e.attrs);
-    for (const auto& f : formats) {
-      OpInstance inst = OpInstance::of(fam, *prob, f);
-      if (seen.insert(inst.text()).second) selected.push_back({&fam, prob, f, inst});
+  if (!shapesPath.empty())
+    for (const auto& e : loadShapeSet(shapesPath)) {
+      if (!ops.empty() && !ops.count(e.op)) continue;
+      const Family& fam = findFamily(e.op);
+      ProblemPtr prob = fam.makeProblem(e.shape, e.attrs);
+      for (const auto& f : formats) {
+        OpInstance inst = OpInstance::of(fam, *prob, f);
+        if (seen.insert(inst.text()).second) selected.push_back({&fam, prob, f, inst});
+      }
+    }
+  if (args.has("instances")) {
+    std::ifstream in(args.get("instances"));
+    if (!in) throw Error("cannot read " + args.get("instances"));
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
+      try {
+        const OpInstance parsed = OpInstance::parse(line);
+        if (!ops.empty() && !ops.count(parsed.family)) continue;
+        const Family& fam = findFamily(parsed.family);
+        ProblemPtr prob = parsed.problem(fam);
+        OpInstance inst = OpInstance::of(fam, *prob, parsed.format);  // canonical text
+        if (seen.insert(inst.text()).second) selected.push_back({&fam, prob, parsed.format, inst});
+      } catch (const Error& e) {
+        throw Error(args.get("instances") + ":" + std::to_string(n) + ": " + e.what());
+      }
     }
   }
   for (const auto& v : variantNames) {
@@ -225,7 +248,7 @@ int run(int argc, char** argv) {
       for (const auto& d : s.fam->variants()) known = known || d.name == v;
     if (!known) throw Error("no selected op has a variant '" + v + "'");
   }
-  if (selected.empty()) throw Error("no op instances selected from " + shapesPath);
+  if (selected.empty()) throw Error("no op instances selected");
   if (args.has("list-instances")) {
     for (const auto& s : selected) std::cout << s.instance.text() << "\n";
     return 0;
