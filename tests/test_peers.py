@@ -12,6 +12,7 @@ import os
 import py_compile
 import subprocess
 import sys
+import tempfile
 
 src = sys.argv[1]
 peers = os.path.join(src, "bench", "peers")
@@ -53,7 +54,8 @@ check("Fixture GPU (fixture-gpu-1, driver 1.0), commit 0123456789ab" in table, "
 check("2.5.1+cu124 on NVIDIA H200" in table, "no PyTorch line")
 
 # pytorch_ops.py: compiles; --dry-run reads the shape set canonically, no torch needed.
-py_compile.compile(os.path.join(peers, "pytorch_ops.py"), doraise=True)
+with tempfile.TemporaryDirectory() as tmp:  # not into the source tree's __pycache__
+    py_compile.compile(os.path.join(peers, "pytorch_ops.py"), cfile=os.path.join(tmp, "p.pyc"), doraise=True)
 out = run(os.path.join(peers, "pytorch_ops.py"), "--dry-run", "--shapes", os.path.join(data, "bench-shapes.yaml"),
           "--llc-mib", "1", "attention 2x8x4096x77 d=40")
 recs = [json.loads(l) for l in out.splitlines()]
