@@ -8,7 +8,8 @@ statistic over the reported run's samples; with --benchmark_repetitions the medi
 of the per-repetition medians), that median, PyTorch's median, the ratio PyTorch /
 sdspeed (> 1: sdspeed is faster) and the fraction of the device's ceiling the sdspeed
 median reaches: the larger of bytes / copy bandwidth and FLOPs / FMA rate, named
-(ceilings from the JSON context, configs/devices/<key>.yaml). PyTorch ops without
+(ceilings from the JSON context, configs/devices/<key>.yaml), marked "fits in
+cache" when sdspeed's rotated inputs still fit in 2x the LLC. PyTorch ops without
 an sdspeed benchmark (attention_naive, families sdspeed lacks) get rows of their
 own; skipped sdspeed benchmarks (failed check, unsupported) are listed below the
 table. Standard library only.
@@ -43,7 +44,7 @@ def load_sdspeed(path):
             continue  # per-repetition rows carry the counters; aggregates are redundant
         row = {"family": family, "variant": variant, "label": b.get("label", ""),
                "median_us": float(b["median_us"]), "bytes": float(b.get("bytes", 0)),
-               "flops": float(b.get("flops", 0))}
+               "flops": float(b.get("flops", 0)), "in_cache": bool(b.get("fits_in_cache", 0))}
         runs.setdefault(family + " " + rest, {}).setdefault(variant, []).append(row)
     # One row per (instance, variant): the median over repetitions.
     merged = {}
@@ -88,7 +89,9 @@ def ceiling_fraction(row, context):
             frac = work / seconds / ceiling
             if best is None or frac > best[0]:
                 best = (frac, what)
-    return "-" if best is None else "%.1f%% %s" % (100 * best[0], best[1])
+    if best is None:
+        return "-"
+    return "%.1f%% %s%s" % (100 * best[0], best[1], " (fits in cache)" if row.get("in_cache") else "")
 
 
 def make_table(context, sdspeed, pytorch, torch_versions, devices, skipped):
