@@ -62,8 +62,14 @@ class Bench : public ::testing::Test {
       args.push_back("--benchmark_out_format=json");
     }
     std::string cmd = "SDSPEED_CACHE_DIR=" + quote(cache_.path()) + " " + quote(SDSPEED_BENCH_BIN);
-    for (const auto& a : args) cmd += " " + quote(a);
-    cmd += " </dev/null >" + quote(io_.path() + "/stdout") + " 2>" + quote(io_.path() + "/stderr");
+    for (const auto& a : args) {
+      cmd += ' ';
+      cmd += quote(a);
+    }
+    cmd += " </dev/null >";
+    cmd += quote(io_.path() + "/stdout");
+    cmd += " 2>";
+    cmd += quote(io_.path() + "/stderr");
     const int status = std::system(cmd.c_str());
     BenchRun r;
     r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
