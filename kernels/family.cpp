@@ -135,6 +135,8 @@ size_t Family::minBytes(const Problem& prob, const StorageFormat& f) const {
   return total;
 }
 
+double Family::minFlops(const Problem&) const { return 0.0; }
+
 const VariantDef& Family::variant(const std::string& n) const {
   for (const auto& v : variants())
     if (v.name == n) return v;

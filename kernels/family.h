@@ -163,6 +163,12 @@ class Family {
   // The fewest bytes the op must move (each input read once, output written once),
   // for GB/s: counted from the op's definition, not from what a variant does.
   virtual size_t minBytes(const Problem& p, const StorageFormat& f) const;
+  // The FLOPs the op's definition requires (what it must compute, not what a variant
+  // does), for FLOP/s and the fraction of the device's FMA ceiling; 0 = not counted.
+  // Convention for every family: add, subtract, multiply, divide, compare (max) and
+  // each transcendental (exp, erf, tanh, sqrt/rsqrt) count 1 FLOP, an FMA 2; constants
+  // folded at compile time count 0. Each family documents its per-element count.
+  virtual double minFlops(const Problem& p) const;
 
   // Empty if the variant handles this problem in this format on this device, else why
   // not (constraints and device limits included).

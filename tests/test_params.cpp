@@ -203,3 +203,24 @@ TEST(Registry, FindFamily) {
   EXPECT_THROW(findFamily(""), Error);
   EXPECT_THROW(findFamily("GroupNorm"), Error);  // names are exact
 }
+
+// FLOP counts from each op's definition (kernels/family.h: the counting convention).
+TEST(MinFlops, CountsFromTheOpDefinition) {
+  const Family& gn = findFamily("groupnorm");
+  // 2x32x4x4 = 1024 elements, 2 x 8 groups: 8 per element + 4 per group, + SiLU 4.
+  EXPECT_DOUBLE_EQ(gn.minFlops(*gn.makeProblem({2, 32, 4, 4}, {{"g", "8"}})), 8.0 * 1024 + 4.0 * 16);
+  EXPECT_DOUBLE_EQ(gn.minFlops(*gn.makeProblem({2, 32, 4, 4}, {{"g", "8"}, {"silu", "1"}})),
+                   12.0 * 1024 + 4.0 * 16);
+  EXPECT_DOUBLE_EQ(gn.minFlops(*gn.makeProblem({2, 32, 4, 4}, {{"g", "8"}, {"silu", "1"}, {"residual", "1"}})),
+                   13.0 * 1024 + 4.0 * 16);
+  const Family& ln = findFamily("layernorm");
+  EXPECT_DOUBLE_EQ(ln.minFlops(*ln.makeProblem({2, 768, 1, 77}, {})), 8.0 * 2 * 768 * 77 + 4.0 * 2 * 77);
+  const Family& sm = findFamily("softmax");
+  EXPECT_DOUBLE_EQ(sm.minFlops(*sm.makeProblem({2, 77, 1, 256}, {})), 6.0 * 2 * 77 * 256 + 2.0 * 256);
+  const Family& act = findFamily("activation");
+  EXPECT_DOUBLE_EQ(act.minFlops(*act.makeProblem({2, 640, 1, 64}, {{"fn", "gelu"}})), 5.0 * 2 * 640 * 64);
+  EXPECT_DOUBLE_EQ(act.minFlops(*act.makeProblem({2, 640, 1, 64}, {{"fn", "geglu"}})), 6.0 * 2 * 320 * 64);
+  EXPECT_DOUBLE_EQ(act.minFlops(*act.makeProblem({1, 4, 1, 2}, {{"fn", "silu"}})), 4.0 * 8);
+  for (const auto& f : allFamilies())
+    for (const auto& p : f->checkProblems(false)) EXPECT_GT(f->minFlops(*p), 0) << p->text();
+}

@@ -7,43 +7,84 @@
 
 namespace sdspeed {
 
+TimedCase::TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p, const Problem& prob,
+                     const StorageFormat& f, const TimingPolicy& policy, uint64_t seed)
+    : ctx_(ctx), fam_(fam), format_(f), policy_(policy) {
+  check_ = checkCase(ctx, fam, v, p, prob, f, seed);
+  bytes_ = fam.minBytes(prob, f);
+  if (!ok()) return;
+  try {
+    op_ = fam.prepare(ctx, v, p, prob, f);  // cached program: no rebuild
+    data_ = referenceData(fam, prob, f, seed);
+    // Enough full tensor sets that the bytes the op must touch, rotated, pass the LLC.
+    const int rotations = rotationsFor(ctx.device(), bytes_, policy);
+    for (int r = 0; r < rotations; ++r) {
+      sets_.push_back(OpTensors::create(ctx, fam, prob, f, false));
+      sets_.back().upload(data_->inputs);
+    }
+  } catch (const Error& e) {
+    check_.status = Status::RunFailed;
+    check_.message = e.what();
+  }
+}
+
+bool TimedCase::fitsInCache() const {
+  return static_cast<uint64_t>(rotations()) * bytes_ < 2 * policy_.cacheBytes(ctx_.device());
+}
+
+TimingStats TimedCase::time(const TimingPolicy& policy) {
+  if (!ok()) throw Error("TimedCase::time: the configuration did not pass: " + check_.message);
+  const int n = rotations();
+  // timeOp's rotation index restarts at 0 on every call; continue ours instead, so
+  // short calls still cycle through every set.
+  try {
+    TimingStats s = timeOp(ctx_, n, [&](int) { return op_->enqueue(sets_[static_cast<size_t>(next_++ % n)].args()); },
+                           policy);
+    s.fitsInCache = fitsInCache();
+    return s;
+  } catch (const Error& e) {
+    check_.status = Status::RunFailed;
+    check_.message = e.what();
+    throw;
+  }
+}
+
+bool TimedCase::verify() {
+  if (!ok()) return false;
+  try {
+    for (auto& e : op_->enqueue(sets_.front().args())) {
+      cl_event ev = e.get();
+      clCheck(clWaitForEvents(1, &ev), "clWaitForEvents");
+    }
+    DeviceTensor& out = sets_.front().output();
+    CheckResult after = check_;
+    judge(after, fam_.tolerance(format_.dtype), out.desc(), out.downloadBytes(), data_->ref);
+    if (after.status != Status::Ok) {
+      check_.status = Status::Inaccurate;
+      check_.message = "output wrong after the timed launches: " + after.message;
+    }
+  } catch (const Error& e) {
+    check_.status = Status::RunFailed;
+    check_.message = e.what();
+  }
+  return ok();
+}
+
 Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                         const Problem& prob, const StorageFormat& f, const TimingPolicy& policy,
                         uint64_t seed) {
   Measurement m;
-  m.check = checkCase(ctx, fam, v, p, prob, f, seed);
-  m.bytes = fam.minBytes(prob, f);
-  if (m.check.status != Status::Ok) return m;
-  try {
-    auto op = fam.prepare(ctx, v, p, prob, f);  // cached program: no rebuild
-    const auto data = referenceData(fam, prob, f, seed);
-    // Enough full tensor sets that the bytes the op must touch, rotated, pass the LLC.
-    const int rotations = rotationsFor(ctx.device(), m.bytes, policy);
-    std::vector<OpTensors> sets;
-    for (int r = 0; r < rotations; ++r) {
-      sets.push_back(OpTensors::create(ctx, fam, prob, f, false));
-      sets.back().upload(data->inputs);
+  TimedCase tc(ctx, fam, v, p, prob, f, policy, seed);
+  m.bytes = tc.bytes();
+  if (tc.ok()) {
+    try {
+      m.timing = tc.time(policy);
+      tc.verify();
+    } catch (const Error&) {
+      // tc.check() says run_failed and why
     }
-    m.timing = timeOp(ctx, rotations, [&](int r) { return op->enqueue(sets[static_cast<size_t>(r)].args()); },
-                      policy);
-    m.timing.fitsInCache = static_cast<uint64_t>(rotations) * m.bytes < 2 * policy.cacheBytes(ctx.device());
-    // The op must still compute after all the timed launches (state it carries between
-    // launches included): launch once more on set 0 and judge that output.
-    for (auto& e : op->enqueue(sets.front().args())) {
-      cl_event ev = e.get();
-      clCheck(clWaitForEvents(1, &ev), "clWaitForEvents");
-    }
-    DeviceTensor& out = sets.front().output();
-    CheckResult after = m.check;
-    judge(after, fam.tolerance(f.dtype), out.desc(), out.downloadBytes(), data->ref);
-    if (after.status != Status::Ok) {
-      m.check.status = Status::Inaccurate;
-      m.check.message = "output wrong after the timed launches: " + after.message;
-    }
-  } catch (const Error& e) {
-    m.check.status = Status::RunFailed;
-    m.check.message = e.what();
   }
+  m.check = tc.check();
   return m;
 }
 

@@ -78,6 +78,15 @@ std::vector<double> ActivationFamily::reference(const Problem& p, const std::vec
   return activationReference(a.dims, a.fn, in[0].data);
 }
 
+double ActivationFamily::minFlops(const Problem& p) const {
+  const auto& a = asActivation(p);
+  const double elements = static_cast<double>(a.dims.elements());
+  if (a.fn == "geglu") return 6.0 * elements / 2;  // one output per (hidden, gate) pair
+  if (a.fn == "gelu") return 5.0 * elements;
+  if (a.fn == "gelu_tanh") return 9.0 * elements;
+  return 4.0 * elements;  // quick_gelu, silu
+}
+
 Tolerance ActivationFamily::tolerance(DType dtype) const {
   // |y| <= ~10 for these inputs. OpenCL's erf/tanh/exp are allowed 16/5/3 ulp (full
   // profile): a few 1e-7 relative; 2e-5 relative plus 2e-6 absolute (for outputs near

@@ -319,6 +319,13 @@ size_t GroupNormFamily::minBytes(const Problem& p, const StorageFormat& f) const
   return act * (gp.attrs.residual ? 3 : 2) + 2 * sizeof(float) * static_cast<size_t>(gp.dims.c);
 }
 
+double GroupNormFamily::minFlops(const Problem& p) const {
+  const auto& gp = asGroupNorm(p);
+  const double perElement = 8.0 + (gp.attrs.silu ? 4.0 : 0.0) + (gp.attrs.residual ? 1.0 : 0.0);
+  return perElement * static_cast<double>(gp.dims.elements()) +
+         4.0 * static_cast<double>(gp.dims.n) * gp.attrs.groups;
+}
+
 std::string GroupNormFamily::unsupportedReason(const VariantDef& v, const ParamPoint& p,
                                                const Problem& prob, const StorageFormat& f,
                                                const DeviceInfo& dev) const {

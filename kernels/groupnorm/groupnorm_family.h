@@ -33,6 +33,10 @@ class GroupNormFamily : public Family {
   ProblemPtr makeProblem(const Shape& shape,
                          const std::map<std::string, std::string>& attrs) const override;
   size_t minBytes(const Problem& p, const StorageFormat& f) const override;
+  // Per element: mean 1 (add), variance 3 (subtract, square, add), normalize 2
+  // ((x - mean) * rstd), affine 2 (* gamma + beta) = 8; SiLU 4 (negate, exp, add,
+  // divide); residual 1 (add). Per group: 4 (mean and variance divides, + eps, rsqrt).
+  double minFlops(const Problem& p) const override;
 
   std::string unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
                                 const StorageFormat& f, const DeviceInfo& dev) const override;

@@ -20,6 +20,11 @@ std::vector<ProblemPtr> LayerNormFamily::checkProblems(bool full) const {
   return out;
 }
 
+double LayerNormFamily::minFlops(const Problem& p) const {
+  const Shape s = p.shape();  // tokens: N * H * W, each of C channels
+  return 8.0 * static_cast<double>(s.elements()) + 4.0 * static_cast<double>(s.n * s.h * s.w);
+}
+
 Tolerance LayerNormFamily::tolerance(DType dtype) const {
   // As GroupNorm (groupnorm_family.cpp): O(1) outputs, float statistics over C <= 1280
   // values per token with relative errors far under 1e-5; a mean near 1000 is kept

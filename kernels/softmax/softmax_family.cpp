@@ -22,6 +22,11 @@ std::vector<ProblemPtr> SoftmaxFamily::checkProblems(bool full) const {
   return out;
 }
 
+double SoftmaxFamily::minFlops(const Problem& p) const {
+  const Shape s = p.shape();
+  return 6.0 * static_cast<double>(s.elements()) + static_cast<double>(s.n * s.h * s.w);
+}
+
 Tolerance SoftmaxFamily::tolerance(DType dtype) const {
   // Outputs in (0, 1]. The exponent's argument carries the float rounding of scale*x
   // (up to 100 * 6e-8 = 6e-6 absolute at the large-logit problem), so outputs are

@@ -1,0 +1,391 @@
+#!/usr/bin/env python3
+"""Times sdspeed's op instances with PyTorch on CUDA, the way sdspeed times them.
+
+The peer of sdspeed-bench (bench/sdspeed_bench.cpp) for scripts/bench-vs-pytorch:
+the same op instances, timed with CUDA events after a warm-up, median and minimum
+over repeats enqueued in batches, with the inputs rotated among enough distinct
+copies that their total exceeds 2x an L2 size (--llc-mib, default 60 MiB: an H200's
+L2), capped at 64 copies as sdspeed does (runtime/timing.cpp rotationsFor):
+copies = min(64, 2 * L2 // bytes_per_run + 1), bytes_per_run = every input and the
+output once (sdspeed's Family::minBytes).
+
+fp32 throughout (f16 instances run in float16), TF32 disabled for matmuls and cuDNN.
+By default each run is captured in a CUDA graph and replayed between the two
+events, so launch overhead on the host does not count (sdspeed's time is from the
+first kernel's start to the last kernel's end); --no-graphs times eager calls.
+
+Instances (op instance text, tuning/op_instance.h; the storage format only picks the
+dtype: PyTorch uses its own contiguous layouts, tokens as [B, S, C]):
+  groupnorm NxCxHxW eps=E g=G residual=0|1 silu=0|1 f32.buffer.nchw
+      F.group_norm (+ F.silu) (+ residual) on NCHW
+  layernorm Bx Cx1xS eps=E ...      F.layer_norm over C of [B, S, C]
+  softmax   BxCx1xS scale=A ...     torch.softmax(A * x, -1) over C of [B, S, C]
+  activation NxCxHxW fn=F ...       gelu (erf), gelu_tanh, quick_gelu, silu on
+      [N, H*W, C]; geglu: hidden, gate = x.chunk(2, -1); hidden * gelu(gate)
+  attention BxHxSxL d=D ...         q [B, H, S, D], k and v [B, H, L, D]:
+      F.scaled_dot_product_attention (op "attention") and, for the same instance,
+      the explicit softmax(q k^T / sqrt(D)) v with matmuls (op "attention_naive").
+      Attributes b=, heads=, s=, l= override the shape's dimensions.
+Given as arguments, one per line in --instances FILE, or from a shape-set YAML
+(--shapes; PyYAML if installed, else a reader for the one-line flow mappings that
+configs/shapes/*.yaml use), whose attributes are completed with sdspeed's defaults
+and printed canonically, so the texts match sdspeed-bench's names.
+
+Output: one JSON object per line (stdout or --out):
+  {"op", "instance", "median_ms", "min_ms", "repeats", "rotations", "graphs",
+   "torch", "device"}
+--dry-run prints the parsed instances, their tensors and rotation counts without
+importing torch.
+"""
+
+import argparse
+import json
+import math
+import re
+import statistics
+import sys
+
+DEFAULTS = {
+    "groupnorm": {"eps": "1e-05", "g": "32", "residual": "0", "silu": "0"},
+    "layernorm": {"eps": "1e-05"},
+    "softmax": {"scale": "1"},
+    "activation": {"fn": "gelu"},
+    "attention": {},
+}
+FORMATS = re.compile(r"^(f32|f16)\.(buffer|image2d)\.(nchw|nc4hw4)$")
+MAX_ROTATIONS = 64
+
+
+def canonical_number(text):
+    """sdspeed prints attribute numbers with %g (std::ostream default)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return text
+    return "%g" % value
+
+
+class Instance:
+    def __init__(self, family, shape, attrs, fmt="f32.buffer.nchw"):
+        if family not in DEFAULTS:
+            raise ValueError("unknown op '%s' (known: %s)" % (family, ", ".join(DEFAULTS)))
+        if not FORMATS.match(fmt):
+            raise ValueError("bad storage format '%s'" % fmt)
+        self.family = family
+        self.shape = shape
+        merged = dict(DEFAULTS[family])
+        merged.update({k: str(v) for k, v in attrs.items()})
+        self.attrs = {k: (v if k == "fn" else canonical_number(v)) for k, v in merged.items()}
+        self.format = fmt
+
+    @property
+    def dtype_name(self):
+        return "float16" if self.format.startswith("f16") else "float32"
+
+    def text(self):
+        words = [self.family, "x".join(str(d) for d in self.shape)]
+        words += ["%s=%s" % (k, self.attrs[k]) for k in sorted(self.attrs)]
+        words.append(self.format)
+        return " ".join(words)
+
+    @staticmethod
+    def parse(text):
+        words = text.split()
+        if len(words) < 2:
+            raise ValueError("bad op instance '%s' (want FAMILY NxCxHxW NAME=VALUE... FORMAT)" % text)
+        family, shape_text, rest = words[0], words[1], words[2:]
+        shape = parse_shape(shape_text)
+        fmt = "f32.buffer.nchw"
+        attrs = {}
+        for w in rest:
+            if "=" in w:
+                k, v = w.split("=", 1)
+                attrs[k] = v
+            else:
+                fmt = w
+        return Instance(family, shape, attrs, fmt)
+
+
+def parse_shape(text):
+    try:
+        dims = [int(d) for d in text.split("x")]
+    except ValueError:
+        dims = []
+    if len(dims) != 4 or min(dims) <= 0:
+        raise ValueError("bad shape '%s' (want NxCxHxW)" % text)
+    return dims
+
+
+def read_shape_set(path):
+    """The instances of a configs/shapes/*.yaml file, in file order, without repeats."""
+    with open(path) as f:
+        text = f.read()
+    try:
+        import yaml  # optional
+
+        entries = [(e["op"], str(e["shape"]), e.get("attrs") or {}) for e in yaml.safe_load(text)["instances"]]
+    except ImportError:
+        entries = []
+        item = re.compile(r"^\s*-\s*\{(.*)\}\s*(#.*)?$")
+        for line in text.splitlines():
+            m = item.match(line)
+            if not m:
+                continue
+            body = m.group(1)
+            attrs = {}
+            a = re.search(r"attrs:\s*\{([^}]*)\}", body)
+            if a:
+                for kv in a.group(1).split(","):
+                    if kv.strip():
+                        k, v = kv.split(":", 1)
+                        attrs[k.strip()] = v.strip()
+                body = body[: a.start()] + body[a.end():]
+            fields = dict(kv.split(":", 1) for kv in body.split(",") if ":" in kv)
+            fields = {k.strip(): v.strip() for k, v in fields.items()}
+            entries.append((fields["op"], fields["shape"], attrs))
+    out, seen = [], set()
+    for op, shape, attrs in entries:
+        inst = Instance(op, parse_shape(shape), attrs)
+        if inst.text() not in seen:
+            seen.add(inst.text())
+            out.append(inst)
+    return out
+
+
+def attention_dims(inst):
+    b, h, s, l = inst.shape
+    a = inst.attrs
+    b, h, s, l = int(a.get("b", b)), int(a.get("heads", h)), int(a.get("s", s)), int(a.get("l", l))
+    d = int(a.get("d", a.get("head_dim", 0)))
+    if d <= 0:
+        raise ValueError("attention needs d=HEAD_DIM: " + inst.text())
+    return b, h, s, l, d
+
+
+def tensors_of(inst):
+    """[(name, shape)] of every tensor a run reads, and the output's shape."""
+    n, c, h, w = inst.shape
+    a = inst.attrs
+    if inst.family == "groupnorm":
+        ins = [("x", (n, c, h, w)), ("weight", (c,)), ("bias", (c,))]
+        if a["residual"] != "0":
+            ins.append(("residual", (n, c, h, w)))
+        return ins, (n, c, h, w)
+    if inst.family == "layernorm":
+        return [("x", (n, h * w, c)), ("weight", (c,)), ("bias", (c,))], (n, h * w, c)
+    if inst.family == "softmax":
+        return [("x", (n, h * w, c))], (n, h * w, c)
+    if inst.family == "activation":
+        out_c = c // 2 if a["fn"] == "geglu" else c
+        return [("x", (n, h * w, c))], (n, h * w, out_c)
+    if inst.family == "attention":
+        b, heads, s, l, d = attention_dims(inst)
+        return [("q", (b, heads, s, d)), ("k", (b, heads, l, d)), ("v", (b, heads, l, d))], (b, heads, s, d)
+    raise ValueError(inst.family)
+
+
+def bytes_per_run(inst):
+    ins, out = tensors_of(inst)
+    size = 2 if inst.dtype_name == "float16" else 4
+    return size * (sum(math.prod(s) for _, s in ins) + math.prod(out))
+
+
+def rotations_for(bytes_run, llc_bytes):
+    """sdspeed's rotationsFor: enough copies to pass 2x the LLC, 1..64."""
+    if bytes_run <= 0:
+        return 1
+    return max(1, min(MAX_ROTATIONS, 2 * llc_bytes // bytes_run + 1))
+
+
+def op_functions(inst, torch, F):
+    """[(op name, fn(*inputs))] to time for an instance."""
+    a = inst.attrs
+    fam = inst.family
+    if fam == "groupnorm":
+        g, eps = int(a["g"]), float(a["eps"])
+        silu, residual = a["silu"] != "0", a["residual"] != "0"
+
+        def groupnorm(x, weight, bias, res=None):
+            y = F.group_norm(x, g, weight, bias, eps)
+            if silu:
+                y = F.silu(y)
+            if residual:
+                y = y + res
+            return y
+
+        return [("groupnorm", groupnorm)]
+    if fam == "layernorm":
+        eps = float(a["eps"])
+        return [("layernorm", lambda x, weight, bias: F.layer_norm(x, (x.shape[-1],), weight, bias, eps))]
+    if fam == "softmax":
+        scale = float(a["scale"])
+        if scale == 1.0:
+            return [("softmax", lambda x: torch.softmax(x, dim=-1))]
+        return [("softmax", lambda x: torch.softmax(x * scale, dim=-1))]
+    if fam == "activation":
+        fn = a["fn"]
+        table = {
+            "gelu": lambda x: F.gelu(x),
+            "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+            "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x),
+            "silu": lambda x: F.silu(x),
+        }
+
+        def geglu(x):
+            hidden, gate = x.chunk(2, dim=-1)
+            return hidden * F.gelu(gate)
+
+        table["geglu"] = geglu
+        if fn not in table:
+            raise ValueError("unknown activation fn '%s'" % fn)
+        return [("activation", table[fn])]
+    if fam == "attention":
+        d = attention_dims(inst)[4]
+        scale = 1.0 / math.sqrt(d)
+
+        def naive(q, k, v):
+            scores = torch.matmul(q, k.transpose(-1, -2)) * scale
+            return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+        return [
+            ("attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v)),
+            ("attention_naive", naive),
+        ]
+    raise ValueError(fam)
+
+
+def time_runs(torch, runners, warmup, min_ms, min_repeats, max_repeats):
+    """runtime/timing.cpp timeOp: warm-up, then batches of runs (each between two
+    events), read back after the batch, until min_repeats and min_ms of device time."""
+    rot = len(runners)
+    r = 0
+    for _ in range(warmup):
+        runners[r % rot]()
+        r += 1
+    torch.cuda.synchronize()
+    samples, total, batch = [], 0.0, max(1, min_repeats)
+    while len(samples) < max_repeats:
+        batch = min(batch, max_repeats - len(samples))
+        events = []
+        for _ in range(batch):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            runners[r % rot]()
+            end.record()
+            r += 1
+            events.append((start, end))
+        torch.cuda.synchronize()
+        for start, end in events:
+            ms = start.elapsed_time(end)
+            samples.append(ms)
+            total += ms
+        if len(samples) >= min_repeats and total >= min_ms:
+            break
+        per_run = max(total / len(samples), 1e-4)
+        batch = max(1, min(256, int((min_ms - total) / per_run) + 1))
+    return statistics.median(samples), min(samples), len(samples)
+
+
+def make_runners(torch, fn, input_sets, graphs):
+    if not graphs:
+        return [lambda inputs=inputs: fn(*inputs) for inputs in input_sets], []
+    runners, keep = [], []
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up before capture (lazy init, kernel choice)
+        for inputs in input_sets[:1]:
+            for _ in range(3):
+                fn(*inputs)
+    torch.cuda.current_stream().wait_stream(side)
+    for inputs in input_sets:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = fn(*inputs)
+        keep.append((graph, out))
+        runners.append(graph.replay)
+    return runners, keep
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("instances", nargs="*", help="op instance texts")
+    ap.add_argument("--instances", dest="instances_file", help="file of op instance texts, one per line")
+    ap.add_argument("--shapes", help="a shape-set YAML (configs/shapes/*.yaml)")
+    ap.add_argument("--op", help="only these families (comma-separated)")
+    ap.add_argument("--llc-mib", type=float, default=60.0, help="L2 size to rotate past, MiB (default 60)")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--min-ms", type=float, default=50.0, help="device time to measure per op (default 50)")
+    ap.add_argument("--min-repeats", type=int, default=10)
+    ap.add_argument("--max-repeats", type=int, default=20000)
+    ap.add_argument("--no-graphs", action="store_true", help="time eager calls instead of CUDA graph replays")
+    ap.add_argument("--device", default="cuda", help="torch device (default cuda)")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--out", help="write the JSON lines here (default stdout)")
+    ap.add_argument("--dry-run", action="store_true", help="print instances and rotations; no torch needed")
+    args = ap.parse_args(argv)
+
+    instances = []
+    if args.shapes:
+        instances += read_shape_set(args.shapes)
+    if args.instances_file:
+        with open(args.instances_file) as f:
+            instances += [Instance.parse(line) for line in f if line.strip() and not line.startswith("#")]
+    instances += [Instance.parse(t) for t in args.instances]
+    if args.op:
+        keep = set(args.op.split(","))
+        instances = [i for i in instances if i.family in keep]
+    if not instances:
+        ap.error("no op instances (give texts, --instances FILE or --shapes FILE)")
+    llc_bytes = int(args.llc_mib * (1 << 20))
+
+    if args.dry_run:
+        for inst in instances:
+            ins, out = tensors_of(inst)
+            b = bytes_per_run(inst)
+            print(json.dumps({"instance": inst.text(), "inputs": {n: list(s) for n, s in ins}, "output": list(out),
+                              "bytes": b, "rotations": rotations_for(b, llc_bytes)}))
+        return 0
+
+    import torch
+    import torch.nn.functional as F
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(args.seed)
+    device = torch.device(args.device)
+    device_name = torch.cuda.get_device_name(device)
+    out = open(args.out, "w") if args.out else sys.stdout
+    try:
+        for inst in instances:
+            dtype = getattr(torch, inst.dtype_name)
+            ins, _ = tensors_of(inst)
+            rotations = rotations_for(bytes_per_run(inst), llc_bytes)
+            with torch.no_grad():
+                input_sets = [[torch.randn(*shape, device=device, dtype=dtype) for _, shape in ins]
+                              for _ in range(rotations)]
+                for op, fn in op_functions(inst, torch, F):
+                    graphs = not args.no_graphs
+                    try:
+                        runners, keep = make_runners(torch, fn, input_sets, graphs)
+                    except RuntimeError as e:  # capture unsupported: time eager calls
+                        print("pytorch_ops: %s %s: CUDA graph capture failed (%s); timing eager calls"
+                              % (op, inst.text(), e), file=sys.stderr)
+                        graphs = False
+                        runners, keep = make_runners(torch, fn, input_sets, False)
+                    median, minimum, repeats = time_runs(torch, runners, args.warmup, args.min_ms,
+                                                         args.min_repeats, args.max_repeats)
+                    del keep
+                    out.write(json.dumps({"op": op, "instance": inst.text(), "median_ms": median, "min_ms": minimum,
+                                          "repeats": repeats, "rotations": rotations, "graphs": graphs,
+                                          "torch": torch.__version__, "device": device_name}) + "\n")
+                    out.flush()
+            del input_sets
+            torch.cuda.empty_cache()
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
