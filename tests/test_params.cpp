@@ -221,6 +221,28 @@ TEST(MinFlops, CountsFromTheOpDefinition) {
   EXPECT_DOUBLE_EQ(act.minFlops(*act.makeProblem({2, 640, 1, 64}, {{"fn", "gelu"}})), 5.0 * 2 * 640 * 64);
   EXPECT_DOUBLE_EQ(act.minFlops(*act.makeProblem({2, 640, 1, 64}, {{"fn", "geglu"}})), 6.0 * 2 * 320 * 64);
   EXPECT_DOUBLE_EQ(act.minFlops(*act.makeProblem({1, 4, 1, 2}, {{"fn", "silu"}})), 4.0 * 8);
+  const Family& att = findFamily("attention");
+  // B*H = 16, S = 64, L = 77, D = 40: (4D + 6) per score.
+  EXPECT_DOUBLE_EQ(att.minFlops(*att.makeProblem({2, 320, 1, 64}, {{"heads", "8"}, {"kv", "77"}})),
+                   16.0 * 64 * 77 * 166);
+  // Causal S = L = 4: 1 + 2 + 3 + 4 scores per head.
+  EXPECT_DOUBLE_EQ(att.minFlops(*att.makeProblem({1, 16, 1, 4}, {{"heads", "2"}, {"causal", "1"}})),
+                   2.0 * 10 * (4 * 8 + 6));
+  // q, out: 2x320x64; k, v: 2x320x77 (f32); the unused mask placeholder is not counted.
+  EXPECT_EQ(att.minBytes(*att.makeProblem({2, 320, 1, 64}, {{"heads", "8"}, {"kv", "77"}}), StorageFormat{}),
+            4u * 2 * 320 * (64 * 2 + 77 * 2));
   for (const auto& f : allFamilies())
     for (const auto& p : f->checkProblems(false)) EXPECT_GT(f->minFlops(*p), 0) << p->text();
+}
+
+TEST(AttentionProblem, BadAttributesAreOneClearError) {
+  const Family& att = findFamily("attention");
+  EXPECT_THROW(att.makeProblem({2, 320, 1, 64}, {{"heads", "7"}}), Error);     // 320 % 7
+  EXPECT_THROW(att.makeProblem({2, 320, 1, 64}, {{"causal", "2"}}), Error);
+  EXPECT_THROW(att.makeProblem({2, 320, 1, 64}, {{"kv", "x"}}), Error);
+  EXPECT_THROW(att.makeProblem({2, 320, 1, 64}, {{"dropout", "0.1"}}), Error);
+  EXPECT_THROW(att.makeProblem({2, 320, 8, 8}, {{"heads", "8"}}), Error);      // not a token tensor
+  const auto p = att.makeProblem({2, 320, 1, 64}, {{"heads", "8"}, {"kv", "77"}});
+  EXPECT_EQ(p->text(), "attention 2x320x1x64 causal=0 heads=8 kv=77 mask=0");
+  EXPECT_EQ(att.makeProblem(p->shape(), p->attributes())->text(), p->text());  // the text form round-trips
 }

@@ -43,8 +43,8 @@ want_rows = [
     # per_item 10 us beats cooperative 12.5 us; PyTorch 8 us -> 0.80; 5046272 B / 10 us.
     "| softmax | 2x77x1x4096 scale=0.125 f32.buffer.nchw | per_item (default WG=64) | 10.00 | 8.00 | 0.80 | "
     "50.5% copy |",
-    "| attention | 2x8x4096x77 d=40 f32.buffer.nchw | - | - | 50.00 | - | - |",
-    "| attention_naive | 2x8x4096x77 d=40 f32.buffer.nchw | - | - | 120.00 | - | - |",
+    "| attention | 2x320x1x4096 causal=0 heads=8 kv=77 mask=0 f32.buffer.nchw | - | - | 50.00 | - | - |",
+    "| attention_naive | 2x320x1x4096 causal=0 heads=8 kv=77 mask=0 f32.buffer.nchw | - | - | 120.00 | - | - |",
 ]
 for row in want_rows:
     check(row in lines, "missing row:\n  %s\nin:\n%s" % (row, table))
@@ -57,14 +57,14 @@ check("2.5.1+cu124 on NVIDIA H200" in table, "no PyTorch line")
 with tempfile.TemporaryDirectory() as tmp:  # not into the source tree's __pycache__
     py_compile.compile(os.path.join(peers, "pytorch_ops.py"), cfile=os.path.join(tmp, "p.pyc"), doraise=True)
 out = run(os.path.join(peers, "pytorch_ops.py"), "--dry-run", "--shapes", os.path.join(data, "bench-shapes.yaml"),
-          "--llc-mib", "1", "attention 2x8x4096x77 d=40")
+          "--llc-mib", "1", "attention 2x320x1x4096 causal=0 heads=8 kv=77 mask=0")
 recs = [json.loads(l) for l in out.splitlines()]
 check([r["instance"] for r in recs] == [
     "groupnorm 2x32x8x8 eps=1e-05 g=32 residual=0 silu=1 f32.buffer.nchw",
     "layernorm 2x64x1x16 eps=1e-05 f32.buffer.nchw",
     "softmax 2x77x1x16 scale=0.125 f32.buffer.nchw",
     "activation 2x64x1x16 fn=geglu f32.buffer.nchw",
-    "attention 2x8x4096x77 d=40 f32.buffer.nchw",
+    "attention 2x320x1x4096 causal=0 heads=8 kv=77 mask=0 f32.buffer.nchw",
 ], "instances: %s" % [r["instance"] for r in recs])
 if len(recs) == 5:
     # sdspeed's minBytes: x, y (f32) + gamma, beta; geglu reads 2F and writes F channels.

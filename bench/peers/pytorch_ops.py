@@ -50,7 +50,7 @@ DEFAULTS = {
     "layernorm": {"eps": "1e-05"},
     "softmax": {"scale": "1"},
     "activation": {"fn": "gelu"},
-    "attention": {},
+    "attention": {"causal": "0", "heads": "1", "mask": "0"},  # kv defaults to S
 }
 FORMATS = re.compile(r"^(f32|f16)\.(buffer|image2d)\.(nchw|nc4hw4)$")
 MAX_ROTATIONS = 64
@@ -75,6 +75,8 @@ class Instance:
         self.shape = shape
         merged = dict(DEFAULTS[family])
         merged.update({k: str(v) for k, v in attrs.items()})
+        if family == "attention" and "kv" not in merged:
+            merged["kv"] = str(shape[3])
         self.attrs = {k: (v if k == "fn" else canonical_number(v)) for k, v in merged.items()}
         self.format = fmt
 
@@ -153,13 +155,16 @@ def read_shape_set(path):
 
 
 def attention_dims(inst):
-    b, h, s, l = inst.shape
+    """sdspeed's attention instance: shape B x (heads*D) x 1 x S, attributes heads, kv
+    (key length L, default S), causal, mask (additive mask input), scale."""
+    b, c, h, s = inst.shape
     a = inst.attrs
-    b, h, s, l = int(a.get("b", b)), int(a.get("heads", h)), int(a.get("s", s)), int(a.get("l", l))
-    d = int(a.get("d", a.get("head_dim", 0)))
-    if d <= 0:
-        raise ValueError("attention needs d=HEAD_DIM: " + inst.text())
-    return b, h, s, l, d
+    heads = int(a.get("heads", 1))
+    if h != 1 or c % heads:
+        raise ValueError("attention wants Bx(HEADS*D)x1xS with heads dividing the channels: " + inst.text())
+    if a.get("mask", "0") != "0":
+        raise ValueError("attention with an additive mask input is not timed: " + inst.text())
+    return b, heads, s, int(a.get("kv", s)), c // heads
 
 
 def tensors_of(inst):
@@ -240,15 +245,19 @@ def op_functions(inst, torch, F):
             raise ValueError("unknown activation fn '%s'" % fn)
         return [("activation", table[fn])]
     if fam == "attention":
-        d = attention_dims(inst)[4]
-        scale = 1.0 / math.sqrt(d)
+        _, _, s_len, l_len, d = attention_dims(inst)
+        scale = float(inst.attrs["scale"]) if "scale" in inst.attrs else 1.0 / math.sqrt(d)
+        causal = inst.attrs.get("causal", "0") != "0"
 
         def naive(q, k, v):
             scores = torch.matmul(q, k.transpose(-1, -2)) * scale
+            if causal:
+                keep = torch.ones(s_len, l_len, dtype=torch.bool, device=q.device).tril()
+                scores = scores.masked_fill(~keep, float("-inf"))
             return torch.matmul(torch.softmax(scores, dim=-1), v)
 
         return [
-            ("attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v)),
+            ("attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)),
             ("attention_naive", naive),
         ]
     raise ValueError(fam)

@@ -179,6 +179,25 @@ Tolerance AttentionFamily::tolerance(DType dtype) const {
   return {2e-3, 2e-3, 1e-3};
 }
 
+size_t AttentionFamily::minBytes(const Problem& prob, const StorageFormat& f) const {
+  const auto& p = asAttention(prob);
+  const size_t elem = f.dtype == DType::F32 ? 4 : 2;
+  const size_t C = static_cast<size_t>(p.heads * p.headDim), B = static_cast<size_t>(p.batch);
+  size_t bytes = elem * B * C * static_cast<size_t>(2 * p.queries + 2 * p.keys);
+  if (p.mask) bytes += sizeof(float) * B * static_cast<size_t>(p.queries * p.keys);
+  return bytes;
+}
+
+double AttentionFamily::minFlops(const Problem& prob) const {
+  const auto& p = asAttention(prob);
+  double scores = 0;  // scores the mask keeps, per batch and head
+  if (p.causal)
+    for (int64_t s = 0; s < p.queries; ++s) scores += static_cast<double>(std::min(s + 1, p.keys));
+  else
+    scores = static_cast<double>(p.queries) * static_cast<double>(p.keys);
+  return static_cast<double>(p.batch * p.heads) * scores * (4.0 * static_cast<double>(p.headDim) + 6.0);
+}
+
 ProblemPtr AttentionFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
   int64_t heads = 1, keys = shape.w;
   bool causal = false, mask = false;

@@ -34,6 +34,12 @@ class AttentionFamily : public Family {
   std::vector<HostTensor> makeInputs(const Problem& p, std::mt19937_64& rng) const override;
   std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const override;
   Tolerance tolerance(DType dtype) const override;
+  // q, k, v and out once (and the mask when the op has one; the unused placeholder is
+  // not counted).
+  size_t minBytes(const Problem& p, const StorageFormat& f) const override;
+  // Per score that the mask leaves (all S*L, or those with l <= s when causal): 2D for
+  // Q K^T, 2D for P V, and 6 for the softmax (scale, max, subtract, exp, sum, divide).
+  double minFlops(const Problem& p) const override;
   // Shape: Q's [B, H*D, 1, S]. Attributes: heads (default 1), kv (key length L,
   // default S), causal (0/1), mask (0/1: an additive mask input), scale (default
   // 1/sqrt(D)).
