@@ -1,6 +1,7 @@
 #include "tuning/check.h"
 
 #include <algorithm>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -118,13 +119,19 @@ void OpTensors::upload(const std::vector<HostTensor>& inputs) {
 
 std::shared_ptr<const ReferenceData> referenceData(const Family& fam, const Problem& prob, const StorageFormat& f,
                                                    uint64_t seed) {
+  // Keyed by dtype, not the whole format: the inputs are rounded to the stored precision
+  // only, so NCHW, NC4HW4 and image runs of one problem share a reference. A few are
+  // kept: a sweep over two formats alternates between them, and a large problem's
+  // reference (attention at S = 4096: ~20 GFLOP in double) must not be recomputed.
   static std::mutex mu;
-  static std::string lastKey;
-  static std::shared_ptr<const ReferenceData> last;
-  const std::string key = fam.name() + "|" + prob.text() + "|" + f.name() + "|" + std::to_string(seed);
+  static std::deque<std::pair<std::string, std::shared_ptr<const ReferenceData>>> recent;
+  constexpr size_t kKeep = 3;
+  const std::string key = fam.name() + "|" + prob.text() + "|" + (f.dtype == DType::F32 ? "f32" : "f16") + "|" +
+                          std::to_string(seed);
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (last && key == lastKey) return last;
+    for (const auto& [k, d] : recent)
+      if (k == key) return d;
   }
   auto data = std::make_shared<ReferenceData>();
   std::mt19937_64 rng(seed);
@@ -134,13 +141,14 @@ std::shared_ptr<const ReferenceData> referenceData(const Family& fam, const Prob
   for (size_t i = 0; i < slots.size(); ++i) {
     if (slots[i].access == Access::Write) continue;
     // The reference sees exactly what the device holds (f16 inputs rounded).
-    const TensorDesc d{shapes[i], slots[i].activation ? f : StorageFormat{}};
+    const StorageFormat rounding{f.dtype, Storage::Buffer, Layout::NCHW};
+    const TensorDesc d{shapes[i], slots[i].activation ? rounding : StorageFormat{}};
     data->inputs[i].data = unpackTensor(d, packTensor(d, data->inputs[i].data));
   }
   data->ref = fam.reference(prob, data->inputs);
   std::lock_guard<std::mutex> lock(mu);
-  lastKey = key;
-  last = data;
+  recent.emplace_front(key, data);
+  if (recent.size() > kKeep) recent.pop_back();
   return data;
 }
 
