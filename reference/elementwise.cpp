@@ -2,6 +2,7 @@
 
 #include <Eigen/Core>
 #include <cmath>
+#include <sstream>
 
 #include "runtime/cl_error.h"
 
@@ -57,9 +58,11 @@ std::vector<double> concatReference(const Shape& as, const Shape& bs, const std:
 
 void checkTokenIds(const std::vector<float>& ids, int64_t vocab) {
   for (size_t i = 0; i < ids.size(); ++i)
-    if (!(ids[i] >= 0 && ids[i] < static_cast<float>(vocab)) || ids[i] != std::floor(ids[i]))
-      throw Error("embedding: token id " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
-                  " is not an integer in [0, " + std::to_string(vocab) + ")");
+    if (!(ids[i] >= 0 && ids[i] < static_cast<float>(vocab)) || ids[i] != std::floor(ids[i])) {
+      std::ostringstream m;
+      m << "embedding: token id " << ids[i] << " at index " << i << " is not an integer in [0, " << vocab << ")";
+      throw Error(m.str());
+    }
 }
 
 std::vector<double> embeddingReference(const Shape& y, int64_t vocab, const std::vector<float>& ids,
