@@ -83,5 +83,12 @@ TEST(Embedding, OutOfRangeIdsAreRejectedOnTheHost) {
   ctx.finish();
 }
 
+TEST(Embedding, MinBytesCountsTheRowsReadNotTheWholeTable) {
+  EmbeddingFamily fam;
+  // ids 2*77, 154 token rows + 77 position rows of 768 floats, the f16 output.
+  const size_t want = (154 + (154 + 77) * 768) * 4 + 2 * 768 * 77 * 2;
+  EXPECT_EQ(fam.minBytes(*fam.problem({2, 768, 1, 77}, 49408, 77), StorageFormat::parse("f16.buffer.nchw")), want);
+}
+
 }  // namespace
 }  // namespace sdspeed

@@ -1,5 +1,7 @@
 #include "kernels/embedding/embedding_family.h"
 
+#include <algorithm>
+
 #include "reference/elementwise.h"
 #include "runtime/cl_error.h"
 
@@ -78,6 +80,13 @@ ProblemPtr EmbeddingFamily::makeProblem(const Shape& shape, const std::map<std::
   if (shape.w > positions)
     throw Error("embedding: " + std::to_string(shape.w) + " tokens but positions=" + std::to_string(positions));
   return make(shape, {{"vocab", std::to_string(vocab)}, {"positions", std::to_string(positions)}});
+}
+
+size_t EmbeddingFamily::minBytes(const Problem& p, const StorageFormat& f) const {
+  const Shape& y = get(p).dims;
+  const int64_t rows = std::min(y.n * y.w, attr(get(p), "vocab"));
+  const size_t params = static_cast<size_t>(y.n * y.w + (rows + y.w) * y.c) * sizeof(float);
+  return params + static_cast<size_t>(y.elements()) * TensorDesc{y, f}.elementBytes();
 }
 
 std::unique_ptr<PreparedOp> EmbeddingFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,

@@ -21,6 +21,9 @@ class EmbeddingFamily : public ElementwiseFamily {
   Tolerance tolerance(DType dtype) const override;
   // Attributes: vocab (default 49408, CLIP), positions (default 77, CLIP; >= S).
   ProblemPtr makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const override;
+  // The ids, the table rows the ids select (at most B*S), the first S position rows
+  // and the output: not the whole token table (CLIP's is 150 MB).
+  size_t minBytes(const Problem& p, const StorageFormat& f) const override;
   std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p, const Problem& prob,
                                       const StorageFormat& f) const override;
 
