@@ -2,9 +2,15 @@
 
 #include "kernels/activation/activation_family.h"
 #include "kernels/attention/attention_family.h"
+#include "kernels/binary/binary_family.h"
+#include "kernels/concat/concat_family.h"
+#include "kernels/embedding/embedding_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
+#include "kernels/reshape/reshape_family.h"
 #include "kernels/softmax/softmax_family.h"
+#include "kernels/timestep/timestep_family.h"
+#include "kernels/upsample/upsample_family.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
@@ -17,6 +23,13 @@ const std::vector<std::unique_ptr<Family>>& allFamilies() {
     f.push_back(std::make_unique<SoftmaxFamily>());
     f.push_back(std::make_unique<ActivationFamily>());
     f.push_back(std::make_unique<AttentionFamily>());
+    // The elementwise helpers of the pipeline (kernels/common/elementwise.h).
+    f.push_back(std::make_unique<BinaryFamily>());
+    f.push_back(std::make_unique<UpsampleFamily>());
+    f.push_back(std::make_unique<ConcatFamily>());
+    f.push_back(std::make_unique<ReshapeFamily>());
+    f.push_back(std::make_unique<EmbeddingFamily>());
+    f.push_back(std::make_unique<TimestepFamily>());
     return f;
   }();
   return families;

@@ -8,9 +8,12 @@
 
 #include "kernels/activation/activation_family.h"
 #include "kernels/attention/attention_family.h"
+#include "kernels/binary/binary_family.h"
+#include "kernels/concat/concat_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/softmax/softmax_family.h"
+#include "kernels/timestep/timestep_family.h"
 #include "tuning/check.h"
 
 namespace sdspeed {
@@ -135,6 +138,31 @@ TEST(Mutations, AttentionCausalMaskOffByOne) {
   Tally t = run(fam, "partially_fused_softmax", "R=2,SWG=64,T=8", "f32.buffer.nchw");
   EXPECT_EQ(t.inaccurate, 1);  // the causal problem only
   EXPECT_EQ(t.ok, 3);
+}
+
+TEST(Mutations, ConcatWithBsChannelsOffByOne) {
+  // Output channel c >= C1 reads b's channel c - C1 + 1. Run in NC4HW4, where the one
+  // channel past b's last is a (zero) padding lane, not memory past the buffer: every
+  // check problem with C1 % 4 != 0 has C2 % 4 != 0.
+  Mutant<ConcatFamily> fam("c - a_C", "c - a_C + 1");
+  Tally t = run(fam, "slices", "ITEMS=1,WG=128", "f32.buffer.nc4hw4");
+  EXPECT_EQ(t.inaccurate, 2);  // the problems with odd C1, gathered lane by lane
+  EXPECT_EQ(t.ok, 2);          // C1 % 4 == 0 reads whole slices of b: unaffected
+}
+
+TEST(Mutations, BinaryBroadcastingEveryB) {
+  // Every position reads b's first one, as if b were always [N, C, 1, 1].
+  Mutant<BinaryFamily> fam("b_LOAD4(n, s, hw * bstep)", "b_LOAD4(n, s, 0)");
+  Tally t = run(fam, "slices", "ITEMS=4,WG=64", "f16.image2d.nc4hw4");
+  EXPECT_EQ(t.inaccurate, 2);  // the two problems without broadcast
+  EXPECT_EQ(t.ok, 3);
+}
+
+TEST(Mutations, TimestepIgnoringFreqShift) {
+  Mutant<TimestepFamily> fam("((float)nh - shift)", "((float)nh)");
+  Tally t = run(fam, "per_slice", "WG=64", "f32.buffer.nchw");
+  EXPECT_EQ(t.inaccurate, 2);  // freq_shift 1 and 0.5
+  EXPECT_EQ(t.ok, 1);          // SD 1.5's freq_shift 0
 }
 
 TEST(Mutations, AMutationThatDoesNotApplyIsAnError) {
