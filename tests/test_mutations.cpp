@@ -119,7 +119,7 @@ TEST(Mutations, AttentionRowStatisticsWithoutTheMaxFailOnLargeLogits) {
 }
 
 TEST(Mutations, FlashWithoutTheRunningMaxFailsOnLargeLogits) {
-  Mutant<AttentionFamily> fam("const float mnew = fmax(m[r], cmax);", "const float mnew = 0.0f;");
+  Mutant<AttentionFamily> fam("const float mnew = fmax(m[r], cmax[r]);", "const float mnew = 0.0f;");
   Tally t = run(fam, "flash", "BK=16,KC=8,RQ=1,WG=32", "f32.buffer.nc4hw4");
   EXPECT_EQ(t.inaccurate, 1);
   EXPECT_EQ(t.ok, 3);

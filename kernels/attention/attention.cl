@@ -145,20 +145,36 @@ void attn_pv(v_PARAMS, out_PARAMS, __global const float* scores, __global const 
 #endif  // NAIVE || PARTIAL
 
 #ifdef FLASH
-// Scores of keys c0 .. c0+KC-1 for row r (log2 units) into sc[], their max into cmax.
+// NATIVE: native_exp2 (the hardware's approximation; NVIDIA's ex2.approx is ~2 ulp)
+// instead of the correctly rounded-ish exp2. The accuracy check decides whether a
+// device's native_exp2 is good enough; the tuner only times points that pass it.
+#if NATIVE
+#define FLASH_EXP2 native_exp2
+#else
+#define FLASH_EXP2 exp2
+#endif
+// Scores of keys c0 .. c0+KC-1 of every row (log2 units) into sc[r][c], the rows' maxima
+// into cmax[r]. Each K slice is read from local memory once for all RQ rows.
 // CHECKED (a literal): apply the mask, the causal rule and the tile's end.
-#define FLASH_SCORES(CHECKED)                                                  \
-  for (int c = 0; c < KC; ++c) {                                               \
-    const int kk = c0 + c, key = k0 + kk;                                      \
-    float4 d4 = qr[r][0] * Ks[kk][0];                                          \
-    for (int j = 1; j < HS; ++j) d4 = fma(qr[r][j], Ks[kk][j], d4);            \
-    float x = (d4.x + d4.y) + (d4.z + d4.w);                                   \
-    if (CHECKED) {                                                             \
-      if (hasMask && s < S && key < L) x += mask_LOAD(b, 0, s * L + key) * M_LOG2E_F; \
-      if (kk >= kn || (causal && key > s)) x = -INFINITY;                      \
-    }                                                                          \
-    sc[c] = x;                                                                 \
-    cmax = fmax(cmax, x);                                                      \
+#define FLASH_SCORES(CHECKED)                                                        \
+  for (int c = 0; c < KC; ++c) {                                                     \
+    const int kk = c0 + c, key = k0 + kk;                                            \
+    float4 d4[RQ];                                                                   \
+    for (int r = 0; r < RQ; ++r) d4[r] = (float4)(0.0f);                             \
+    for (int j = 0; j < HS; ++j) {                                                   \
+      const float4 kv = Ks[kk][j];                                                   \
+      for (int r = 0; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);                 \
+    }                                                                                \
+    for (int r = 0; r < RQ; ++r) {                                                   \
+      float x = (d4[r].x + d4[r].y) + (d4[r].z + d4[r].w);                           \
+      if (CHECKED) {                                                                 \
+        const int s = row0 + r * WG + lid;                                           \
+        if (hasMask && s < S && key < L) x += mask_LOAD(b, 0, s * L + key) * M_LOG2E_F; \
+        if (kk >= kn || (causal && key > s)) x = -INFINITY;                          \
+      }                                                                              \
+      sc[r][c] = x;                                                                  \
+      cmax[r] = fmax(cmax[r], x);                                                    \
+    }                                                                                \
   }
 
 // Grid (ceil(S / (WG * RQ)) * WG, B*H), local (WG, 1). Row r of a work-item is query
@@ -196,27 +212,33 @@ void attn_flash(q_PARAMS, k_PARAMS, v_PARAMS, mask_PARAMS, out_PARAMS, const int
     barrier(CLK_LOCAL_MEM_FENCE);
     const int kn = min(BK, kend - k0);
     for (int c0 = 0; c0 < kn; c0 += KC) {
+      float sc[RQ][KC], cmax[RQ], mref[RQ];
+      for (int r = 0; r < RQ; ++r) cmax[r] = -INFINITY;
       // Whole chunks without masks (uniform across the work-group) skip the checks.
-      const bool plain = !causal && !hasMask && c0 + KC <= kn;
+      if (!causal && !hasMask && c0 + KC <= kn) {
+        FLASH_SCORES(0)
+      } else {
+        FLASH_SCORES(1)
+      }
       for (int r = 0; r < RQ; ++r) {
-        const int s = row0 + r * WG + lid;
-        float sc[KC];
-        float cmax = -INFINITY;
-        if (plain) {
-          FLASH_SCORES(0)
-        } else {
-          FLASH_SCORES(1)
-        }
-        const float mnew = fmax(m[r], cmax);
-        if (mnew == -INFINITY) continue;  // every key so far masked for this row
-        const float corr = exp2(m[r] - mnew);
+        const float mnew = fmax(m[r], cmax[r]);
+        // A row with every key so far masked keeps max -inf: exponentiate against 0
+        // instead (all its weights are 0 either way), never -inf - -inf.
+        mref[r] = mnew == -INFINITY ? 0.0f : mnew;
+        const float corr = FLASH_EXP2(m[r] - mref[r]);
         m[r] = mnew;
         den[r] *= corr;
         for (int j = 0; j < HS; ++j) acc[r][j] *= corr;
-        for (int c = 0; c < KC; ++c) {
-          const float p = exp2(sc[c] - mnew);
-          den[r] += p;
-          for (int j = 0; j < HS; ++j) acc[r][j] = fma((float4)(p), Vs[c0 + c][j], acc[r][j]);
+      }
+      for (int c = 0; c < KC; ++c) {
+        float p[RQ];
+        for (int r = 0; r < RQ; ++r) {
+          p[r] = FLASH_EXP2(sc[r][c] - mref[r]);
+          den[r] += p[r];
+        }
+        for (int j = 0; j < HS; ++j) {
+          const float4 vv = Vs[c0 + c][j];  // read once for all RQ rows
+          for (int r = 0; r < RQ; ++r) acc[r][j] = fma((float4)(p[r]), vv, acc[r][j]);
         }
       }
     }

@@ -78,7 +78,8 @@ AttentionFamily::AttentionFamily() {
   f.params = {{"WG", {64, 32, 128}, "work-items (query rows / RQ) per work-group"},
               {"BK", {32, 16, 64}, "keys per local-memory tile"},
               {"RQ", {1, 2}, "query rows per work-item"},
-              {"KC", {16, 8}, "keys per online-softmax rescale (scores held in registers)"}};
+              {"KC", {16, 8}, "keys per online-softmax rescale (scores held in registers)"},
+              {"NATIVE", {0, 1}, "1: native_exp2 (hardware approximation, accuracy-checked)"}};
   f.constraints = {{"BK % KC == 0", [](const ParamPoint& p) { return p["BK"] % p["KC"] == 0; }}};
   f.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
   variants_.push_back(f);
