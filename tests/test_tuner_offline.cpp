@@ -318,6 +318,47 @@ TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
   EXPECT_EQ(pocl.key(), "pocl-cpu-3");
 }
 
+TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
+  sdspeed_test::TempDir dir;
+  GroupNormFamily fam;
+  DeviceInfo h200 = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  h200.vendor = "NVIDIA Corporation";
+  h200.name = "NVIDIA H200";
+  h200.driverVersion = "580.159.04";
+  TuningDatabase db = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h200-580.yaml", h200);
+  db.record(gn("2x320x64x64"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
+  db.save(dir.path() + "/nvidia-h200-580.yaml");
+  // Another vendor's database must not be used.
+  TuningDatabase amd = db;
+  amd.record(gn("2x320x64x64"), "two_pass", "NWG=128,SPLIT=2,VEC=4,WG=256", 1.0, 1.0);
+  amd.save(dir.path() + "/amd-mi300x-6.yaml");
+  DeviceInfo h100 = h200;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.driverVersion = "575.51.03";
+  ASSERT_EQ(h100.key(), "nvidia-h100-80gb-hbm3-575");
+  TunedChoice c = tunedChoice(dir.path(), h100, fam, gn("2x320x64x64"));
+  EXPECT_EQ(c.source, "vendor default (nvidia-h200-580: exact)");
+  EXPECT_EQ(c.variant, "split");
+  EXPECT_EQ(c.params, "CACHE=4,SPLIT=4,VEC=4,WG=512");
+  // The device's own database, once it answers, wins over the vendor's.
+  TuningDatabase own = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h100-80gb-hbm3-575.yaml", h100);
+  own.record(gn("2x640x32x32"), "one_pass", "CACHE=2,VEC=4,WG=512", 9.0, 8.0);
+  own.save(dir.path() + "/nvidia-h100-80gb-hbm3-575.yaml");
+  c = tunedChoice(dir.path(), h100, fam, gn("2x320x64x64"));
+  EXPECT_EQ(c.variant, "one_pass");
+  EXPECT_EQ(c.source.rfind("nearest", 0), 0u) << c.source;
+  // A PoCL CPU of another driver major falls back to its sibling's database too.
+  DeviceInfo pocl = h200;
+  pocl.type = CL_DEVICE_TYPE_CPU;
+  pocl.platformName = "Portable Computing Language";
+  pocl.driverVersion = "5.0+debian";
+  TuningDatabase p3 = TuningDatabase::loadOrEmpty(dir.path() + "/pocl-cpu-3.yaml", pocl);
+  p3.record(gn("1x320x16x16"), "one_pass", "CACHE=1,VEC=8,WG=256", 189.0, 180.0);
+  p3.save(dir.path() + "/pocl-cpu-3.yaml");
+  c = tunedChoice(dir.path(), pocl, fam, gn("1x320x16x16"));
+  EXPECT_EQ(c.source, "vendor default (pocl-cpu-3: exact)");
+}
+
 // The claim of the model-guided strategy, on the recorded full sweeps checked in
 // under tests/data/sweeps: with a budget of 25% of the points, anneal finds a point
 // within 5% of the exhaustive best in at least 18 of 20 seeds, and more often than

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -162,7 +163,25 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
 
 TunedChoice tunedChoice(const std::string& dbDir, const DeviceInfo& dev, const Family& fam, const OpInstance& inst,
                         const std::string& variant) {
-  return TuningDatabase::loadOrEmpty(dbDir + "/" + dev.key() + ".yaml", dev).lookup(fam, inst, variant);
+  const std::string key = dev.key();
+  TunedChoice own = TuningDatabase::loadOrEmpty(dbDir + "/" + key + ".yaml", dev).lookup(fam, inst, variant);
+  if (own.source != "generic default") return own;
+  // Vendor default: the other databases of this vendor, in file-name order.
+  const std::string vendor = key.substr(0, key.find('-') + 1);  // "nvidia-", "pocl-"
+  std::vector<std::filesystem::path> siblings;
+  std::error_code ec;
+  for (const auto& f : std::filesystem::directory_iterator(dbDir, ec)) {
+    const std::string name = f.path().filename().string();
+    if (f.path().extension() == ".yaml" && name.rfind(vendor, 0) == 0 && name != key + ".yaml")
+      siblings.push_back(f.path());
+  }
+  std::sort(siblings.begin(), siblings.end());
+  for (const auto& path : siblings) {
+    const TunedChoice c = TuningDatabase::load(path.string()).lookup(fam, inst, variant);
+    if (c.source != "generic default")
+      return {c.variant, c.params, "vendor default (" + path.stem().string() + ": " + c.source + ")"};
+  }
+  return own;
 }
 
 }  // namespace sdspeed

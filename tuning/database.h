@@ -4,9 +4,12 @@
 // parameters for this op instance on this device" with fallbacks:
 //   exact instance -> nearest shape of the same op, attributes and format
 //   (tuning/op_instance.h shapeDistance) -> device default (the variant and
-//   parameters that win most of this family's entries here) -> generic default
-//   (the family's first variant at its declared defaults).
-// Vendor defaults (a database per vendor) are not implemented yet.
+//   parameters that win most of this family's entries here) -> vendor default (the
+//   same chain, short of the generic default, in the databases of the other devices
+//   of this vendor: files in the same folder whose key starts with the vendor word,
+//   e.g. nvidia-h100-575 for nvidia-h200-580, pocl-cpu-5 for pocl-cpu-3; the first
+//   in file-name order that answers) -> generic default (the family's first variant
+//   at its declared defaults).
 #pragma once
 
 #include <map>
@@ -32,7 +35,9 @@ struct TunedEntry {
 struct TunedChoice {
   std::string variant;
   std::string params;
-  std::string source;  // "exact", "nearest <instance> (distance d)", "device default", "generic default"
+  // "exact", "nearest <instance> (distance d)", "device default",
+  // "vendor default (<key>: <its source>)", "generic default"
+  std::string source;
 };
 
 class TuningDatabase {
@@ -59,7 +64,8 @@ class TuningDatabase {
 };
 
 // The runtime's question: which variant and parameters for this op instance on this
-// device, from DB_DIR/<device-key>.yaml (the generic default when there is no file).
+// device, from DB_DIR/<device-key>.yaml, then the vendor's other databases in DB_DIR
+// (the generic default when none answers).
 TunedChoice tunedChoice(const std::string& dbDir, const DeviceInfo& dev, const Family& fam, const OpInstance& inst,
                         const std::string& variant = "");
 
