@@ -10,8 +10,9 @@
 //     attn_row_softmax reduces each row to (max, 1/sum) in one pass (online
 //     rescaling); NAIVE then normalizes the rows in place and attn_pv multiplies the
 //     stored probabilities by V, PARTIAL (the paper's partially fused softmax) only
-//     stores the two statistics and attn_pv applies exp(x - max) / sum while it loads
-//     the scores, so the normalized matrix is never written or read back.
+//     stores the two statistics and attn_pv applies exp(x - max) while it loads the
+//     scores (and 1/sum to each output), so the normalized matrix is never written or
+//     read back.
 //     Parameters: T (work-group T x T), R (R x R outputs per work-item), SWG (the
 //     row-reduction work-group).
 //   FLASH: attn_flash, one kernel: each work-item owns RQ query rows (q and the output
@@ -104,10 +105,13 @@ void attn_pv(v_PARAMS, out_PARAMS, __global const float* scores, __global const 
              const int useStats) {
   __local float Ps[TT][KL];
   __local float4 Vs[KL][TT];
+  __local float Mx[TT];  // the tile rows' maxima (useStats)
   const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * T + tx;
   const int bh = get_global_id(2), b = bh / H, h = bh % H;
   const int S = out_HW, L = v_HW, D4 = out_C / (4 * H);
   const int s0 = get_group_id(1) * TT, j0 = get_group_id(0) * TT;
+  if (useStats)
+    for (int r = lid; r < TT; r += T * T) Mx[r] = s0 + r < S ? stats[(size_t)bh * S + s0 + r].x : 0.0f;
   float4 acc[R][R];
   for (int i = 0; i < R; ++i)
     for (int c = 0; c < R; ++c) acc[i][c] = (float4)(0.0f);
@@ -118,10 +122,7 @@ void attn_pv(v_PARAMS, out_PARAMS, __global const float* scores, __global const 
       float p = 0.0f;
       if (s < S && l < L) {
         p = scores[((size_t)bh * S + s) * L + l];
-        if (useStats) {
-          const float2 st = stats[(size_t)bh * S + s];
-          p = exp(p - st.x) * st.y;
-        }
+        if (useStats) p = exp(p - Mx[r]);  // 1/sum is applied once per output below
       }
       Ps[r][c] = p;
     }
@@ -139,7 +140,8 @@ void attn_pv(v_PARAMS, out_PARAMS, __global const float* scores, __global const 
   for (int i = 0; i < R; ++i)
     for (int jj = 0; jj < R; ++jj) {
       const int s = s0 + ty + i * T, j = j0 + tx + jj * T;
-      if (s < S && j < D4) out_STORE4(b, h * D4 + j, s, acc[i][jj]);
+      if (s >= S || j >= D4) continue;
+      out_STORE4(b, h * D4 + j, s, useStats ? acc[i][jj] * stats[(size_t)bh * S + s].y : acc[i][jj]);
     }
 }
 #endif  // NAIVE || PARTIAL

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kMaxFlashSlices = 40;  // D <= 160: q and the accumulator live in registers
 constexpr size_t kScoreStage = 4 * 16;         // attn_scores: KS float4 per tile row
-constexpr size_t kPvStage = 16 * 4 + 16 * 16;  // attn_pv: KL floats + KL float4 per tile column
+constexpr size_t kPvStage = 16 * 4 + 16 * 16 + 4;  // attn_pv: KL floats + KL float4 + a max per tile row
 
 const AttentionProblem& asAttention(const Problem& p) {
   auto* a = dynamic_cast<const AttentionProblem*>(&p);
