@@ -4,9 +4,11 @@
 // the checked-in recordings (tests/data/sweeps/).
 #include <gtest/gtest.h>
 
+
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 
 #include "kernels/groupnorm/groupnorm_family.h"
@@ -362,26 +364,39 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
 // under tests/data/sweeps: with a budget of 25% of the points, anneal finds a point
 // within 5% of the exhaustive best in at least 18 of 20 seeds, and more often than
 // random search with the same budget.
+// The tuner issue's claim, on every recording in tests/data/sweeps (full exhaustive
+// sweeps of one instance, any family, any device; the family is read from the rows):
+// with 25% of the points, anneal gets within 5% of the exhaustive best in at least 18
+// of 20 seeds, and more often than random search with the same budget.
 TEST(Replay, AnnealBeatsRandomOnRecordedSweeps) {
-  GroupNormFamily fam;
   DeviceInfo any = fakeDevice(CL_DEVICE_TYPE_GPU, SIZE_MAX);
   any.localMemBytes = UINT64_MAX;
-  int recordings = 0;
+  std::set<std::string> families, devices;
   for (const auto& file : std::filesystem::directory_iterator(std::string(SDSPEED_TEST_DATA) + "/sweeps")) {
     if (file.path().extension() != ".csv") continue;
-    ++recordings;
-    SweepCache rec(file.path().string(), {"CACHE", "NWG", "SPLIT", "VEC", "WG"});
-    ASSERT_FALSE(rec.rows().empty());
+    std::string firstInstance;
+    {
+      SweepCache probe(file.path().string(), {});
+      ASSERT_FALSE(probe.rows().empty()) << file.path();
+      firstInstance = probe.rows().front().instance;
+    }
+    const Family& fam = findFamily(firstInstance.substr(0, firstInstance.find(' ')));
+    std::set<std::string> paramNames;
+    for (const auto& v : fam.variants())
+      for (const auto& p : v.params) paramNames.insert(p.name);
+    SweepCache rec(file.path().string(), std::vector<std::string>(paramNames.begin(), paramNames.end()));
     const std::string inst = rec.rows().front().instance;
     std::set<std::string> recorded;
     double best = INFINITY;
     for (const auto& r : rec.rows()) {
+      ASSERT_EQ(r.instance, inst) << file.path() << ": one instance per recording";
       recorded.insert(r.variant + " [" + r.params + "]");
       if (r.status == Status::Ok) best = std::min(best, r.medianUs);
     }
     std::vector<Candidate> space;
     for (auto& c : tuningSpace(fam, any))
       if (recorded.count(c.text())) space.push_back(c);
+    // The recording is the whole space (no point of it missing from the family's).
     ASSERT_EQ(space.size(), recorded.size()) << file.path();
     const size_t budget = space.size() / 4;
     auto successes = [&](const std::string& strategy) {
@@ -396,10 +411,15 @@ TEST(Replay, AnnealBeatsRandomOnRecordedSweeps) {
     };
     const int anneal = successes("anneal"), random = successes("random");
     RecordProperty(file.path().filename().string(), std::to_string(anneal) + "/20 vs random " + std::to_string(random) + "/20");
+    std::cout << file.path().filename().string() << ": " << space.size() << " points, anneal " << anneal
+              << "/20, random " << random << "/20 within 5% at a 25% budget\n";
     EXPECT_GE(anneal, 18) << file.path() << " (random: " << random << ")";
     EXPECT_GT(anneal, random) << file.path();
+    families.insert(fam.name());
+    devices.insert(file.path().filename().string().substr(0, file.path().filename().string().find('-' + fam.name())));
   }
-  EXPECT_GE(recordings, 1);
+  EXPECT_GE(families.size(), 1u);
+  std::cout << "recordings cover " << families.size() << " families on " << devices.size() << " devices\n";
 }
 
 }  // namespace
