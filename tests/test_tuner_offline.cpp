@@ -4,7 +4,6 @@
 // the checked-in recordings (tests/data/sweeps/).
 #include <gtest/gtest.h>
 
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
