@@ -41,13 +41,14 @@ std::vector<StorageFormat> formatsFromArgs(const Args& args) {
 
 int cmdCheck(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
-  options.insert({"op", "variant", "storage", "points", "params", "seed", "dump-kernels", "csv"});
+  options.insert({"op", "variant", "storage", "points", "params", "seed", "dump-kernels", "csv", "shape", "attrs"});
   auto flags = kDeviceFlags;
   flags.insert({"full", "help"});
   Args args(argv, options, flags);
   if (args.has("help")) {
     std::cout << "usage: sdspeed check [--op OP,..] [--variant V,..] [--storage F,..] [--params K=V,..]\n"
                  "                     [--points N] [--seed S] [--full] [--csv FILE] [--dump-kernels DIR]\n"
+                 "                     [--shape NxCxHxW[,..] [--attrs K=V,..]]   (one --op: these problems only)\n"
                  "Runs every variant (defaults + N sampled points, default 2) in every storage format on\n"
                  "fresh random inputs and compares with the double-precision reference. --full adds the\n"
                  "large Stable Diffusion shapes. Exit status 1 if any case fails.\n";
@@ -71,6 +72,16 @@ int cmdCheck(const std::vector<std::string>& argv) {
     families.front()->variant(variantNames.front()).parsePoint(args.get("params"));
   }
 
+  // --shape: the given problems instead of the family's check set (one op).
+  std::vector<ProblemPtr> shapeProblems;
+  if (args.has("shape")) {
+    if (families.size() != 1) throw Error("--shape needs exactly one --op");
+    for (const auto& s : args.list("shape"))
+      shapeProblems.push_back(families.front()->makeProblem(parseShape(s), attrsFromArgs(args)));
+  } else if (args.has("attrs")) {
+    throw Error("--attrs needs --shape");
+  }
+
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
   std::cout << "device: " << ctx.device().name << " (" << ctx.device().index() << ", "
             << ctx.device().driverVersion << ", " << ctx.device().openclVersion << ")\n";
@@ -90,7 +101,7 @@ int cmdCheck(const std::vector<std::string>& argv) {
                                            : samplePoints(v, ctx.device(), extra, seed);
       for (const auto& p : points)
         for (const auto& f : formats)
-          for (const auto& prob : fam->checkProblems(args.has("full"))) {
+          for (const auto& prob : shapeProblems.empty() ? fam->checkProblems(args.has("full")) : shapeProblems) {
             CheckResult r = checkCase(ctx, *fam, v, p, *prob, f, ++caseSeed);
             std::string result = statusName(r.status);
             if (r.status == Status::Ok) ++passed;

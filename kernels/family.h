@@ -156,6 +156,12 @@ class Family {
   // The ground truth in double for the written slot, from the (storage-rounded) inputs.
   virtual std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const = 0;
   virtual Tolerance tolerance(DType dtype) const = 0;
+  // A variant's own tolerance, where variants differ in accuracy by design (conv's
+  // Winograd tiles); the check and the timed re-check use this one.
+  virtual Tolerance tolerance(const VariantDef& v, DType dtype) const {
+    (void)v;
+    return tolerance(dtype);
+  }
   // A problem from the command line: a shape and NAME=VALUE attributes; throws Error
   // naming an unknown or bad attribute.
   virtual ProblemPtr makeProblem(const Shape& shape,

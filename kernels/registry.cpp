@@ -4,6 +4,7 @@
 #include "kernels/attention/attention_family.h"
 #include "kernels/binary/binary_family.h"
 #include "kernels/concat/concat_family.h"
+#include "kernels/conv/conv_family.h"
 #include "kernels/embedding/embedding_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
@@ -30,6 +31,7 @@ const std::vector<std::unique_ptr<Family>>& allFamilies() {
     f.push_back(std::make_unique<ReshapeFamily>());
     f.push_back(std::make_unique<EmbeddingFamily>());
     f.push_back(std::make_unique<TimestepFamily>());
+    f.push_back(std::make_unique<ConvFamily>());
     return f;
   }();
   return families;

@@ -10,6 +10,7 @@
 #include "kernels/attention/attention_family.h"
 #include "kernels/binary/binary_family.h"
 #include "kernels/concat/concat_family.h"
+#include "kernels/conv/conv_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/softmax/softmax_family.h"
@@ -163,6 +164,43 @@ TEST(Mutations, TimestepIgnoringFreqShift) {
   Tally t = run(fam, "per_slice", "WG=64", "f32.buffer.nchw");
   EXPECT_EQ(t.inaccurate, 2);  // freq_shift 1 and 0.5
   EXPECT_EQ(t.ok, 1);          // SD 1.5's freq_shift 0
+}
+
+// Quick conv problems (ConvFamily::checkProblems): 0 odd 5->7, 1 +temb (batch 2),
+// 2 +residual, 3 stride 2, 4 1x1, 5 4->3 without bias. Winograd skips 3 and 4.
+TEST(Mutations, ConvDirectPaddingOffByOne) {
+  // Column W (one past the right edge) read instead of zero padding.
+  Mutant<ConvFamily> fam("(rowIn && ix >= 0 && ix < W)", "(rowIn && ix >= 0 && ix <= W)");
+  Tally t = run(fam, "direct", "CB=2,CO=8,PX=2,WGX=16,WGY=4", "f32.buffer.nchw");
+  EXPECT_EQ(t.inaccurate, 5);  // every 3x3 problem
+  EXPECT_EQ(t.ok, 1);          // the 1x1 has no padding
+}
+
+TEST(Mutations, ConvIm2colPaddingOffByOne) {
+  Mutant<ConvFamily> fam("iy >= 0 && iy < H && ix >= 0", "iy >= -1 && iy < H && ix >= 0");
+  Tally t = run(fam, "im2col_gemm", "KT=16,RM=8,RN=4,TM=64,TN=64", "f32.buffer.nc4hw4");
+  EXPECT_EQ(t.inaccurate, 5);
+  EXPECT_EQ(t.ok, 1);
+}
+
+TEST(Mutations, WinogradWithAWrongTransformEntry) {
+  // One entry of F(4x4,3x3)'s output transform A^T (-8 -> -7).
+  Mutant<ConvFamily> f4("{0, 1, -1, 8, -8, 1}", "{0, 1, -1, 8, -7, 1}");
+  Tally t = run(f4, "winograd_f4x4_3x3", "KT=16,RM=8,RN=4,TM=64,TN=64", "f32.buffer.nchw");
+  EXPECT_EQ(t.inaccurate, 4);
+  EXPECT_EQ(t.ok, 0);
+  // One entry of F(6x6,3x3)'s weight transform G (1/180 -> 1/170, 6% off): caught
+  // even under F6's looser tolerance.
+  Mutant<ConvFamily> f6("{1.0f / 45, -1.0f / 90, 1.0f / 180}", "{1.0f / 45, -1.0f / 90, 1.0f / 170}");
+  t = run(f6, "winograd_f6x6_3x3", "KT=16,RM=8,RN=4,TM=64,TN=64", "f32.buffer.nchw");
+  EXPECT_EQ(t.inaccurate, 4);
+}
+
+TEST(Mutations, ConvTimeEmbeddingOfTheWrongBatch) {
+  Mutant<ConvFamily> fam("v += temb_LOAD4(n, s, 0)", "v += temb_LOAD4(0, s, 0)");
+  Tally t = run(fam, "winograd_f2x2_3x3", "KT=16,RM=8,RN=4,TM=64,TN=64", "f16.buffer.nchw");
+  EXPECT_EQ(t.inaccurate, 1);  // the batch-2 temb problem only
+  EXPECT_EQ(t.ok, 3);
 }
 
 TEST(Mutations, AMutationThatDoesNotApplyIsAnError) {

@@ -231,6 +231,21 @@ TEST(MinFlops, CountsFromTheOpDefinition) {
   // q, out: 2x320x64; k, v: 2x320x77 (f32); the unused mask placeholder is not counted.
   EXPECT_EQ(att.minBytes(*att.makeProblem({2, 320, 1, 64}, {{"heads", "8"}, {"kv", "77"}}), StorageFormat{}),
             4u * 2 * 320 * (64 * 2 + 77 * 2));
+  const Family& conv = findFamily("conv");
+  // 2x320x64x64 -> 320, 3x3: 2 * 2*320*64*64 * 320*9 FLOPs, + 1 per output for bias.
+  const double out = 2.0 * 320 * 64 * 64;
+  EXPECT_DOUBLE_EQ(conv.minFlops(*conv.makeProblem({2, 320, 64, 64}, {{"cout", "320"}})), out * (2.0 * 2880 + 1));
+  // + temb + residual, no bias.
+  EXPECT_DOUBLE_EQ(conv.minFlops(*conv.makeProblem({2, 320, 64, 64}, {{"bias", "0"}, {"temb", "1"}, {"residual", "1"}})),
+                   out * (2.0 * 2880 + 2));
+  // Stride 2: 32x32 outputs. 1x1 640 -> 1280 at 16x16.
+  EXPECT_DOUBLE_EQ(conv.minFlops(*conv.makeProblem({2, 320, 64, 64}, {{"stride", "2"}, {"bias", "0"}})),
+                   2.0 * 320 * 32 * 32 * 2.0 * 2880);
+  EXPECT_DOUBLE_EQ(conv.minFlops(*conv.makeProblem({2, 640, 16, 16}, {{"cout", "1280"}, {"k", "1"}, {"bias", "0"}})),
+                   2.0 * 1280 * 256 * 2.0 * 640);
+  // x and y in f16, weight and bias in f32; the unused temb/residual placeholders not counted.
+  EXPECT_EQ(conv.minBytes(*conv.makeProblem({2, 8, 4, 4}, {{"cout", "4"}}), StorageFormat::parse("f16.buffer.nchw")),
+            2u * (2 * 8 * 16 + 2 * 4 * 16) + 4u * (4 * 8 * 9 + 4));
   // Every family counts its FLOPs, except the pure data movement ones (0 is right there).
   const std::set<std::string> copies = {"upsample", "concat", "reshape"};
   for (const auto& f : allFamilies())
@@ -251,3 +266,40 @@ TEST(AttentionProblem, BadAttributesAreOneClearError) {
   EXPECT_EQ(p->text(), "attention 2x320x1x64 causal=0 heads=8 kv=77 mask=0");
   EXPECT_EQ(att.makeProblem(p->shape(), p->attributes())->text(), p->text());  // the text form round-trips
 }
+
+namespace sdspeed {
+TEST(ConvProblem, AttributesRoundTripAndBadOnesAreOneClearError) {
+  const Family& conv = findFamily("conv");
+  const auto p = conv.makeProblem({2, 320, 64, 64}, {{"temb", "1"}});
+  EXPECT_EQ(p->text(), "conv 2x320x64x64 bias=1 cout=320 k=3 pad=1 residual=0 stride=1 temb=1");
+  EXPECT_EQ(conv.makeProblem(p->shape(), p->attributes())->text(), p->text());
+  EXPECT_EQ(conv.makeProblem({2, 320, 64, 64}, {{"k", "1"}})->text(),
+            "conv 2x320x64x64 bias=1 cout=320 k=1 pad=0 residual=0 stride=1 temb=0");
+  EXPECT_THROW(conv.makeProblem({2, 320, 64, 64}, {{"k", "5"}}), Error);
+  EXPECT_THROW(conv.makeProblem({2, 320, 64, 64}, {{"stride", "3"}}), Error);
+  EXPECT_THROW(conv.makeProblem({2, 320, 64, 64}, {{"pad", "3"}}), Error);
+  EXPECT_THROW(conv.makeProblem({2, 320, 64, 64}, {{"pad", "-1"}}), Error);
+  EXPECT_THROW(conv.makeProblem({2, 320, 64, 64}, {{"cout", "0"}}), Error);
+  EXPECT_THROW(conv.makeProblem({2, 320, 64, 64}, {{"temb", "2"}}), Error);
+  EXPECT_THROW(conv.makeProblem({2, 320, 64, 64}, {{"groups", "2"}}), Error);
+  EXPECT_THROW(conv.makeProblem({1, 4, 2, 2}, {{"pad", "0"}}), Error);  // smaller than the window
+}
+
+TEST(ConvProblem, VariantsSayWhatTheyCannotRun) {
+  const Family& conv = findFamily("conv");
+  DeviceInfo dev;
+  dev.maxWorkGroupSize = 1024;
+  dev.localMemBytes = 48 * 1024;
+  dev.maxAllocBytes = size_t{1} << 32;
+  dev.globalMemBytes = size_t{1} << 36;
+  const auto s2 = conv.makeProblem({1, 8, 9, 9}, {{"stride", "2"}});
+  const auto k1 = conv.makeProblem({1, 8, 9, 9}, {{"k", "1"}});
+  const auto k3 = conv.makeProblem({1, 8, 9, 9}, {});
+  for (const auto& v : conv.variants()) {
+    const bool wino = v.name.rfind("winograd", 0) == 0;
+    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *s2, StorageFormat{}, dev).empty(), !wino && v.name != "conv1x1") << v.name;
+    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *k1, StorageFormat{}, dev).empty(), !wino) << v.name;
+    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *k3, StorageFormat{}, dev).empty(), v.name != "conv1x1") << v.name;
+  }
+}
+}  // namespace sdspeed

@@ -72,7 +72,7 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
     }
     bytes = out->downloadBytes();
     r.canaryIntact = out->canaryIntact();
-    judge(r, fam.tolerance(f.dtype), out->desc(), bytes, data->ref);
+    judge(r, fam.tolerance(v, f.dtype), out->desc(), bytes, data->ref);
   } catch (const UnsupportedError& e) {
     r.status = Status::Unsupported;
     r.message = e.what();

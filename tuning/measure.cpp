@@ -9,7 +9,7 @@ namespace sdspeed {
 
 TimedCase::TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p, const Problem& prob,
                      const StorageFormat& f, const TimingPolicy& policy, uint64_t seed)
-    : ctx_(ctx), fam_(fam), format_(f), policy_(policy) {
+    : ctx_(ctx), fam_(fam), format_(f), policy_(policy), tolerance_(fam.tolerance(v, f.dtype)) {
   check_ = checkCase(ctx, fam, v, p, prob, f, seed);
   bytes_ = fam.minBytes(prob, f);
   if (!ok()) return;
@@ -58,7 +58,7 @@ bool TimedCase::verify() {
     }
     DeviceTensor& out = sets_.front().output();
     CheckResult after = check_;
-    judge(after, fam_.tolerance(format_.dtype), out.desc(), out.downloadBytes(), data_->ref);
+    judge(after, tolerance_, out.desc(), out.downloadBytes(), data_->ref);
     if (after.status != Status::Ok) {
       check_.status = Status::Inaccurate;
       check_.message = "output wrong after the timed launches: " + after.message;

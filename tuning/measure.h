@@ -46,6 +46,7 @@ class TimedCase {
   const Family& fam_;
   StorageFormat format_;
   TimingPolicy policy_;
+  Tolerance tolerance_;  // the variant's
   CheckResult check_;
   size_t bytes_ = 0;
   std::unique_ptr<PreparedOp> op_;

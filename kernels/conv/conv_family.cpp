@@ -1,0 +1,556 @@
+#include "kernels/conv/conv_family.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+constexpr int kFlagBias = 1, kFlagTemb = 2, kFlagResidual = 4;  // CONV_* in conv.cl
+constexpr size_t kTransformWg = 64;  // work-group of the pack / im2col / transform kernels
+
+const ConvProblem& asConv(const Problem& p) {
+  auto* c = dynamic_cast<const ConvProblem*>(&p);
+  if (!c) throw Error("conv given a problem of another family: " + p.text());
+  return *c;
+}
+
+size_t up4(int64_t x) { return static_cast<size_t>((x + 3) / 4 * 4); }
+
+VariantDef directVariant() {
+  VariantDef v;
+  v.name = "direct";
+  v.summary = "tiled direct convolution: CO channels x PX pixels per work-item, CB input slices of weights in local memory";
+  v.defines = {{"DIRECT", 1}};
+  v.params = {{"WGX", {16, 8, 32}, "work-group width (output pixel groups of a row)"},
+              {"WGY", {4, 1, 8}, "work-group height (output rows)"},
+              {"CO", {8, 4, 16}, "output channels per work-item (a multiple of 4)"},
+              {"PX", {2, 1, 4}, "output pixels of a row per work-item"},
+              {"CB", {2, 1, 4}, "input slices (4 channels) per local-memory weight stage"}};
+  v.constraints = {{"WGX * WGY <= 256", [](const ParamPoint& p) { return p["WGX"] * p["WGY"] <= 256; }}};
+  v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WGX"] * p["WGY"]); };
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["CB"] * 4 * 9 * p["CO"]) * 4; };
+  return v;
+}
+
+// The GEMM-based variants share conv_gemm's parameters.
+VariantDef gemmVariant(const std::string& name, const std::string& define, int wm, const std::string& summary) {
+  VariantDef v;
+  v.name = name;
+  v.summary = summary;
+  v.defines = {{define, 1}};
+  if (wm) v.defines["WM"] = wm;
+  v.params = {{"TM", {64, 32, 128}, "GEMM tile: output channels per work-group"},
+              {"TN", {64, 32, 128}, "GEMM tile: positions (or Winograd tiles) per work-group"},
+              {"RM", {8, 4}, "register tile: output channels per work-item (float4 groups)"},
+              {"RN", {4, 8}, "register tile: positions per work-item (float4 groups)"},
+              {"KT", {16, 8, 32}, "reduction depth per local-memory stage"}};
+  v.constraints = {{"(TM/RM) * (TN/RN) in [16, 256]", [](const ParamPoint& p) {
+                      const int wg = (p["TM"] / p["RM"]) * (p["TN"] / p["RN"]);
+                      return wg >= 16 && wg <= 256;
+                    }}};
+  v.workGroupSize = [](const ParamPoint& p) {
+    return std::max(static_cast<size_t>((p["TM"] / p["RM"]) * (p["TN"] / p["RN"])), kTransformWg);
+  };
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["KT"] * (p["TM"] + p["TN"])) * 4; };
+  return v;
+}
+
+std::string flagText(bool b) { return b ? "1" : "0"; }
+
+}  // namespace
+
+std::string ConvProblem::text() const {
+  std::string t = "conv " + shape().text();
+  for (const auto& [k, v] : attributes()) t += " " + k + "=" + v;
+  return t;
+}
+
+std::map<std::string, std::string> ConvProblem::attributes() const {
+  return {{"cout", std::to_string(dims.cout)}, {"k", std::to_string(dims.kernel)},
+          {"stride", std::to_string(dims.stride)}, {"pad", std::to_string(dims.pad)},
+          {"bias", flagText(bias)}, {"temb", flagText(temb)}, {"residual", flagText(residual)}};
+}
+
+ConvFamily::ConvFamily() {
+  variants_.push_back(directVariant());
+  variants_.push_back(gemmVariant("im2col_gemm", "IM2COL", 0,
+                                  "im2col of x into a scratch buffer [N][Cin*k*k][Ho*Wo], then a tiled GEMM with the packed weights"));
+  variants_.push_back(gemmVariant("conv1x1", "CONV1X1", 0, "1x1 convolution as a tiled GEMM reading x directly (no im2col)"));
+  variants_.push_back(gemmVariant("winograd_f2x2_3x3", "WINO", 2,
+                                  "Winograd F(2x2,3x3): input transform, GEMM over 16 planes, output transform"));
+  variants_.push_back(gemmVariant("winograd_f4x4_3x3", "WINO", 4,
+                                  "Winograd F(4x4,3x3): input transform, GEMM over 36 planes, output transform"));
+  variants_.push_back(gemmVariant("winograd_f6x6_3x3", "WINO", 6,
+                                  "Winograd F(6x6,3x3): input transform, GEMM over 64 planes, output transform"));
+}
+
+ProblemPtr ConvFamily::problem(Shape x, int64_t cout, int k, int stride, bool bias, bool temb, bool residual, int pad) {
+  if (x.n < 1 || x.c < 1 || x.h < 1 || x.w < 1) throw Error("conv needs a positive input shape, got " + x.text());
+  if (cout < 1) throw Error("conv needs cout >= 1, got " + std::to_string(cout));
+  if (k != 1 && k != 3) throw Error("conv supports k=1 or k=3, got k=" + std::to_string(k));
+  if (stride != 1 && stride != 2) throw Error("conv supports stride 1 or 2, got " + std::to_string(stride));
+  if (pad < 0) pad = k / 2;
+  if (pad >= k) throw Error("conv padding must be below k=" + std::to_string(k) + ", got pad=" + std::to_string(pad));
+  auto p = std::make_shared<ConvProblem>();
+  p->dims = {x.n, x.c, x.h, x.w, cout, k, stride, pad};
+  if (p->dims.outHeight() < 1 || p->dims.outWidth() < 1)
+    throw Error("conv: input " + x.text() + " is smaller than the k=" + std::to_string(k) + " window");
+  p->bias = bias;
+  p->temb = temb;
+  p->residual = residual;
+  return p;
+}
+
+std::vector<TensorSlot> ConvFamily::slots() const {
+  return {{"x", Access::Read, true},         {"weight", Access::Read, false}, {"bias", Access::Read, false},
+          {"temb", Access::Read, true},      {"residual", Access::Read, true}, {"y", Access::Write, true}};
+}
+
+std::vector<ProblemPtr> ConvFamily::checkProblems(bool full) const {
+  // Quick set (CI, PoCL): small, odd channel counts and sizes, every epilogue, stride 2,
+  // a 1x1 and a conv_in/conv_out-like one; Cin 36 spans several KT / CB stages.
+  std::vector<ProblemPtr> out = {
+      problem({1, 5, 7, 9}, 7, 3, 1, true),                       // odd everything; partial Winograd tiles
+      problem({2, 36, 10, 10}, 12, 3, 1, true, true),             // ResNet conv1: + temb
+      problem({2, 12, 9, 11}, 8, 3, 1, true, false, true),        // ResNet conv2: + residual
+      problem({1, 6, 11, 9}, 5, 3, 2, true),                      // stride-2 downsample, odd sizes
+      problem({2, 7, 6, 5}, 9, 1, 1, true, false, true),          // 1x1 shortcut + residual
+      problem({1, 4, 13, 13}, 3, 3, 1, false),                    // conv_in/conv_out channel counts, no bias
+  };
+  if (!full) return out;
+  // SD 1.5 UNet at 64x64 latents, batch 2: every distinct convolution.
+  auto unet = [&](int64_t cin, int64_t hw, int64_t cout, int k, int stride = 1) {
+    out.push_back(problem({2, cin, hw, hw}, cout, k, stride, true));
+  };
+  unet(4, 64, 320, 3);                        // conv_in
+  out.push_back(problem({2, 320, 64, 64}, 320, 3, 1, true, true));        // ResNet conv1 (+temb)
+  out.push_back(problem({2, 320, 64, 64}, 320, 3, 1, true, false, true)); // ResNet conv2 (+residual)
+  unet(320, 64, 320, 1);                      // proj_in / proj_out
+  unet(320, 64, 320, 3, 2);                   // downsample 64 -> 32
+  out.push_back(problem({2, 320, 32, 32}, 640, 3, 1, true, true));
+  out.push_back(problem({2, 640, 32, 32}, 640, 3, 1, true, false, true));
+  unet(320, 32, 640, 1);                      // conv_shortcut
+  unet(640, 32, 640, 1);
+  unet(640, 32, 640, 3, 2);                   // downsample 32 -> 16
+  out.push_back(problem({2, 640, 16, 16}, 1280, 3, 1, true, true));
+  out.push_back(problem({2, 1280, 16, 16}, 1280, 3, 1, true, false, true));
+  unet(640, 16, 1280, 1);
+  unet(1280, 16, 1280, 1);
+  unet(1280, 16, 1280, 3, 2);                 // downsample 16 -> 8
+  unet(1280, 8, 1280, 3);                     // down / mid ResNets at 8x8
+  unet(1280, 8, 1280, 1);
+  unet(2560, 8, 1280, 3);                     // up blocks: concatenated skips
+  unet(2560, 8, 1280, 1);
+  unet(2560, 16, 1280, 3);
+  unet(2560, 16, 1280, 1);
+  unet(1920, 16, 1280, 3);
+  unet(1920, 16, 1280, 1);
+  unet(1280, 32, 1280, 3);                    // upsample conv 16 -> 32
+  unet(1920, 32, 640, 3);
+  unet(1920, 32, 640, 1);
+  unet(1280, 32, 640, 3);
+  unet(1280, 32, 640, 1);
+  unet(960, 32, 640, 3);
+  unet(960, 32, 640, 1);
+  unet(640, 64, 640, 3);                      // upsample conv 32 -> 64
+  unet(960, 64, 320, 3);
+  unet(960, 64, 320, 1);
+  unet(640, 64, 320, 3);
+  unet(640, 64, 320, 1);
+  unet(320, 64, 4, 3);                        // conv_out
+  // SD 1.5 VAE decoder up to 512x512, batch 1.
+  auto vae = [&](int64_t cin, int64_t hw, int64_t cout, int k) {
+    out.push_back(problem({1, cin, hw, hw}, cout, k, 1, true));
+  };
+  vae(4, 64, 4, 1);      // post_quant_conv
+  vae(4, 64, 512, 3);    // conv_in
+  vae(512, 64, 512, 3);  // mid block and up block 0
+  vae(512, 128, 512, 3); // upsample conv and up block 1
+  vae(512, 256, 512, 3); // upsample conv
+  vae(512, 256, 256, 3);
+  vae(512, 256, 256, 1); // conv_shortcut
+  vae(256, 256, 256, 3);
+  vae(256, 512, 256, 3); // upsample conv
+  vae(256, 512, 128, 3);
+  vae(256, 512, 128, 1);
+  vae(128, 512, 128, 3);
+  vae(128, 512, 3, 3);   // conv_out
+  return out;
+}
+
+std::vector<Shape> ConvFamily::shapes(const Problem& prob) const {
+  const auto& p = asConv(prob);
+  const Shape one{1, 1, 1, 1}, y = p.outShape();
+  return {p.shape(),
+          {p.dims.cout, p.dims.cin, p.dims.kernel, p.dims.kernel},
+          p.bias ? Shape{1, p.dims.cout, 1, 1} : one,
+          p.temb ? Shape{p.dims.batch, p.dims.cout, 1, 1} : one,
+          p.residual ? y : one,
+          y};
+}
+
+std::vector<HostTensor> ConvFamily::makeInputs(const Problem& prob, std::mt19937_64& rng) const {
+  const auto& p = asConv(prob);
+  const auto sh = shapes(prob);
+  const double fanIn = static_cast<double>(p.dims.cin * p.dims.kernel * p.dims.kernel);
+  const float sigma[] = {1.0f, static_cast<float>(1.0 / std::sqrt(fanIn)), 0.1f, 1.0f, 1.0f};
+  const bool used[] = {true, true, p.bias, p.temb, p.residual};
+  std::vector<HostTensor> in;
+  for (size_t i = 0; i < 5; ++i) {
+    HostTensor t{sh[i], std::vector<float>(static_cast<size_t>(sh[i].elements()), 0.0f)};
+    if (used[i]) {
+      std::normal_distribution<float> normal(0.0f, sigma[i]);
+      for (auto& x : t.data) x = normal(rng);
+    }
+    in.push_back(std::move(t));
+  }
+  in.push_back({sh[5], {}});
+  return in;
+}
+
+std::vector<double> ConvFamily::reference(const Problem& prob, const std::vector<HostTensor>& in) const {
+  const auto& p = asConv(prob);
+  const std::vector<float> none;
+  return convReference(p.dims, in[0].data, in[1].data, p.bias ? in[2].data : none, p.temb ? in[3].data : none,
+                       p.residual ? in[4].data : none);
+}
+
+Tolerance ConvFamily::tolerance(DType dtype) const {
+  // direct, im2col_gemm, conv1x1: fp32 sums of K = Cin*k*k products of order
+  // 1/sqrt(fan_in) into outputs of order 1 (plus bias/temb/residual of order 1). The
+  // rounding error of such a sum grows like sqrt(K) * 2^-24 * |partial sums|: for the
+  // largest SD fan-in (2560*9 = 23040) ~1e-5 relative. Measured on PoCL (f32, rel L2 /
+  // max abs): 6.7e-7 / 1.4e-5 at 2x320x64x64 (K = 2880), 1.3e-6 / 2.1e-5 at
+  // 2x1280x16x16 (K = 11520). atol 1e-4, rtol 1e-4, rel L2 5e-6 (~4x headroom).
+  // f16 storage rounds inputs (before the reference) and the output (2^-11 relative,
+  // |y| up to ~5): atol 4e-3, rtol 2e-3, rel L2 1e-3.
+  if (dtype == DType::F32) return {1e-4, 1e-4, 5e-6};
+  return {4e-3, 2e-3, 1e-3};
+}
+
+Tolerance ConvFamily::tolerance(const VariantDef& v, DType dtype) const {
+  // Winograd multiplies by transform entries far from 1 and cancels afterwards: the
+  // fp32 rounding of the transformed values is amplified by the output transform's
+  // entries, and grows with the tile. Measured on PoCL in f32 (rel L2 / max abs),
+  // 2x320x64x64 -> 320 and 2x1280x16x16 -> 1280 (+ residual):
+  //   F(2x2,3x3): entries 0, +-1, 1/2; the GEMM sums only Cin terms per plane:
+  //               3.9e-7 / 4.1e-6 and 7.6e-7 / 6.8e-6: better than direct; direct's tolerance.
+  //   F(4x4,3x3): B^T entries up to 5, A^T up to 8: 2.5e-6 / 6.9e-5 and 4.9e-6 / 1.6e-4.
+  //               atol = rtol 1e-3, rel L2 2.5e-5 (5x; fan-in 2560 adds ~sqrt(2)).
+  //   F(6x6,3x3): B^T up to 5.25, A^T up to 32, G down to 1/180: 4.7e-6 / 1.2e-4 and
+  //               9.0e-6 / 2.0e-4. atol = rtol 2e-3, rel L2 5e-5.
+  // In f16 storage the output's rounding (2^-11) still dominates, so the f16
+  // tolerance is direct's except for F(6x6), which keeps a little more room.
+  const int m = winogradTile(v);
+  if (m == 0 || m == 2) return tolerance(dtype);
+  if (m == 4) return dtype == DType::F32 ? Tolerance{1e-3, 1e-3, 2.5e-5} : tolerance(dtype);
+  return dtype == DType::F32 ? Tolerance{2e-3, 2e-3, 5e-5} : Tolerance{6e-3, 3e-3, 1e-3};
+}
+
+ProblemPtr ConvFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
+  int64_t cout = shape.c;
+  int k = 3, stride = 1, pad = -1;
+  bool bias = true, temb = false, residual = false;
+  auto integer = [](const std::string& key, const std::string& v) -> int64_t {
+    try {
+      size_t used = 0;
+      const long long x = std::stoll(v, &used);
+      if (used == v.size()) return x;
+    } catch (const std::exception&) {
+    }
+    throw Error("conv attribute " + key + "=" + v + " is not an integer");
+  };
+  auto flag = [&](const std::string& key, const std::string& v) {
+    const int64_t x = integer(key, v);
+    if (x != 0 && x != 1) throw Error("conv attribute " + key + " must be 0 or 1, got " + v);
+    return x == 1;
+  };
+  for (const auto& [key, v] : attrs) {
+    if (key == "cout") cout = integer(key, v);
+    else if (key == "k") k = static_cast<int>(integer(key, v));
+    else if (key == "stride") stride = static_cast<int>(integer(key, v));
+    else if (key == "pad") pad = static_cast<int>(std::clamp<int64_t>(integer(key, v), -1000, 1000));
+    else if (key == "bias") bias = flag(key, v);
+    else if (key == "temb") temb = flag(key, v);
+    else if (key == "residual") residual = flag(key, v);
+    else throw Error("unknown conv attribute '" + key + "' (known: cout, k, stride, pad, bias, temb, residual)");
+  }
+  if (attrs.count("pad") && pad < 0) throw Error("conv padding must be >= 0, got " + attrs.at("pad"));
+  return problem(shape, cout, k, stride, bias, temb, residual, pad);
+}
+
+size_t ConvFamily::minBytes(const Problem& prob, const StorageFormat& f) const {
+  const auto& p = asConv(prob);
+  const size_t elem = f.dtype == DType::F32 ? 4 : 2;
+  const auto sh = shapes(prob);
+  size_t bytes = elem * static_cast<size_t>(sh[0].elements() + sh[5].elements()) + 4 * static_cast<size_t>(sh[1].elements());
+  if (p.bias) bytes += 4 * static_cast<size_t>(sh[2].elements());
+  if (p.temb) bytes += elem * static_cast<size_t>(sh[3].elements());
+  if (p.residual) bytes += elem * static_cast<size_t>(sh[4].elements());
+  return bytes;
+}
+
+double ConvFamily::minFlops(const Problem& prob) const {
+  const auto& p = asConv(prob);
+  const double outputs = static_cast<double>(p.outShape().elements());
+  const double taps = static_cast<double>(p.dims.cin * p.dims.kernel * p.dims.kernel);
+  return outputs * (2.0 * taps + (p.bias ? 1 : 0) + (p.temb ? 1 : 0) + (p.residual ? 1 : 0));
+}
+
+int ConvFamily::winogradTile(const VariantDef& v) {
+  auto it = v.defines.find("WM");
+  return it == v.defines.end() ? 0 : it->second;
+}
+
+double ConvFamily::multiplicationsPerOutput(const VariantDef& v, const ConvProblem& p) {
+  const int m = winogradTile(v);
+  if (m == 0) return static_cast<double>(p.dims.kernel * p.dims.kernel);
+  return static_cast<double>((m + 2) * (m + 2)) / static_cast<double>(m * m);
+}
+
+ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p) {
+  ConvScratch s;
+  const ConvDims& d = p.dims;
+  const size_t coutP = up4(d.cout), f = sizeof(float);
+  if (v.name == "direct") return s;
+  if (const int m = winogradTile(v)) {
+    const size_t a2 = static_cast<size_t>((m + 2) * (m + 2));
+    const size_t tiles = static_cast<size_t>(d.batch * ((d.outHeight() + m - 1) / m) * ((d.outWidth() + m - 1) / m));
+    s.weights = a2 * static_cast<size_t>(d.cin) * coutP * f;
+    s.input = a2 * static_cast<size_t>(d.cin) * up4(static_cast<int64_t>(tiles)) * f;
+    s.output = a2 * coutP * up4(static_cast<int64_t>(tiles)) * f;
+    return s;
+  }
+  const size_t K = static_cast<size_t>(d.cin * d.kernel * d.kernel);
+  s.weights = K * coutP * f;
+  if (v.name == "im2col_gemm")
+    s.input = static_cast<size_t>(d.batch) * K * up4(d.outHeight() * d.outWidth()) * f;
+  return s;
+}
+
+std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint& pt, const Problem& prob,
+                                          const StorageFormat& f, const DeviceInfo& dev) const {
+  if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
+  const auto& p = asConv(prob);
+  const ConvDims& d = p.dims;
+  if (winogradTile(v)) {
+    if (d.kernel != 3 || d.stride != 1)
+      return "Winograd F(m x m, 3 x 3) needs a 3x3 kernel with stride 1 (got k=" + std::to_string(d.kernel) +
+             ", stride " + std::to_string(d.stride) + ")";
+  } else if (v.name == "conv1x1") {
+    if (d.kernel != 1 || d.stride != 1 || d.pad != 0)
+      return "conv1x1 needs a 1x1 kernel, stride 1, no padding (got k=" + std::to_string(d.kernel) + ", stride " +
+             std::to_string(d.stride) + ", pad " + std::to_string(d.pad) + ")";
+  }
+  const ConvScratch s = scratch(v, p);
+  for (size_t bytes : {s.weights, s.input, s.output})
+    if (bytes > dev.maxAllocBytes)
+      return "a " + std::to_string(bytes >> 20) + " MiB scratch buffer exceeds the device's largest allocation (" +
+             std::to_string(dev.maxAllocBytes >> 20) + " MiB)";
+  if (s.total() > dev.globalMemBytes / 2)
+    return std::to_string(s.total() >> 20) + " MiB of scratch exceed half the device memory";
+  return {};
+}
+
+namespace {
+
+// One prepared convolution. The GEMM-based variants first turn the weights into the
+// layout their GEMM reads (packed Wt [Cin*k*k][CoutP], or the Winograd planes U
+// [alpha^2][Cin][CoutP]); that runs on the device once per weight buffer and is
+// cached (the buffer retained, so it cannot be freed and its handle reused), as the
+// network's weights are constant. Its launch is enqueued before the op's kernels but
+// its event is not returned: timings cover the per-inference kernels only.
+class ConvOp : public PreparedOp {
+ public:
+  ConvOp(Context& ctx, const ConvFamily& fam, const VariantDef& v, const ParamPoint& pt, const ConvProblem& p,
+         const StorageFormat& f)
+      : ctx_(ctx), p_(p) {
+    const ConvDims& d = p.dims;
+    program_ = fam.buildProgram(ctx, v, pt, f, 1);
+    flags_ = (p.bias ? kFlagBias : 0) | (p.temb ? kFlagTemb : 0) | (p.residual ? kFlagResidual : 0);
+    scratch_ = ConvFamily::scratch(v, p);
+    coutP_ = static_cast<cl_int>(up4(d.cout));
+    const size_t N = static_cast<size_t>(d.batch), Ho = static_cast<size_t>(d.outHeight()),
+                 Wo = static_cast<size_t>(d.outWidth());
+    if (v.name == "direct") {
+      kind_ = Kind::Direct;
+      const size_t wgx = pt["WGX"], wgy = pt["WGY"], px = pt["PX"], co = pt["CO"];
+      const size_t coBlocks = (static_cast<size_t>(d.cout) + co - 1) / co;
+      add("conv_direct", 3, {roundUp((Wo + px - 1) / px, wgx), roundUp(Ho, wgy), N * coBlocks}, {wgx, wgy, 1});
+      return;
+    }
+    const size_t wx = pt["TN"] / pt["RN"], wy = pt["TM"] / pt["RM"], tm = pt["TM"], tn = pt["TN"];
+    const size_t coutP = static_cast<size_t>(coutP_), cin = static_cast<size_t>(d.cin);
+    auto gemm = [&](size_t cols, size_t batches) {
+      add("conv_gemm", 3, {(cols + tn - 1) / tn * wx, (coutP + tm - 1) / tm * wy, batches}, {wx, wy, 1});
+    };
+    if (const int m = ConvFamily::winogradTile(v)) {
+      kind_ = Kind::Winograd;
+      tilesH_ = static_cast<cl_int>((Ho + m - 1) / m);
+      tilesW_ = static_cast<cl_int>((Wo + m - 1) / m);
+      tiles_ = static_cast<cl_int>(N) * tilesH_ * tilesW_;
+      tilesP_ = static_cast<cl_int>(up4(tiles_));
+      prep_ = {nullptr, 2, {roundUp(coutP, kTransformWg), cin, 1}, {kTransformWg, 1, 1}};
+      prepKernel_ = ctx.createKernel(program_, "conv_wino_weights");
+      prep_.kernel = prepKernel_.get();
+      add("conv_wino_input", 2, {roundUp(static_cast<size_t>(tilesP_), kTransformWg), cin, 1}, {kTransformWg, 1, 1});
+      gemm(static_cast<size_t>(tilesP_), static_cast<size_t>((m + 2) * (m + 2)));
+      add("conv_wino_output", 2, {roundUp(static_cast<size_t>(tiles_), kTransformWg), coutP / 4, 1},
+          {kTransformWg, 1, 1});
+      input_ = ctx.createBuffer(scratch_.input);
+      output_ = ctx.createBuffer(scratch_.output);
+      return;
+    }
+    const size_t K = cin * static_cast<size_t>(d.kernel * d.kernel);
+    prep_ = {nullptr, 2, {roundUp(coutP, kTransformWg), K, 1}, {kTransformWg, 1, 1}};
+    prepKernel_ = ctx.createKernel(program_, "conv_pack_weights");
+    prep_.kernel = prepKernel_.get();
+    if (v.name == "im2col_gemm") {
+      kind_ = Kind::Im2col;
+      pp_ = static_cast<cl_int>(up4(static_cast<int64_t>(Ho * Wo)));
+      add("conv_im2col", 3, {roundUp(static_cast<size_t>(pp_), kTransformWg), K, N}, {kTransformWg, 1, 1});
+      gemm(static_cast<size_t>(pp_), N);
+      input_ = ctx.createBuffer(scratch_.input);
+    } else {
+      kind_ = Kind::Conv1x1;
+      gemm(Ho * Wo, N);
+    }
+  }
+
+  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    if (!checkedLimits_) {
+      for (const auto& l : launches_) checkKernelLimits(ctx_, l);
+      if (prep_.kernel) checkKernelLimits(ctx_, prep_);
+      checkedLimits_ = true;
+    }
+    // Slots: x, weight, bias, temb, residual, y.
+    const ConvDims& d = p_.dims;
+    const cl_int H = static_cast<cl_int>(d.height), W = static_cast<cl_int>(d.width),
+                 Wo = static_cast<cl_int>(d.outWidth()), K = static_cast<cl_int>(d.kernel),
+                 stride = static_cast<cl_int>(d.stride), pad = static_cast<cl_int>(d.pad);
+    std::vector<ClEvent> events;
+    if (kind_ == Kind::Direct) {
+      cl_kernel k = kernels_[0].get();
+      int i = 0;
+      for (int slot = 0; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
+      for (cl_int a : {H, W, Wo, K, stride, pad, flags_}) setArg(k, i++, a);
+      events.push_back(enqueueLaunch(ctx_.queue(), launches_[0]));
+      return events;
+    }
+    cl_mem weights = preparedWeights(*t[1]);
+    size_t next = 0;
+    if (kind_ == Kind::Winograd) {
+      cl_kernel k = kernels_[next].get();
+      cl_mem V = input_.get(), M = output_.get();
+      int i = t[0]->setArgs(k, 0);
+      setArg(k, i++, V);
+      for (cl_int a : {H, W, tilesH_, tilesW_, tiles_, tilesP_, pad}) setArg(k, i++, a);
+      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+      k = kernels_[next].get();
+      i = 0;
+      setArg(k, i++, weights);
+      setArg(k, i++, static_cast<cl_int>(d.cin * coutP_));
+      setArg(k, i++, coutP_);
+      setArg(k, i++, static_cast<cl_int>(d.cin));
+      setArg(k, i++, V);
+      setArg(k, i++, tilesP_);
+      setArg(k, i++, M);
+      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+      k = kernels_[next].get();
+      i = 0;
+      setArg(k, i++, M);
+      for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
+      for (cl_int a : {Wo, tilesH_, tilesW_, tiles_, tilesP_, coutP_, flags_}) setArg(k, i++, a);
+      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+      return events;
+    }
+    const cl_int Kdim = static_cast<cl_int>(d.cin * d.kernel * d.kernel);
+    cl_mem col = input_.get();
+    if (kind_ == Kind::Im2col) {
+      cl_kernel k = kernels_[next].get();
+      int i = t[0]->setArgs(k, 0);
+      setArg(k, i++, col);
+      const cl_int HoWo = static_cast<cl_int>(d.outHeight() * d.outWidth());
+      for (cl_int a : {H, W, Wo, HoWo, pp_, K, stride, pad}) setArg(k, i++, a);
+      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+    }
+    cl_kernel k = kernels_[next].get();
+    int i = 0;
+    setArg(k, i++, weights);
+    setArg(k, i++, static_cast<cl_int>(0));
+    setArg(k, i++, coutP_);
+    setArg(k, i++, Kdim);
+    if (kind_ == Kind::Im2col) {
+      setArg(k, i++, col);
+      setArg(k, i++, pp_);
+    } else {
+      i = t[0]->setArgs(k, i);
+    }
+    for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
+    setArg(k, i++, flags_);
+    events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+    return events;
+  }
+
+  size_t scratchBytes() const override { return scratch_.total(); }
+
+ private:
+  enum class Kind { Direct, Im2col, Conv1x1, Winograd };
+
+  void add(const char* name, int dims, std::array<size_t, 3> global, std::array<size_t, 3> local) {
+    kernels_.push_back(ctx_.createKernel(program_, name));
+    Launch l{kernels_.back().get(), dims, {global[0], global[1], global[2]}, {local[0], local[1], local[2]}};
+    launches_.push_back(l);
+  }
+
+  // The weights in the GEMM's layout, transformed on the first use of this buffer.
+  cl_mem preparedWeights(const DeviceTensor& w) {
+    for (const auto& e : cache_)
+      if (e.source.get() == w.mem()) return e.prepared.get();
+    if (cache_.size() >= 16) cache_.erase(cache_.begin());
+    Entry e;
+    clCheck(clRetainMemObject(w.mem()), "clRetainMemObject");
+    e.source = ClMem(w.mem());
+    e.prepared = ctx_.createBuffer(scratch_.weights);
+    cl_kernel k = prep_.kernel;
+    int i = w.setArgs(k, 0);
+    cl_mem out = e.prepared.get();
+    setArg(k, i++, out);
+    setArg(k, i++, static_cast<cl_int>(p_.dims.cout));
+    setArg(k, i++, coutP_);
+    enqueueLaunch(ctx_.queue(), prep_);  // in-order queue: done before the GEMM reads it
+    cache_.push_back(std::move(e));
+    return out;
+  }
+
+  struct Entry {
+    ClMem source, prepared;
+  };
+
+  Context& ctx_;
+  ConvProblem p_;
+  cl_program program_ = nullptr;
+  Kind kind_ = Kind::Direct;
+  cl_int flags_ = 0, coutP_ = 0, pp_ = 0, tilesH_ = 0, tilesW_ = 0, tiles_ = 0, tilesP_ = 0;
+  bool checkedLimits_ = false;
+  ConvScratch scratch_;
+  std::vector<ClKernel> kernels_;
+  std::vector<Launch> launches_;
+  ClKernel prepKernel_;
+  Launch prep_;
+  ClMem input_, output_;
+  std::vector<Entry> cache_;
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedOp> ConvFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                                const Problem& prob, const StorageFormat& f) const {
+  return std::make_unique<ConvOp>(ctx, *this, v, p, asConv(prob), f);
+}
+
+}  // namespace sdspeed
