@@ -2,6 +2,7 @@
 
 #include "kernels/activation/activation_family.h"
 #include "kernels/attention/attention_family.h"
+#include "kernels/gemm/gemm_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/softmax/softmax_family.h"
@@ -17,6 +18,7 @@ const std::vector<std::unique_ptr<Family>>& allFamilies() {
     f.push_back(std::make_unique<SoftmaxFamily>());
     f.push_back(std::make_unique<ActivationFamily>());
     f.push_back(std::make_unique<AttentionFamily>());
+    f.push_back(std::make_unique<GemmFamily>());
     return f;
   }();
   return families;
