@@ -158,7 +158,7 @@ TEST(Mutations, GemmGegluWithHiddenAndGateSwapped) {
 
 TEST(Mutations, GemmGateTakingTheHiddenBias) {
   Mutant<GemmFamily> fam("g += gemm_bias4(bias_ARGS, F + c, valid);", "g += gemm_bias4(bias_ARGS, c, valid);");
-  Tally t = run(fam, "tiled", "KWG=8,MWG=64,MWI=8,NWG=32,NWI=4,SB=0,VEC=1", "f32.image2d.nc4hw4");
+  Tally t = run(fam, "tiled", "KWG=8,MWG=64,MWI=8,NWG=32,NWI=4,PF=0,SB=0,VEC=1", "f32.image2d.nc4hw4");
   EXPECT_EQ(t.inaccurate, 1);
   EXPECT_EQ(t.ok, 5);
 }

@@ -20,7 +20,10 @@
 //     x tile always, the w tile when SB = 1 (else each work-item reads its w values
 //     from global memory, through the cache). VEC (1 or 4): a work-item's positions
 //     are VEC consecutive ones per group, read from local memory as floatVEC; its
-//     channels are always groups of 4 consecutive ones (float4 reads, STORE4).
+//     channels are always groups of 4 consecutive ones (float4 reads, STORE4). PF:
+//     the next step's tiles are loaded into registers before this step computes
+//     (one barrier pair per step either way). Constraints make every work-item load
+//     whole float4 of each tile (no partial load loops).
 //   DIRECT: gemm_direct, the ablation baseline: one work-item per (position, 4 output
 //     channels), no local memory, K loop over float4 slices of x; WG work-items.
 
@@ -97,6 +100,52 @@ inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
   } while (0)
 #endif
 
+#define LA (MWG * (KWG / 4) / WGS)          // x float4 per work-item and step (constraint: >= 1)
+#define LB (PAIRS * NWG * (KWG / 4) / WGS)  // w float4 per work-item and step (SB)
+
+#if SB
+#define GEMM_LOAD_W(k0)                                                                       \
+  for (int r = 0; r < LB; ++r) {                                            \
+    const int e = lid + r * WGS, c = e % (PAIRS * NWG), k = (k0) + 4 * (e / (PAIRS * NWG));   \
+    const int p = c / NWG, o = n0 + c % NWG;                                                  \
+    wr[r] = (o < F && k < K) ? gemm_w4(w_ARGS, p * F + o, k, K) : (float4)(0.0f);             \
+  }
+#define GEMM_STORE_W()                                                                        \
+  for (int r = 0; r < LB; ++r) {                                            \
+    const int e = lid + r * WGS, c = e % (PAIRS * NWG), q = e / (PAIRS * NWG);                \
+    __local float* bs = (__local float*)Bs;                                                   \
+    bs[(4 * q + 0) * (PAIRS * NWG) + c] = wr[r].x;                                            \
+    bs[(4 * q + 1) * (PAIRS * NWG) + c] = wr[r].y;                                            \
+    bs[(4 * q + 2) * (PAIRS * NWG) + c] = wr[r].z;                                            \
+    bs[(4 * q + 3) * (PAIRS * NWG) + c] = wr[r].w;                                            \
+  }
+#else
+#define GEMM_LOAD_W(k0)
+#define GEMM_STORE_W()
+#endif
+
+// Global -> registers (xr, wr) for the step at k0, registers -> local memory.
+#define GEMM_LOAD_GLOBAL(k0)                                                                  \
+  {                                                                                           \
+    for (int r = 0; r < LA; ++r) {                                          \
+      const int e = lid + r * WGS, m = e % MWG, t = m0 + m, ks = (k0) / 4 + e / MWG;          \
+      xr[r] = (t < T && ks < x_SLICES) ? x_LOAD4(b, ks, t) : (float4)(0.0f);                  \
+    }                                                                                         \
+    GEMM_LOAD_W(k0)                                                                           \
+  }
+#define GEMM_STORE_LOCAL()                                                                    \
+  {                                                                                           \
+    for (int r = 0; r < LA; ++r) {                                          \
+      const int e = lid + r * WGS, m = e % MWG, q = e / MWG;                                  \
+      __local float* as = (__local float*)As;                                                 \
+      as[(4 * q + 0) * MWG + m] = xr[r].x;                                                    \
+      as[(4 * q + 1) * MWG + m] = xr[r].y;                                                    \
+      as[(4 * q + 2) * MWG + m] = xr[r].z;                                                    \
+      as[(4 * q + 3) * MWG + m] = xr[r].w;                                                    \
+    }                                                                                         \
+    GEMM_STORE_W()                                                                            \
+  }
+
 // Grid (ceil(T / MWG) * MDIMC, ceil(F / NWG) * NDIMC, B), local (MDIMC, NDIMC, 1).
 __kernel __attribute__((reqd_work_group_size(MDIMC, NDIMC, 1)))
 void gemm_tiled(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, const int epi, const int hasBias,
@@ -115,34 +164,28 @@ void gemm_tiled(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, cons
 #pragma unroll
     for (int j = 0; j < PAIRS * NWI; ++j) acc[i][j] = 0.0f;
 
-  for (int k0 = 0; k0 < K; k0 += KWG) {
-    barrier(CLK_LOCAL_MEM_FENCE);
-    // x tile: KWG / 4 slices x MWG positions; neighbouring work-items read neighbouring
-    // positions (contiguous in every layout) and write neighbouring local words.
-    __local float* as = (__local float*)As;
-    for (int e = lid; e < MWG * (KWG / 4); e += WGS) {
-      const int m = e % MWG, q = e / MWG, t = m0 + m, ks = k0 / 4 + q;
-      const float4 v = (t < T && ks < x_SLICES) ? x_LOAD4(b, ks, t) : (float4)(0.0f);
-      as[(4 * q + 0) * MWG + m] = v.x;
-      as[(4 * q + 1) * MWG + m] = v.y;
-      as[(4 * q + 2) * MWG + m] = v.z;
-      as[(4 * q + 3) * MWG + m] = v.w;
-    }
+  // x tile: KWG / 4 slices x MWG positions, LA float4 per work-item; neighbouring
+  // work-items read neighbouring positions (contiguous in every layout) and write
+  // neighbouring local words. w tile (SB): PAIRS * NWG rows x KWG / 4 float4 slices
+  // of K, LB per work-item; rows past the output channels and slices past K read 0.
+  float4 xr[LA];
 #if SB
-    // w tile: PAIRS * NWG rows x KWG / 4 float4 slices of K; rows past the output
-    // channels and slices past K read 0.
-    __local float* bs = (__local float*)Bs;
-    for (int e = lid; e < PAIRS * NWG * (KWG / 4); e += WGS) {
-      const int c = e % (PAIRS * NWG), q = e / (PAIRS * NWG), k = k0 + 4 * q;
-      const int p = c / NWG, o = n0 + c % NWG;
-      const float4 v = (o < F && k < K) ? gemm_w4(w_ARGS, p * F + o, k, K) : (float4)(0.0f);
-      bs[(4 * q + 0) * (PAIRS * NWG) + c] = v.x;
-      bs[(4 * q + 1) * (PAIRS * NWG) + c] = v.y;
-      bs[(4 * q + 2) * (PAIRS * NWG) + c] = v.z;
-      bs[(4 * q + 3) * (PAIRS * NWG) + c] = v.w;
-    }
+  float4 wr[LB];
+#endif
+#if PF
+  GEMM_LOAD_GLOBAL(0)
+#endif
+  for (int k0 = 0; k0 < K; k0 += KWG) {
+#if !PF
+    GEMM_LOAD_GLOBAL(k0)
 #endif
     barrier(CLK_LOCAL_MEM_FENCE);
+    GEMM_STORE_LOCAL()
+    barrier(CLK_LOCAL_MEM_FENCE);
+#if PF
+    // The next step's tiles: in flight while this step computes.
+    if (k0 + KWG < K) GEMM_LOAD_GLOBAL(k0 + KWG)
+#endif
 #pragma unroll
     for (int k = 0; k < KWG; ++k) {
       float a[MWI], bb[PAIRS * NWI];

@@ -57,7 +57,8 @@ GemmFamily::GemmFamily() {
               {"MWI", {4, 2, 8}, "positions per work-item (register tile rows)"},
               {"NWI", {4, 8}, "output channels per work-item (register tile columns, float4 groups)"},
               {"VEC", {4, 1}, "a work-item's positions in groups of VEC consecutive ones, read as floatVEC"},
-              {"SB", {1, 0}, "stage the w tile in local memory (1) or read w from global memory (0)"}};
+              {"SB", {1, 0}, "stage the w tile in local memory (1) or read w from global memory (0)"},
+              {"PF", {1, 0}, "prefetch the next step's tiles into registers while this step computes"}};
   auto wg = [](const ParamPoint& p) { return (p["MWG"] / p["MWI"]) * (p["NWG"] / p["NWI"]); };
   t.constraints = {
       {"MWI % VEC == 0", [](const ParamPoint& p) { return p["MWI"] % p["VEC"] == 0; }},
@@ -68,6 +69,11 @@ GemmFamily::GemmFamily() {
        [wg](const ParamPoint& p) { return wg(p) >= 64 && wg(p) <= 1024; }},
       {"4 * KWG * (MWG + 2 * SB * NWG) <= 48 KiB (local memory under GEGLU)",
        [](const ParamPoint& p) { return tiledLocalBytes(p, true) <= kMaxLocalBytes; }},
+      {"MWG * KWG / 4 >= work-group (every work-item loads whole float4 of x)",
+       [wg](const ParamPoint& p) { return p["MWG"] * p["KWG"] / 4 >= wg(p); }},
+      {"SB == 0 || NWG * KWG / 4 >= work-group (every work-item loads whole float4 of w)",
+       [wg](const ParamPoint& p) { return !p["SB"] || p["NWG"] * p["KWG"] / 4 >= wg(p); }},
+      {"PF == 0 || SB == 1 (prefetch with staged tiles only)", [](const ParamPoint& p) { return !p["PF"] || p["SB"]; }},
   };
   t.workGroupSize = [wg](const ParamPoint& p) { return static_cast<size_t>(wg(p)); };
   t.localMemBytes = [](const ParamPoint& p) { return tiledLocalBytes(p, false); };
