@@ -6,6 +6,7 @@
 #include "kernels/concat/concat_family.h"
 #include "kernels/conv/conv_family.h"
 #include "kernels/embedding/embedding_family.h"
+#include "kernels/gemm/gemm_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/reshape/reshape_family.h"
@@ -32,6 +33,7 @@ const std::vector<std::unique_ptr<Family>>& allFamilies() {
     f.push_back(std::make_unique<EmbeddingFamily>());
     f.push_back(std::make_unique<TimestepFamily>());
     f.push_back(std::make_unique<ConvFamily>());
+    f.push_back(std::make_unique<GemmFamily>());
     return f;
   }();
   return families;

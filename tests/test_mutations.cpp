@@ -11,6 +11,7 @@
 #include "kernels/binary/binary_family.h"
 #include "kernels/concat/concat_family.h"
 #include "kernels/conv/conv_family.h"
+#include "kernels/gemm/gemm_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/layernorm/layernorm_family.h"
 #include "kernels/softmax/softmax_family.h"
@@ -201,6 +202,29 @@ TEST(Mutations, ConvTimeEmbeddingOfTheWrongBatch) {
   Tally t = run(fam, "winograd_f2x2_3x3", "KT=16,RM=8,RN=4,TM=64,TN=64", "f16.buffer.nchw");
   EXPECT_EQ(t.inaccurate, 1);  // the batch-2 temb problem only
   EXPECT_EQ(t.ok, 3);
+TEST(Mutations, GemmKLoopDroppingTheTail) {
+  // Whole KWG steps only: wrong wherever K % KWG != 0 (K = 37, 100, 19, 24 with
+  // KWG = 16), right where K is a multiple (64, 48).
+  Mutant<GemmFamily> fam("for (int k0 = 0; k0 < K; k0 += KWG)", "for (int k0 = 0; k0 + KWG <= K; k0 += KWG)");
+  Tally t = run(fam, "tiled", "KWG=16,MWG=32,MWI=4,NWG=64,NWI=4,SB=1,VEC=4", "f32.buffer.nchw");
+  EXPECT_EQ(t.inaccurate, 4);
+  EXPECT_EQ(t.ok, 2);
+}
+
+TEST(Mutations, GemmGegluWithHiddenAndGateSwapped) {
+  Mutant<GemmFamily> fam("float4 out = h * gemm_gelu(g);", "float4 out = g * gemm_gelu(h);");
+  for (const char* variant : {"tiled", "direct"}) {
+    Tally t = run(fam, variant, "", "f16.buffer.nc4hw4");
+    EXPECT_EQ(t.inaccurate, 1) << variant;  // the geglu problem only
+    EXPECT_EQ(t.ok, 5) << variant;
+  }
+}
+
+TEST(Mutations, GemmGateTakingTheHiddenBias) {
+  Mutant<GemmFamily> fam("g += gemm_bias4(bias_ARGS, F + c, valid);", "g += gemm_bias4(bias_ARGS, c, valid);");
+  Tally t = run(fam, "tiled", "KWG=8,MWG=64,MWI=8,NWG=32,NWI=4,PF=0,SB=0,VEC=1", "f32.image2d.nc4hw4");
+  EXPECT_EQ(t.inaccurate, 1);
+  EXPECT_EQ(t.ok, 5);
 }
 
 TEST(Mutations, AMutationThatDoesNotApplyIsAnError) {

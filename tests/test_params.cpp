@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kernels/family.h"
+#include "kernels/gemm/gemm_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
@@ -246,6 +247,19 @@ TEST(MinFlops, CountsFromTheOpDefinition) {
   // x and y in f16, weight and bias in f32; the unused temb/residual placeholders not counted.
   EXPECT_EQ(conv.minBytes(*conv.makeProblem({2, 8, 4, 4}, {{"cout", "4"}}), StorageFormat::parse("f16.buffer.nchw")),
             2u * (2 * 8 * 16 + 2 * 4 * 16) + 4u * (4 * 8 * 9 + 4));
+  const Family& gemm = findFamily("gemm");
+  // 2x320x1x4096 -> 2560 with GEGLU: 2 M N K, the bias on each of the M N products,
+  // 6 per output (M x 1280); w, bias and x, y once.
+  const double M = 2.0 * 4096;
+  const auto geglu = gemm.makeProblem({2, 320, 1, 4096}, {{"n", "2560"}, {"epilogue", "geglu"}});
+  EXPECT_DOUBLE_EQ(gemm.minFlops(*geglu), 2 * M * 2560 * 320 + M * 2560 + 6 * M * 1280);
+  EXPECT_EQ(gemm.minBytes(*geglu, StorageFormat{}), 4u * (2 * 320 * 4096 + 2560 * 320 + 2560 + 2 * 1280 * 4096));
+  // No bias, residual: 2 M N K + 1 per output; f16 activations (x, residual, y) count 2 bytes.
+  const auto res = gemm.makeProblem({1, 4, 1, 2}, {{"n", "3"}, {"bias", "0"}, {"residual", "1"}});
+  EXPECT_DOUBLE_EQ(gemm.minFlops(*res), 2.0 * 2 * 3 * 4 + 2 * 3);
+  EXPECT_EQ(gemm.minBytes(*res, StorageFormat::parse("f16.buffer.nchw")), 2u * (4 * 2 + 2 * 3 * 2) + 4u * 3 * 4);
+  EXPECT_DOUBLE_EQ(gemm.minFlops(*gemm.makeProblem({1, 768, 1, 77}, {{"n", "3072"}, {"epilogue", "quick_gelu"}})),
+                   2.0 * 77 * 3072 * 768 + 77.0 * 3072 + 4.0 * 77 * 3072);
   // Every family counts its FLOPs, except the pure data movement ones (0 is right there).
   const std::set<std::string> copies = {"upsample", "concat", "reshape"};
   for (const auto& f : allFamilies())
@@ -253,6 +267,45 @@ TEST(MinFlops, CountsFromTheOpDefinition) {
       if (copies.count(f->name())) EXPECT_EQ(f->minFlops(*p), 0) << p->text();
       else EXPECT_GT(f->minFlops(*p), 0) << p->text();
     }
+}
+
+TEST(GemmProblem, AttributesRoundTripAndBadOnesAreOneClearError) {
+  const Family& gemm = findFamily("gemm");
+  const auto p = gemm.makeProblem({2, 320, 1, 4096}, {{"n", "2560"}, {"epilogue", "geglu"}});
+  EXPECT_EQ(p->text(), "gemm 2x320x1x4096 bias=1 epilogue=geglu n=2560 residual=0");
+  EXPECT_EQ(gemm.makeProblem(p->shape(), p->attributes())->text(), p->text());
+  EXPECT_EQ(gemm.shapes(*p).back(), (Shape{2, 1280, 1, 4096}));  // y: the n / 2 GEGLU outputs
+  for (const std::map<std::string, std::string>& bad :
+       {std::map<std::string, std::string>{{"epilogue", "none"}},  // n missing
+        {{"n", "0"}},
+        {{"n", "x"}},
+        {{"n", "7"}, {"epilogue", "geglu"}},  // odd: no hidden/gate halves
+        {{"n", "8"}, {"epilogue", "relu"}},
+        {{"n", "8"}, {"bias", "2"}},
+        {{"n", "8"}, {"transpose", "1"}}}) {
+    std::string msg = sdspeed_test::errorMessage([&] { gemm.makeProblem({2, 320, 1, 64}, bad); });
+    EXPECT_NE(msg.find("gemm"), std::string::npos) << msg;
+  }
+  EXPECT_NE(sdspeed_test::errorMessage([&] { gemm.makeProblem({2, 320, 1, 64}, {{"n", "8"}, {"transpose", "1"}}); })
+                .find("unknown gemm attribute 'transpose'"),
+            std::string::npos);
+}
+
+TEST(GemmParams, TiledSpaceIsAFewHundredPointsThatFitTheH200) {
+  const VariantDef& t = findFamily("gemm").variant("tiled");
+  const auto space = t.space();
+  EXPECT_GT(space.size(), 100u);
+  EXPECT_LT(space.size(), 500u);
+  DeviceInfo h200;  // NVIDIA's OpenCL on an H200: 1024 work-items, 48 KiB local memory
+  h200.maxWorkGroupSize = 1024;
+  h200.localMemBytes = 48 * 1024;
+  for (const auto& p : space) {
+    EXPECT_EQ(t.deviceLimitReason(p, h200), "") << p.text();
+    EXPECT_LE(GemmFamily::tiledLocalBytes(p, true), h200.localMemBytes) << p.text();
+  }
+  // A plausible fast point for a large GEGLU GEMM on it is in the space.
+  EXPECT_NO_THROW(t.parsePoint("MWG=128,NWG=64,KWG=16,MWI=8,NWI=4,VEC=4,SB=1"));
+  EXPECT_NO_THROW(t.parsePoint("MWG=128,NWG=128,KWG=16,MWI=8,NWI=8,VEC=4,SB=1"));
 }
 
 TEST(AttentionProblem, BadAttributesAreOneClearError) {

@@ -78,6 +78,16 @@ if len(recs) == 5:
           "attention bytes %d rotations %d" % (recs[4]["bytes"], recs[4]["rotations"]))
     check(recs[4]["inputs"]["k"] == [2, 8, 77, 40], "attention k %s" % recs[4]["inputs"]["k"])
 
+# gemm: canonical text (attributes completed), tensors and sdspeed's minBytes (f32).
+out = run(os.path.join(peers, "pytorch_ops.py"), "--dry-run", "gemm 2x320x1x4096 n=2560 epilogue=geglu")
+recs = [json.loads(l) for l in out.splitlines()]
+check(len(recs) == 1 and recs[0]["instance"] == "gemm 2x320x1x4096 bias=1 epilogue=geglu n=2560 residual=0 "
+      "f32.buffer.nchw", "gemm instance: %s" % recs)
+if len(recs) == 1:
+    check(recs[0]["output"] == [2, 4096, 1280], "gemm output %s" % recs[0]["output"])
+    check(recs[0]["bytes"] == 4 * (2 * 4096 * 320 + 2560 * 320 + 2560 + 2 * 4096 * 1280),
+          "gemm bytes %d" % recs[0]["bytes"])
+
 for f in failures:
     print("FAIL:", f)
 print("test_peers: %d failure(s)" % len(failures))

@@ -26,6 +26,10 @@ dtype: PyTorch uses its own contiguous layouts, tokens as [B, S, C]):
       F.scaled_dot_product_attention (op "attention") and, for the same instance,
       the explicit softmax(q k^T / sqrt(D)) v with matmuls (op "attention_naive").
       Attributes b=, heads=, s=, l= override the shape's dimensions.
+  gemm NxKxHxW n=R epilogue=E bias=0|1 residual=0|1 ...
+      F.linear of x [N, H*W, K] with weight [R, K] (+ bias [R]), then the epilogue
+      (gelu, gelu_tanh, quick_gelu, silu; geglu: hidden, gate = y.chunk(2, -1),
+      hidden * gelu(gate)), then + residual [N, H*W, R or R/2]; fp32 without TF32.
 Given as arguments, one per line in --instances FILE, or from a shape-set YAML
 (--shapes; PyYAML if installed, else a reader for the one-line flow mappings that
 configs/shapes/*.yaml use), whose attributes are completed with sdspeed's defaults
@@ -51,7 +55,9 @@ DEFAULTS = {
     "softmax": {"scale": "1"},
     "activation": {"fn": "gelu"},
     "attention": {"causal": "0", "heads": "1", "mask": "0"},  # kv defaults to S
+    "gemm": {"bias": "1", "epilogue": "none", "residual": "0"},  # n is required
 }
+TEXT_ATTRS = {"fn", "epilogue"}  # not numbers
 FORMATS = re.compile(r"^(f32|f16)\.(buffer|image2d)\.(nchw|nc4hw4)$")
 MAX_ROTATIONS = 64
 
@@ -77,7 +83,9 @@ class Instance:
         merged.update({k: str(v) for k, v in attrs.items()})
         if family == "attention" and "kv" not in merged:
             merged["kv"] = str(shape[3])
-        self.attrs = {k: (v if k == "fn" else canonical_number(v)) for k, v in merged.items()}
+        if family == "gemm" and "n" not in merged:
+            raise ValueError("gemm needs attribute n (the Linear's output features)")
+        self.attrs = {k: (v if k in TEXT_ATTRS else canonical_number(v)) for k, v in merged.items()}
         self.format = fmt
 
     @property
@@ -186,6 +194,15 @@ def tensors_of(inst):
     if inst.family == "attention":
         b, heads, s, l, d = attention_dims(inst)
         return [("q", (b, heads, s, d)), ("k", (b, heads, l, d)), ("v", (b, heads, l, d))], (b, heads, s, d)
+    if inst.family == "gemm":
+        rows = int(a["n"])
+        out_c = rows // 2 if a["epilogue"] == "geglu" else rows
+        ins = [("x", (n, h * w, c)), ("weight", (rows, c))]
+        if a["bias"] != "0":
+            ins.append(("bias", (rows,)))
+        if a["residual"] != "0":
+            ins.append(("residual", (n, h * w, out_c)))
+        return ins, (n, h * w, out_c)
     raise ValueError(inst.family)
 
 
@@ -260,6 +277,32 @@ def op_functions(inst, torch, F):
             ("attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)),
             ("attention_naive", naive),
         ]
+    if fam == "gemm":
+        has_bias, residual, epi = a["bias"] != "0", a["residual"] != "0", a["epilogue"]
+        acts = {
+            "none": lambda y: y,
+            "gelu": lambda y: F.gelu(y),
+            "gelu_tanh": lambda y: F.gelu(y, approximate="tanh"),
+            "quick_gelu": lambda y: y * torch.sigmoid(1.702 * y),
+            "silu": lambda y: F.silu(y),
+        }
+
+        def geglu(y):
+            hidden, gate = y.chunk(2, dim=-1)
+            return hidden * F.gelu(gate)
+
+        acts["geglu"] = geglu
+        if epi not in acts:
+            raise ValueError("unknown gemm epilogue '%s'" % epi)
+        act = acts[epi]
+
+        def linear(x, weight, *rest):
+            rest = list(rest)
+            b = rest.pop(0) if has_bias else None
+            y = act(F.linear(x, weight, b))
+            return y + rest[0] if residual else y
+
+        return [("gemm", linear)]
     raise ValueError(fam)
 
 

@@ -1,0 +1,294 @@
+#include "kernels/gemm/gemm_family.h"
+
+#include <cmath>
+
+#include "reference/gemm.h"
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+// The kernel's epi codes; geglu is the GEGLU #define instead.
+const char* kEpilogues[] = {"none", "gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};
+
+int epilogueCode(const std::string& e) {
+  for (int i = 0; i < 6; ++i)
+    if (e == kEpilogues[i]) return i;
+  throw Error("unknown gemm epilogue '" + e + "' (known: none, gelu, gelu_tanh, quick_gelu, silu, geglu)");
+}
+
+const GemmProblem& asGemm(const Problem& p) {
+  auto* g = dynamic_cast<const GemmProblem*>(&p);
+  if (!g) throw Error("gemm given a problem of another family: " + p.text());
+  return *g;
+}
+
+constexpr size_t kMaxLocalBytes = 48 * 1024;  // NVIDIA's OpenCL limit (H200): every point fits
+
+}  // namespace
+
+std::map<std::string, std::string> GemmProblem::attributes() const {
+  return {{"n", std::to_string(rows)},
+          {"epilogue", epilogue},
+          {"bias", bias ? "1" : "0"},
+          {"residual", residual ? "1" : "0"}};
+}
+
+std::string GemmProblem::text() const {
+  std::string t = "gemm " + x.text();
+  for (const auto& [k, v] : attributes()) t += " " + k + "=" + v;
+  return t;
+}
+
+size_t GemmFamily::tiledLocalBytes(const ParamPoint& p, bool geglu) {
+  const size_t kwg = p["KWG"], mwg = p["MWG"], nwg = p["NWG"];
+  return sizeof(float) * kwg * (mwg + (p["SB"] ? (geglu ? 2 : 1) * nwg : 0));
+}
+
+GemmFamily::GemmFamily() {
+  VariantDef t;
+  t.name = "tiled";
+  t.summary = "MWG x NWG output tile per work-group, MWI x NWI per work-item in registers, K in KWG steps "
+              "through local memory";
+  t.defines = {{"TILED", 1}};
+  t.params = {{"MWG", {64, 32, 128}, "positions (tokens) per work-group tile"},
+              {"NWG", {64, 32, 128}, "output channels per work-group tile"},
+              {"KWG", {16, 8, 32}, "input channels per local-memory step"},
+              {"MWI", {4, 2, 8}, "positions per work-item (register tile rows)"},
+              {"NWI", {4, 8}, "output channels per work-item (register tile columns, float4 groups)"},
+              {"VEC", {4, 1}, "a work-item's positions in groups of VEC consecutive ones, read as floatVEC"},
+              {"SB", {1, 0}, "stage the w tile in local memory (1) or read w from global memory (0)"},
+              {"PF", {1, 0}, "prefetch the next step's tiles into registers while this step computes"}};
+  auto wg = [](const ParamPoint& p) { return (p["MWG"] / p["MWI"]) * (p["NWG"] / p["NWI"]); };
+  t.constraints = {
+      {"MWI % VEC == 0", [](const ParamPoint& p) { return p["MWI"] % p["VEC"] == 0; }},
+      {"MWI * NWI >= 16 (register blocking)", [](const ParamPoint& p) { return p["MWI"] * p["NWI"] >= 16; }},
+      {"MWG / MWI >= 8 (neighbouring work-items cover 8+ positions: coalesced)",
+       [](const ParamPoint& p) { return p["MWG"] / p["MWI"] >= 8; }},
+      {"64 <= (MWG / MWI) * (NWG / NWI) <= 1024 (work-group)",
+       [wg](const ParamPoint& p) { return wg(p) >= 64 && wg(p) <= 1024; }},
+      {"4 * KWG * (MWG + 2 * SB * NWG) <= 48 KiB (local memory under GEGLU)",
+       [](const ParamPoint& p) { return tiledLocalBytes(p, true) <= kMaxLocalBytes; }},
+      {"MWG * KWG / 4 >= work-group (every work-item loads whole float4 of x)",
+       [wg](const ParamPoint& p) { return p["MWG"] * p["KWG"] / 4 >= wg(p); }},
+      {"SB == 0 || NWG * KWG / 4 >= work-group (every work-item loads whole float4 of w)",
+       [wg](const ParamPoint& p) { return !p["SB"] || p["NWG"] * p["KWG"] / 4 >= wg(p); }},
+      {"PF == 0 || SB == 1 (prefetch with staged tiles only)", [](const ParamPoint& p) { return !p["PF"] || p["SB"]; }},
+  };
+  t.workGroupSize = [wg](const ParamPoint& p) { return static_cast<size_t>(wg(p)); };
+  t.localMemBytes = [](const ParamPoint& p) { return tiledLocalBytes(p, false); };
+  variants_.push_back(t);
+
+  VariantDef d;
+  d.name = "direct";
+  d.summary = "one work-item per (position, 4 output channels), K loop over float4 slices, no local memory";
+  d.defines = {{"DIRECT", 1}};
+  d.params = {{"WG", {128, 64, 256}, "work-group size (positions)"}};
+  d.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
+  variants_.push_back(d);
+}
+
+ProblemPtr GemmFamily::problem(Shape x, int64_t rows, const std::string& epilogue, bool bias, bool residual) {
+  epilogueCode(epilogue);
+  if (x.n < 1 || x.c < 1 || x.h < 1 || x.w < 1) throw Error("gemm needs a positive shape, got " + x.text());
+  if (rows < 1) throw Error("gemm needs n >= 1 output features, got " + std::to_string(rows));
+  if (epilogue == "geglu" && rows % 2)
+    throw Error("gemm epilogue geglu needs an even n (hidden and gate halves), got n=" + std::to_string(rows));
+  auto p = std::make_shared<GemmProblem>();
+  p->x = x;
+  p->rows = rows;
+  p->epilogue = epilogue;
+  p->bias = bias;
+  p->residual = residual;
+  return p;
+}
+
+std::vector<TensorSlot> GemmFamily::slots() const {
+  return {{"x", Access::Read, true},
+          {"w", Access::Read, false},
+          {"bias", Access::Read, false},
+          {"residual", Access::Read, true},
+          {"y", Access::Write, true}};
+}
+
+std::vector<ProblemPtr> GemmFamily::checkProblems(bool full) const {
+  // Quick (CI): every epilogue once, K, n and positions not multiples of any tile
+  // (K % 4 != 0 too: the unaligned weight path and x slices with padding lanes), one
+  // image-shaped x (H*W positions); small, since PoCL builds a program per point and
+  // format (and a second one for geglu).
+  std::vector<ProblemPtr> out = {
+      problem({2, 37, 1, 29}, 45, "none"),                      // odd everything
+      problem({1, 64, 1, 50}, 64, "gelu", true, true),          // + residual
+      problem({1, 100, 1, 77}, 36, "geglu"),                    // F = 18: a pair straddles no slice
+      problem({2, 19, 1, 33}, 20, "quick_gelu", false),         // no bias, K < one KWG step
+      problem({1, 48, 3, 5}, 24, "silu", true, true),           // image-shaped x, residual
+      problem({2, 24, 1, 17}, 12, "gelu_tanh"),
+  };
+  if (!full) return out;
+  // SD 1.5 at 512x512, batch 2: the Linear layers of a transformer block at each level
+  // (tokens 4096, 1024, 256, 64; channels 320, 640, 1280, 1280): Q/K/V concatenated
+  // (no bias), the output projection (+residual), cross-attention K/V from the 77 text
+  // tokens (768 -> 2C, no bias), GEGLU (C -> 8C) and the feed-forward output (4C -> C,
+  // +residual); proj_in/proj_out are 1x1 convolutions on the 64x64 latent.
+  const int64_t levels[][2] = {{4096, 320}, {1024, 640}, {256, 1280}, {64, 1280}};
+  for (const auto& l : levels) {
+    const int64_t T = l[0], C = l[1];
+    out.push_back(problem({2, C, 1, T}, 8 * C, "geglu"));
+    out.push_back(problem({2, 4 * C, 1, T}, C, "none", true, true));
+    if (T >= 1024) {
+      out.push_back(problem({2, C, 1, T}, 3 * C, "none", false));
+      out.push_back(problem({2, C, 1, T}, C, "none", true, true));
+    }
+  }
+  out.push_back(problem({2, 768, 1, 77}, 640, "none", false));      // cross-attention K, V at C = 320
+  out.push_back(problem({2, 320, 64, 64}, 320, "none"));            // proj_in (1x1 conv)
+  // CLIP text encoder (77 tokens, 768 channels, MLP 3072, quick_gelu), both prompts.
+  out.push_back(problem({2, 768, 1, 77}, 2304, "none"));            // Q/K/V
+  out.push_back(problem({2, 768, 1, 77}, 3072, "quick_gelu"));      // fc1
+  out.push_back(problem({2, 3072, 1, 77}, 768, "none", true, true)); // fc2 + residual
+  out.push_back(problem({2, 320, 1, 1}, 1280, "silu"));             // time embedding linear_1
+  return out;
+}
+
+std::vector<Shape> GemmFamily::shapes(const Problem& prob) const {
+  const auto& p = asGemm(prob);
+  const Shape unused{1, 1, 1, 1};
+  return {p.x, {p.rows, p.x.c, 1, 1}, p.bias ? Shape{1, p.rows, 1, 1} : unused, p.residual ? p.outShape() : unused,
+          p.outShape()};
+}
+
+std::vector<HostTensor> GemmFamily::makeInputs(const Problem& prob, std::mt19937_64& rng) const {
+  const auto& p = asGemm(prob);
+  const auto sh = shapes(prob);
+  // Realistic scales: activations ~ N(0, 1), weights ~ N(0, 1/K) (outputs ~ N(0, 1)),
+  // biases and the residual of the same order as the outputs.
+  std::normal_distribution<float> unit(0.0f, 1.0f);
+  const float wScale = 1.0f / std::sqrt(static_cast<float>(p.x.c));
+  std::vector<HostTensor> in;
+  for (size_t i = 0; i < 4; ++i) {
+    HostTensor t{sh[i], std::vector<float>(static_cast<size_t>(sh[i].elements()))};
+    const bool used = i == 0 || i == 1 || (i == 2 && p.bias) || (i == 3 && p.residual);
+    for (auto& v : t.data) v = used ? unit(rng) * (i == 1 ? wScale : i == 2 ? 0.5f : 1.0f) : 0.0f;
+    in.push_back(std::move(t));
+  }
+  in.push_back({sh[4], {}});
+  return in;
+}
+
+std::vector<double> GemmFamily::reference(const Problem& prob, const std::vector<HostTensor>& in) const {
+  const auto& p = asGemm(prob);
+  return gemmReference(p.x, p.rows, p.epilogue, in[0].data, in[1].data, p.bias ? in[2].data : std::vector<float>{},
+                       p.residual ? in[3].data : std::vector<float>{});
+}
+
+Tolerance GemmFamily::tolerance(DType dtype) const {
+  // A dot product of length K in float: |error| <~ sqrt(K) 2^-24 sum|x w| (rounding
+  // errors of the K partial sums as a random walk). With x ~ N(0, 1), w ~ N(0, 1/K):
+  // sum|x w| ~ (2/pi) sqrt(K), so the bound is ~ 0.64 K 2^-24: 1.9e-4 at K = 5120 (SD
+  // 1.5's largest, the feed-forward output at 8x8/16x16), 4e-6 at the CI sizes (K <=
+  // 100); the typical error is ~ 2^-24 sqrt(K / 2), 3e-6 at K = 5120. The epilogues
+  // add a few ulp (erf/tanh/exp: <= 16 ulp) of outputs ~ N(0, 1) and GEGLU multiplies
+  // two such errors by O(1) factors. atol 2e-4 covers the bound at every K in the
+  // sets; rtol 1e-4 the large outputs; relL2 2e-5 (~6x the typical error at the
+  // largest K) still catches a lost K tail or a swapped half, both O(1). f16 storage
+  // rounds x and the residual before the reference and y to 2^-11 relative: 2e-3.
+  if (dtype == DType::F32) return {2e-4, 1e-4, 2e-5};
+  return {2e-3, 2e-3, 1e-3};
+}
+
+size_t GemmFamily::minBytes(const Problem& prob, const StorageFormat& f) const {
+  const auto& p = asGemm(prob);
+  const size_t elem = f.dtype == DType::F32 ? 4 : 2;
+  const size_t positions = static_cast<size_t>(p.x.n * p.x.hw());
+  const size_t out = positions * static_cast<size_t>(p.outChannels());
+  size_t bytes = elem * (positions * static_cast<size_t>(p.x.c) + out);  // x, y
+  bytes += sizeof(float) * static_cast<size_t>(p.rows * p.x.c);          // w
+  if (p.bias) bytes += sizeof(float) * static_cast<size_t>(p.rows);
+  if (p.residual) bytes += elem * out;
+  return bytes;
+}
+
+double GemmFamily::minFlops(const Problem& prob) const {
+  const auto& p = asGemm(prob);
+  const double M = static_cast<double>(p.x.n * p.x.hw()), R = static_cast<double>(p.rows);
+  const double outputs = M * static_cast<double>(p.outChannels());
+  double flops = 2.0 * M * R * static_cast<double>(p.x.c);
+  if (p.bias) flops += M * R;
+  const std::string& e = p.epilogue;
+  const double act = e == "gelu" ? 5 : e == "gelu_tanh" ? 9 : e == "geglu" ? 6 : e == "none" ? 0 : 4;
+  flops += act * outputs;
+  if (p.residual) flops += outputs;
+  return flops;
+}
+
+ProblemPtr GemmFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
+  int64_t rows = 0;
+  std::string epilogue = "none";
+  bool bias = true, residual = false;
+  auto integer = [](const std::string& k, const std::string& v) -> int64_t {
+    try {
+      size_t used = 0;
+      const long long x = std::stoll(v, &used);
+      if (used == v.size()) return x;
+    } catch (const std::exception&) {
+    }
+    throw Error("gemm attribute " + k + "=" + v + " is not an integer");
+  };
+  auto flag = [&](const std::string& k, const std::string& v) {
+    const int64_t x = integer(k, v);
+    if (x != 0 && x != 1) throw Error("gemm attribute " + k + " must be 0 or 1, got " + v);
+    return x == 1;
+  };
+  for (const auto& [k, v] : attrs) {
+    if (k == "n") rows = integer(k, v);
+    else if (k == "epilogue") epilogue = v;
+    else if (k == "bias") bias = flag(k, v);
+    else if (k == "residual") residual = flag(k, v);
+    else throw Error("unknown gemm attribute '" + k + "' (known: n, epilogue, bias, residual)");
+  }
+  if (!attrs.count("n")) throw Error("gemm needs attribute n (the Linear's output features, rows of W)");
+  return problem(shape, rows, epilogue, bias, residual);
+}
+
+std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint& pt, const Problem& prob,
+                                          const StorageFormat& f, const DeviceInfo& dev) const {
+  if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
+  const auto& p = asGemm(prob);
+  if (v.name == "tiled" && p.epilogue == "geglu") {
+    const size_t local = tiledLocalBytes(pt, true);
+    if (local > dev.localMemBytes)
+      return "GEGLU tiles need " + std::to_string(local) + " bytes of local memory, device has " +
+             std::to_string(dev.localMemBytes);
+  }
+  return {};
+}
+
+std::unique_ptr<PreparedOp> GemmFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                                                const Problem& prob, const StorageFormat& f) const {
+  const auto& g = asGemm(prob);
+  const bool geglu = g.epilogue == "geglu";
+  VariantDef def = v;
+  if (geglu) def.defines["GEGLU"] = 1;  // only then: other epilogues share prebuild's program
+  cl_program program = buildProgram(ctx, def, p, f, 1);
+  const size_t B = static_cast<size_t>(g.x.n), T = static_cast<size_t>(g.x.hw());
+  const size_t F = static_cast<size_t>(g.outChannels());
+  Launch l;
+  std::string kernel;
+  if (v.name == "tiled") {
+    const size_t mwg = p["MWG"], nwg = p["NWG"], mdim = mwg / p["MWI"], ndim = nwg / p["NWI"];
+    l = {nullptr, 3, {(T + mwg - 1) / mwg * mdim, (F + nwg - 1) / nwg * ndim, B}, {mdim, ndim, 1}};
+    kernel = "gemm_tiled";
+  } else {
+    const size_t wg = p["WG"];
+    l = {nullptr, 3, {roundUp(T, wg), (F + 3) / 4, B}, {wg, 1, 1}};
+    kernel = "gemm_direct";
+  }
+  const cl_int epi = geglu ? 0 : epilogueCode(g.epilogue), hasBias = g.bias, hasResidual = g.residual;
+  return std::make_unique<SingleKernelOp>(ctx, program, kernel, l, [=](cl_kernel k, int i) {
+    setArg(k, i++, epi);
+    setArg(k, i++, hasBias);
+    setArg(k, i++, hasResidual);
+  });
+}
+
+}  // namespace sdspeed

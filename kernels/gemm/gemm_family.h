@@ -1,0 +1,67 @@
+// The GEMM / Linear family: y = epilogue(x W^T + bias) (+ residual) over the channels
+// of an activation, W the Linear weight [out, in]; epilogues none, gelu, gelu_tanh,
+// quick_gelu, silu and geglu (diffusers GEGLU over the two halves of the projection).
+// Variants `tiled` (register-blocked, local-memory tiles; the tuned one) and `direct`
+// (one work-item per 4 outputs, no local memory: the ablation baseline).
+// kernels/gemm/README.md: the design and what each parameter trades.
+#pragma once
+
+#include "kernels/family.h"
+
+namespace sdspeed {
+
+struct GemmProblem : Problem {
+  Shape x;                       // [B, K, H, W]: K input channels at H*W positions (tokens: Bx Kx1xT)
+  int64_t rows = 1;              // attribute n: the Linear's out_features, rows of W
+  std::string epilogue = "none"; // none, gelu, gelu_tanh, quick_gelu, silu, geglu
+  bool bias = true, residual = false;
+  int64_t outChannels() const { return epilogue == "geglu" ? rows / 2 : rows; }
+  Shape outShape() const { return {x.n, outChannels(), x.h, x.w}; }
+  // "gemm 2x320x1x4096 bias=1 epilogue=geglu n=2560 residual=0"
+  std::string text() const override;
+  Shape shape() const override { return x; }
+  std::map<std::string, std::string> attributes() const override;
+};
+
+class GemmFamily : public Family {
+ public:
+  GemmFamily();
+  std::string name() const override { return "gemm"; }
+  std::string sourcePath() const override { return "gemm/gemm.cl"; }
+  const std::vector<VariantDef>& variants() const override { return variants_; }
+  // x (activation), w (f32 [n, K, 1, 1]), bias (f32 [1, n, 1, 1], or one unused
+  // element), residual (activation shaped like y, or [1, 1, 1, 1] unused), y.
+  std::vector<TensorSlot> slots() const override;
+  std::vector<ProblemPtr> checkProblems(bool full) const override;
+  std::vector<Shape> shapes(const Problem& p) const override;
+  std::vector<HostTensor> makeInputs(const Problem& p, std::mt19937_64& rng) const override;
+  std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const override;
+  Tolerance tolerance(DType dtype) const override;
+  // x, w, y once, and bias and residual when the op has them (placeholders not counted).
+  size_t minBytes(const Problem& p, const StorageFormat& f) const override;
+  // 2 M n K for the product (M = B*H*W positions, an FMA per weight and position), then
+  // per product element 1 for the bias; per output element the activation (gelu 5,
+  // gelu_tanh 9, quick_gelu 4, silu 4, geglu 6: gelu of the gate and the product, as
+  // in the activation family) and 1 for the residual.
+  double minFlops(const Problem& p) const override;
+  // Shape: x's [B, K, H, W]. Attributes: n (required: out_features, rows of W; even
+  // for geglu), epilogue (default none), bias (0/1, default 1), residual (0/1, default 0).
+  ProblemPtr makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const override;
+  // tiled under GEGLU holds twice the w tile: checked here, where the problem is known.
+  std::string unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
+                                const StorageFormat& f, const DeviceInfo& dev) const override;
+  // The GEGLU program (GEGLU=1, twice the accumulators) is built in prepare; prebuild
+  // builds the program of every other epilogue.
+  std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p, const Problem& prob,
+                                      const StorageFormat& f) const override;
+
+  static ProblemPtr problem(Shape x, int64_t rows, const std::string& epilogue, bool bias = true,
+                            bool residual = false);
+  // Local memory of a tiled point, with the w tile doubled under GEGLU.
+  static size_t tiledLocalBytes(const ParamPoint& p, bool geglu);
+
+ private:
+  std::vector<VariantDef> variants_;
+};
+
+}  // namespace sdspeed
