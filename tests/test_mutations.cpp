@@ -202,6 +202,8 @@ TEST(Mutations, ConvTimeEmbeddingOfTheWrongBatch) {
   Tally t = run(fam, "winograd_f2x2_3x3", "KT=16,RM=8,RN=4,TM=64,TN=64", "f16.buffer.nchw");
   EXPECT_EQ(t.inaccurate, 1);  // the batch-2 temb problem only
   EXPECT_EQ(t.ok, 3);
+}
+
 TEST(Mutations, GemmKLoopDroppingTheTail) {
   // Whole KWG steps only: wrong wherever K % KWG != 0 (K = 37, 100, 19, 24 with
   // KWG = 16), right where K is a multiple (64, 48).
