@@ -21,30 +21,30 @@ namespace sdspeed {
 
 using nlohmann::json;
 
-const char* dtypeName(DType dtype) {
+const char* dtypeName(StDType dtype) {
   switch (dtype) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I64: return "I64";
-    case DType::I32: return "I32";
+    case StDType::F32: return "F32";
+    case StDType::F16: return "F16";
+    case StDType::BF16: return "BF16";
+    case StDType::I64: return "I64";
+    case StDType::I32: return "I32";
   }
   return "?";
 }
 
-size_t dtypeSize(DType dtype) {
+size_t dtypeSize(StDType dtype) {
   switch (dtype) {
-    case DType::F32: return 4;
-    case DType::F16: return 2;
-    case DType::BF16: return 2;
-    case DType::I64: return 8;
-    case DType::I32: return 4;
+    case StDType::F32: return 4;
+    case StDType::F16: return 2;
+    case StDType::BF16: return 2;
+    case StDType::I64: return 8;
+    case StDType::I32: return 4;
   }
   return 0;
 }
 
-bool dtypeIsFloat(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
+bool dtypeIsFloat(StDType dtype) {
+  return dtype == StDType::F32 || dtype == StDType::F16 || dtype == StDType::BF16;
 }
 
 int64_t TensorInfo::numel() const {
@@ -82,9 +82,9 @@ std::string where(const std::string& label, const std::string& tensor) {
   return where(label) + "tensor '" + tensor + "': ";
 }
 
-bool parseDType(const std::string& s, DType& out) {
-  static const std::pair<const char*, DType> kNames[] = {
-      {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16}, {"I64", DType::I64}, {"I32", DType::I32}};
+bool parseDType(const std::string& s, StDType& out) {
+  static const std::pair<const char*, StDType> kNames[] = {
+      {"F32", StDType::F32}, {"F16", StDType::F16}, {"BF16", StDType::BF16}, {"I64", StDType::I64}, {"I32", StDType::I32}};
   for (const auto& [name, dtype] : kNames) {
     if (s == name) {
       out = dtype;
@@ -298,19 +298,19 @@ std::vector<float> SafetensorsFile::toFloat(std::string_view name) const {
   size_t n = t.bytes() / dtypeSize(t.dtype);
   std::vector<float> out(n);
   switch (t.dtype) {
-    case DType::F32:
+    case StDType::F32:
       if (n) std::memcpy(out.data(), p, n * 4);
       break;
-    case DType::F16:
+    case StDType::F16:
       for (size_t i = 0; i < n; ++i) out[i] = halfToFloat(load<uint16_t>(p, i));
       break;
-    case DType::BF16:
+    case StDType::BF16:
       for (size_t i = 0; i < n; ++i) out[i] = bf16ToFloat(load<uint16_t>(p, i));
       break;
-    case DType::I64:
+    case StDType::I64:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int64_t>(p, i));
       break;
-    case DType::I32:
+    case StDType::I32:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int32_t>(p, i));
       break;
   }
@@ -324,7 +324,7 @@ std::vector<int64_t> SafetensorsFile::toInt64(std::string_view name) const {
   const std::byte* p = bytes(name).data();
   size_t n = t.bytes() / dtypeSize(t.dtype);
   std::vector<int64_t> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = t.dtype == DType::I64 ? load<int64_t>(p, i) : load<int32_t>(p, i);
+  for (size_t i = 0; i < n; ++i) out[i] = t.dtype == StDType::I64 ? load<int64_t>(p, i) : load<int32_t>(p, i);
   return out;
 }
 
@@ -347,13 +347,13 @@ void SafetensorsWriter::addEntry(Entry entry, size_t count) {
 }
 
 void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>& shape, std::span<const float> data) {
-  addEntry({name, DType::F32, shape, std::string(reinterpret_cast<const char*>(data.data()), data.size_bytes())},
+  addEntry({name, StDType::F32, shape, std::string(reinterpret_cast<const char*>(data.data()), data.size_bytes())},
            data.size());
 }
 
 void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>& shape,
                             std::span<const int64_t> data) {
-  addEntry({name, DType::I64, shape, std::string(reinterpret_cast<const char*>(data.data()), data.size_bytes())},
+  addEntry({name, StDType::I64, shape, std::string(reinterpret_cast<const char*>(data.data()), data.size_bytes())},
            data.size());
 }
 

@@ -21,16 +21,16 @@
 
 namespace sdspeed {
 
-enum class DType { F32, F16, BF16, I64, I32 };
+enum class StDType { F32, F16, BF16, I64, I32 };
 
 // "F32", ... (the safetensors spelling).
-const char* dtypeName(DType dtype);
-size_t dtypeSize(DType dtype);
-bool dtypeIsFloat(DType dtype);
+const char* dtypeName(StDType dtype);
+size_t dtypeSize(StDType dtype);
+bool dtypeIsFloat(StDType dtype);
 
 struct TensorInfo {
   std::string name;
-  DType dtype = DType::F32;
+  StDType dtype = StDType::F32;
   std::vector<int64_t> shape;
   size_t begin = 0;  // byte offsets into the data section
   size_t end = 0;
@@ -98,7 +98,7 @@ class SafetensorsWriter {
  private:
   struct Entry {
     std::string name;
-    DType dtype;
+    StDType dtype;
     std::vector<int64_t> shape;
     std::string bytes;
   };

@@ -11,7 +11,7 @@
 #include "runtime/atomic_file.h"
 #include "test_support.h"
 
-using sdspeed::DType;
+using sdspeed::StDType;
 using sdspeed::SafetensorsFile;
 using sdspeed::SafetensorsWriter;
 using sdspeed_test::errorMessage;
@@ -62,7 +62,7 @@ TEST(Safetensors, ReadsTheFixture) {
   EXPECT_FALSE(f.contains("__metadata__"));
 
   const auto& ids = f.info("input_ids_cond");
-  EXPECT_EQ(ids.dtype, DType::I64);
+  EXPECT_EQ(ids.dtype, StDType::I64);
   EXPECT_EQ(ids.shape, (std::vector<int64_t>{1, 77}));
   std::vector<int64_t> cond = f.toInt64("input_ids_cond");
   ASSERT_EQ(cond.size(), 77u);
