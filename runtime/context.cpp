@@ -1,12 +1,16 @@
 #include "runtime/context.h"
 
+#include <algorithm>
+#include <mutex>
+
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
 
 Context::Context(const DeviceInfo& device, const ContextOptions& options)
     : device_(device),
-      sources_(options.kernelDir.empty() ? KernelSources() : KernelSources(options.kernelDir)) {
+      sources_(options.kernelDir.empty() ? KernelSources() : KernelSources(options.kernelDir)),
+      tracker_(std::make_shared<Tracker>()) {
   cl_int err = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                    reinterpret_cast<cl_context_properties>(device_.platform), 0};
@@ -26,12 +30,79 @@ ClKernel Context::createKernel(cl_program program, const std::string& name) {
   return k;
 }
 
+struct Context::Tracker {
+  std::mutex mutex;
+  uint64_t live = 0, peak = 0;
+};
+
+namespace {
+
+// What a destructor callback needs; `keep` holds the tracker alive until the last
+// tracked object is released, even past the Context.
+struct Release {
+  std::shared_ptr<void> keep;
+  uint64_t bytes = 0;
+};
+
+}  // namespace
+
+void Context::track(cl_mem m, size_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(tracker_->mutex);
+    tracker_->live += bytes;
+    tracker_->peak = std::max(tracker_->peak, tracker_->live);
+  }
+  auto* r = new Release{tracker_, bytes};
+  auto callback = [](cl_mem, void* data) {
+    auto* rel = static_cast<Release*>(data);
+    auto* t = static_cast<Tracker*>(rel->keep.get());
+    {
+      std::lock_guard<std::mutex> lock(t->mutex);
+      t->live -= rel->bytes;
+    }
+    delete rel;
+  };
+  if (clSetMemObjectDestructorCallback(m, callback, r) != CL_SUCCESS) {
+    // Not tracked past its release: count it as live (an overestimate, never an under-).
+    delete r;
+  }
+}
+
+Context::MemoryStats Context::memoryStats() const {
+  std::lock_guard<std::mutex> lock(tracker_->mutex);
+  return {tracker_->live, tracker_->peak};
+}
+
+void Context::resetPeak() {
+  std::lock_guard<std::mutex> lock(tracker_->mutex);
+  tracker_->peak = tracker_->live;
+}
+
 ClMem Context::createBuffer(size_t bytes, cl_mem_flags flags) {
   cl_int err = CL_SUCCESS;
-  ClMem m(clCreateBuffer(context_.get(), flags, bytes == 0 ? 4 : bytes, nullptr, &err));
+  const size_t size = bytes == 0 ? 4 : bytes;
+  ClMem m(clCreateBuffer(context_.get(), flags, size, nullptr, &err));
   if (err != CL_SUCCESS)
     throw ClError("clCreateBuffer", err, "allocating " + std::to_string(bytes) + " bytes");
+  track(m.get(), size);
   return m;
+}
+
+ClMem Context::createSubBuffer(cl_mem parent, size_t offset, size_t bytes, cl_mem_flags flags) {
+  cl_buffer_region region{offset, bytes == 0 ? 4 : bytes};
+  cl_int err = CL_SUCCESS;
+  ClMem m(clCreateSubBuffer(parent, flags, CL_BUFFER_CREATE_TYPE_REGION, &region, &err));
+  if (err != CL_SUCCESS)
+    throw ClError("clCreateSubBuffer", err,
+                  "region of " + std::to_string(bytes) + " bytes at offset " + std::to_string(offset));
+  return m;  // no new memory: not tracked
+}
+
+size_t Context::subBufferAlignment() const {
+  cl_uint bits = 0;
+  clCheck(clGetDeviceInfo(device_.id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(bits), &bits, nullptr),
+          "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)");
+  return std::max<size_t>(bits / 8, 4);
 }
 
 ClMem Context::createImage2D(size_t width, size_t height, cl_channel_type type, cl_mem_flags flags) {
@@ -45,6 +116,7 @@ ClMem Context::createImage2D(size_t width, size_t height, cl_channel_type type, 
   if (err != CL_SUCCESS)
     throw ClError("clCreateImage", err,
                   "image2d " + std::to_string(width) + "x" + std::to_string(height));
+  track(m.get(), width * height * 4 * (type == CL_FLOAT ? 4 : 2));
   return m;
 }
 

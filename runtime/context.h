@@ -34,6 +34,20 @@ class Context {
   ClMem createImage2D(size_t width, size_t height, cl_channel_type type,
                       cl_mem_flags flags = CL_MEM_READ_WRITE);
 
+  // A region of `parent` (a buffer): offset must be a multiple of subBufferAlignment().
+  ClMem createSubBuffer(cl_mem parent, size_t offset, size_t bytes, cl_mem_flags flags = CL_MEM_READ_WRITE);
+  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (the device reports bits).
+  size_t subBufferAlignment() const;
+
+  // Every buffer and image this context allocated: OpenCL cannot report a device's
+  // peak memory, so the context counts its own (released objects are subtracted
+  // through clSetMemObjectDestructorCallback).
+  struct MemoryStats {
+    uint64_t liveBytes = 0, peakBytes = 0;
+  };
+  MemoryStats memoryStats() const;
+  void resetPeak();
+
   void writeBuffer(cl_mem buf, const void* data, size_t bytes, size_t offset = 0);
   void readBuffer(cl_mem buf, void* data, size_t bytes, size_t offset = 0);
   void writeImage(cl_mem img, const void* data, size_t width, size_t height);
@@ -46,6 +60,9 @@ class Context {
   ClContext context_;
   ClQueue queue_;
   std::unique_ptr<ProgramCache> programs_;
+  struct Tracker;
+  std::shared_ptr<Tracker> tracker_;
+  void track(cl_mem m, size_t bytes);
 };
 
 }  // namespace sdspeed

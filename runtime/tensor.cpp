@@ -87,6 +87,16 @@ DeviceTensor::DeviceTensor(Context& ctx, const TensorDesc& desc, bool withCanary
   }
 }
 
+DeviceTensor::DeviceTensor(Context& ctx, const TensorDesc& desc, ClMem memory)
+    : ctx_(&ctx), desc_(desc), canary_(false), mem_(std::move(memory)) {
+  if (desc_.format.storage != Storage::Buffer) throw Error("a tensor in shared memory must be a buffer tensor");
+  size_t size = 0;
+  clCheck(clGetMemObjectInfo(mem_.get(), CL_MEM_SIZE, sizeof(size), &size, nullptr), "clGetMemObjectInfo");
+  if (size < desc_.bytes())
+    throw Error("a " + desc_.shape.text() + " tensor needs " + std::to_string(desc_.bytes()) + " bytes, its memory has " +
+                std::to_string(size));
+}
+
 void DeviceTensor::writeBytes(const std::vector<uint8_t>& bytes) {
   if (desc_.format.storage == Storage::Buffer)
     ctx_->writeBuffer(mem_.get(), bytes.data(), bytes.size());

@@ -27,6 +27,9 @@ class DeviceTensor {
   // withCanary: allocate kCanaryBytes past the end of a buffer (ignored for images,
   // whose out-of-range writes cannot land in memory we own).
   DeviceTensor(Context& ctx, const TensorDesc& desc, bool withCanary = false);
+  // A tensor in memory someone else allocated (a planner's sub-buffer, or another
+  // tensor's memory seen with another shape); a buffer of at least desc.bytes().
+  DeviceTensor(Context& ctx, const TensorDesc& desc, ClMem memory);
 
   const TensorDesc& desc() const { return desc_; }
   cl_mem mem() const { return mem_.get(); }

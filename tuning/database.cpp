@@ -161,27 +161,37 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   return {v.name, v.defaults().text(), "generic default"};
 }
 
-TunedChoice tunedChoice(const std::string& dbDir, const DeviceInfo& dev, const Family& fam, const OpInstance& inst,
-                        const std::string& variant) {
+TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) {
   const std::string key = dev.key();
-  TunedChoice own = TuningDatabase::loadOrEmpty(dbDir + "/" + key + ".yaml", dev).lookup(fam, inst, variant);
-  if (own.source != "generic default") return own;
+  ownPath_ = dbDir + "/" + key + ".yaml";
+  ownExists_ = std::filesystem::exists(ownPath_);
+  own_ = TuningDatabase::loadOrEmpty(ownPath_, dev);
   // Vendor default: the other databases of this vendor, in file-name order.
   const std::string vendor = key.substr(0, key.find('-') + 1);  // "nvidia-", "pocl-"
-  std::vector<std::filesystem::path> siblings;
+  std::vector<std::filesystem::path> paths;
   std::error_code ec;
   for (const auto& f : std::filesystem::directory_iterator(dbDir, ec)) {
     const std::string name = f.path().filename().string();
     if (f.path().extension() == ".yaml" && name.rfind(vendor, 0) == 0 && name != key + ".yaml")
-      siblings.push_back(f.path());
+      paths.push_back(f.path());
   }
-  std::sort(siblings.begin(), siblings.end());
-  for (const auto& path : siblings) {
-    const TunedChoice c = TuningDatabase::load(path.string()).lookup(fam, inst, variant);
-    if (c.source != "generic default")
-      return {c.variant, c.params, "vendor default (" + path.stem().string() + ": " + c.source + ")"};
+  std::sort(paths.begin(), paths.end());
+  for (const auto& path : paths) siblings_.emplace_back(path.stem().string(), TuningDatabase::load(path.string()));
+}
+
+TunedChoice TunedChooser::choose(const Family& fam, const OpInstance& inst, const std::string& variant) const {
+  TunedChoice own = own_.lookup(fam, inst, variant);
+  if (own.source != "generic default") return own;
+  for (const auto& [key, db] : siblings_) {
+    const TunedChoice c = db.lookup(fam, inst, variant);
+    if (c.source != "generic default") return {c.variant, c.params, "vendor default (" + key + ": " + c.source + ")"};
   }
   return own;
+}
+
+TunedChoice tunedChoice(const std::string& dbDir, const DeviceInfo& dev, const Family& fam, const OpInstance& inst,
+                        const std::string& variant) {
+  return TunedChooser(dbDir, dev).choose(fam, inst, variant);
 }
 
 }  // namespace sdspeed

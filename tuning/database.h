@@ -66,6 +66,22 @@ class TuningDatabase {
 // The runtime's question: which variant and parameters for this op instance on this
 // device, from DB_DIR/<device-key>.yaml, then the vendor's other databases in DB_DIR
 // (the generic default when none answers).
+// The same chain with the databases loaded once (the pipeline asks for hundreds of
+// op instances per run).
+class TunedChooser {
+ public:
+  TunedChooser(const std::string& dbDir, const DeviceInfo& dev);
+  TunedChoice choose(const Family& fam, const OpInstance& inst, const std::string& variant = "") const;
+  const std::string& ownPath() const { return ownPath_; }
+  bool ownExists() const { return ownExists_; }
+
+ private:
+  std::string ownPath_;
+  bool ownExists_ = false;
+  TuningDatabase own_;
+  std::vector<std::pair<std::string, TuningDatabase>> siblings_;  // (key, database), file-name order
+};
+
 TunedChoice tunedChoice(const std::string& dbDir, const DeviceInfo& dev, const Family& fam, const OpInstance& inst,
                         const std::string& variant = "");
 

@@ -1,0 +1,198 @@
+#include "pipeline/exec/graph_executor.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "kernels/registry.h"
+#include "runtime/cl_error.h"
+#include "runtime/timing.h"
+
+namespace sdspeed {
+namespace {
+
+const StorageFormat kParamFormat{DType::F32, Storage::Buffer, Layout::NCHW};
+
+// The chosen point if the family can run it here, else why not.
+std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, const StorageFormat& f,
+                   const DeviceInfo& dev) {
+  const VariantDef& v = fam.variant(c.variant);
+  return fam.unsupportedReason(v, v.parsePoint(c.params), *n.problem, f, dev);
+}
+
+// The database's choice for the node (or the forced variant's own best), else the
+// first variant, in the family's order, whose tuned point or defaults can run it.
+NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOptions& opt, const DeviceInfo& dev) {
+  const Family& fam = *n.family;
+  const OpInstance inst = OpInstance::of(fam, *n.problem, opt.format);
+  auto forced = opt.variants.find(fam.name());
+  const std::string want = forced == opt.variants.end() ? "" : forced->second;
+  TunedChoice c = chooser.choose(fam, inst, want);
+  std::string why = whyNot(fam, c, n, opt.format, dev);
+  if (why.empty()) return {inst.text(), c.variant, c.params, c.source};
+  const std::string refused = c.variant + " " + c.params + ": " + why;
+  std::vector<TunedChoice> alternatives;
+  const VariantDef& first = fam.variant(c.variant);
+  alternatives.push_back({first.name, first.defaults().text(), "defaults"});
+  for (const auto& v : fam.variants()) {
+    if (v.name == c.variant) continue;
+    alternatives.push_back(chooser.choose(fam, inst, v.name));
+    alternatives.push_back({v.name, v.defaults().text(), "defaults"});
+  }
+  for (const auto& a : alternatives)
+    if (whyNot(fam, a, n, opt.format, dev).empty())
+      return {inst.text(), a.variant, a.params, a.source + "; fallback, " + refused};
+  throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.name + " (" +
+              refused + ")");
+}
+
+std::string slotKey(const Shape& s, bool activation) { return s.text() + (activation ? "a" : "p"); }
+
+}  // namespace
+
+GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSource& weights, const ExecOptions& options)
+    : ctx_(ctx), graph_(graph), opt_(options) {
+  if (opt_.format.storage != Storage::Buffer)
+    throw Error("the pipeline runs on buffer storage (views reshape tensors in place); got " + opt_.format.name());
+  const TunedChooser chooser(opt_.dbDir, ctx.device());
+  for (const auto& [fam, v] : opt_.variants) findFamily(fam).variant(v);  // unknown names: an Error here
+  for (const GraphNode& n : graph_.nodes()) {
+    NodeChoice c = choose(chooser, n, opt_, ctx.device());
+    const VariantDef& v = n.family->variant(c.variant);
+    ops_.push_back(n.family->prepare(ctx, v, v.parsePoint(c.params), *n.problem, opt_.format));
+    memory_.scratchBytes += ops_.back()->scratchBytes();
+    choices_.push_back(std::move(c));
+  }
+  allocate(weights);
+}
+
+GraphExecutor::~GraphExecutor() = default;
+
+void GraphExecutor::allocate(const WeightSource& weights) {
+  const auto& ts = graph_.tensors();
+  const auto& nodes = graph_.nodes();
+  tensors_.resize(ts.size());
+  const int lastNode = static_cast<int>(nodes.size()) - 1;
+
+  // Lifetimes of the activations that own memory (views extend their base's).
+  std::vector<int> first(ts.size(), -1), last(ts.size(), -1);
+  for (const auto& [name, id] : graph_.inputs()) first[static_cast<size_t>(id)] = 0;
+  for (int i = 0; i <= lastNode; ++i) {
+    const GraphNode& n = nodes[static_cast<size_t>(i)];
+    for (int a : n.args) {
+      if (a < 0) continue;
+      const size_t s = static_cast<size_t>(graph_.storageOf(a));
+      if (first[s] < 0) first[s] = i;  // written here (the op's output)
+      last[s] = std::max(last[s], i);
+    }
+  }
+  for (const auto& [name, id] : graph_.outputs()) last[static_cast<size_t>(graph_.storageOf(id))] = lastNode;
+
+  std::vector<TensorUsage> usage;
+  std::vector<int> owners;
+  for (size_t id = 0; id < ts.size(); ++id) {
+    const GraphTensor& t = ts[id];
+    if (t.kind == GraphTensor::Kind::Weight) {
+      auto d = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, kParamFormat});
+      d->upload(weights.load(t.name, t.diskShape));
+      memory_.weightBytes += d->desc().bytes();
+      tensors_[id] = std::move(d);
+    } else if (t.kind == GraphTensor::Kind::HostInput) {
+      tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, kParamFormat});
+    } else if (t.viewOf < 0 && first[id] >= 0) {
+      usage.push_back({TensorDesc{t.shape, opt_.format}.bytes(), first[id], std::max(first[id], last[id])});
+      owners.push_back(static_cast<int>(id));
+    }
+  }
+
+  const uint64_t align = ctx_.subBufferAlignment();
+  for (PlanStrategy s : allPlanStrategies()) memory_.planBytes[planStrategyName(s)] = planMemory(usage, s, align).totalBytes();
+  memory_.planBytes["lower-bound"] = lowerBoundBytes(usage);
+  if (opt_.planner == "none") {
+    for (size_t k = 0; k < owners.size(); ++k) {
+      const GraphTensor& t = ts[static_cast<size_t>(owners[k])];
+      tensors_[static_cast<size_t>(owners[k])] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, opt_.format});
+      memory_.activationBytes += tensors_[static_cast<size_t>(owners[k])]->desc().bytes();
+    }
+  } else {
+    const MemoryPlan plan = planMemory(usage, parsePlanStrategy(opt_.planner), align);
+    const auto bases = plan.arenaOffsets();
+    const uint64_t arenaBytes = bases.back();
+    if (arenaBytes > ctx_.device().maxAllocBytes)
+      throw Error("the " + graph_.component() + " activation arena needs " + std::to_string(arenaBytes >> 20) +
+                  " MiB, more than the device's largest allocation (" +
+                  std::to_string(ctx_.device().maxAllocBytes >> 20) + " MiB); try --planner none");
+    arena_ = ctx_.createBuffer(arenaBytes);
+    memory_.activationBytes = arenaBytes;
+    for (size_t k = 0; k < owners.size(); ++k) {
+      const GraphTensor& t = ts[static_cast<size_t>(owners[k])];
+      const TensorDesc desc{t.shape, opt_.format};
+      const uint64_t offset = bases[plan.placements[k].buffer] + plan.placements[k].offset;
+      tensors_[static_cast<size_t>(owners[k])] =
+          std::make_unique<DeviceTensor>(ctx_, desc, ctx_.createSubBuffer(arena_.get(), offset, desc.bytes()));
+    }
+  }
+  // Views share their base's memory object.
+  for (size_t id = 0; id < ts.size(); ++id) {
+    const GraphTensor& t = ts[id];
+    if (t.viewOf < 0 || !tensors_[static_cast<size_t>(t.viewOf)]) continue;
+    cl_mem m = tensors_[static_cast<size_t>(t.viewOf)]->mem();
+    clCheck(clRetainMemObject(m), "clRetainMemObject");
+    tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, opt_.format}, ClMem(m));
+  }
+}
+
+DeviceTensor* GraphExecutor::placeholder(const Shape& s, bool activation) {
+  auto& p = placeholders_[slotKey(s, activation)];
+  if (!p) {
+    p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{s, activation ? opt_.format : kParamFormat});
+    p->upload(std::vector<float>(static_cast<size_t>(s.elements()), 0.0f));
+  }
+  return p.get();
+}
+
+void GraphExecutor::setInput(const std::string& name, const std::vector<float>& nchw) {
+  auto it = graph_.inputs().find(name);
+  if (it == graph_.inputs().end()) throw Error(graph_.component() + " has no input '" + name + "'");
+  const Shape& s = graph_.tensor(it->second).shape;
+  if (nchw.size() != static_cast<size_t>(s.elements()))
+    throw Error(graph_.component() + " input '" + name + "' needs " + s.text() + " (" + std::to_string(s.elements()) +
+                " values), given " + std::to_string(nchw.size()));
+  tensors_[static_cast<size_t>(it->second)]->upload(nchw);
+}
+
+std::vector<float> GraphExecutor::output(const std::string& name) const {
+  auto it = graph_.outputs().find(name);
+  if (it == graph_.outputs().end()) throw Error(graph_.component() + " has no output '" + name + "'");
+  return tensors_[static_cast<size_t>(it->second)]->download();
+}
+
+RunTiming GraphExecutor::run(bool profile) {
+  RunTiming t;
+  const auto start = std::chrono::steady_clock::now();
+  const auto& nodes = graph_.nodes();
+  std::vector<std::vector<ClEvent>> events(profile ? nodes.size() : 0);
+  ClEvent firstEvent, lastEvent;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const GraphNode& n = nodes[i];
+    const auto slots = n.family->slots();
+    const auto shapes = n.family->shapes(*n.problem);
+    std::vector<DeviceTensor*> args;
+    for (size_t s = 0; s < slots.size(); ++s)
+      args.push_back(n.args[s] >= 0 ? tensors_[static_cast<size_t>(n.args[s])].get()
+                                    : placeholder(shapes[s], slots[s].activation));
+    std::vector<ClEvent> ev = ops_[i]->enqueue(args);
+    if (ev.empty()) continue;
+    if (!firstEvent) firstEvent = ev.front();
+    lastEvent = ev.back();
+    if (profile) events[i] = std::move(ev);
+  }
+  ctx_.finish();
+  t.wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (firstEvent) t.deviceMs = eventSpanNs({firstEvent, lastEvent}) * 1e-6;
+  if (profile)
+    for (size_t i = 0; i < events.size(); ++i)
+      if (!events[i].empty()) t.nodes.push_back({static_cast<int>(i), eventSpanNs(events[i]) * 1e-3});
+  return t;
+}
+
+}  // namespace sdspeed

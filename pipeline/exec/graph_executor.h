@@ -1,0 +1,83 @@
+// Runs a component graph on one device: every op through its kernel family, with the
+// variant and parameters the device's tuning database names for its op instance
+// (or a --variant override, using that variant's own tuned parameters), falling back
+// to another variant when the chosen one cannot run the instance. Activations live
+// in memory the planner assigned (one arena, sub-buffers per tensor), weights in
+// their own buffers.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/model/graph.h"
+#include "pipeline/weights.h"
+#include "runtime/memory_planner.h"
+#include "runtime/tensor.h"
+#include "tuning/database.h"
+
+namespace sdspeed {
+
+struct ExecOptions {
+  StorageFormat format;                            // activations (buffer storage)
+  std::string dbDir = "configs/tuned";             // the tuning databases
+  std::map<std::string, std::string> variants;     // family -> forced variant
+  std::string planner = "greedy-by-size";          // a PlanStrategy name, or "none" (one buffer per tensor)
+};
+
+// What one node runs with, and why.
+struct NodeChoice {
+  std::string instance;  // OpInstance text
+  std::string variant, params, source;
+};
+
+struct NodeTime {
+  int node = 0;
+  double us = 0;  // first kernel start to last kernel end
+};
+
+struct RunTiming {
+  double deviceMs = 0;  // first kernel start of the first op to last kernel end of the last
+  double wallMs = 0;    // host: first enqueue to finish
+  std::vector<NodeTime> nodes;  // filled when profiling
+};
+
+struct ExecMemory {
+  uint64_t weightBytes = 0;
+  uint64_t scratchBytes = 0;     // kernel scratch (im2col, attention scores, Winograd planes)
+  uint64_t activationBytes = 0;  // the chosen plan's device memory for activations
+  std::map<std::string, uint64_t> planBytes;  // every strategy's plan (name -> bytes), "lower-bound" too
+};
+
+class GraphExecutor {
+ public:
+  // Prepares every op (programs come from the cache) and uploads the weights.
+  GraphExecutor(Context& ctx, const Graph& graph, const WeightSource& weights, const ExecOptions& options);
+  ~GraphExecutor();
+
+  void setInput(const std::string& name, const std::vector<float>& nchw);
+  std::vector<float> output(const std::string& name) const;
+  // Enqueues every op and waits; with profile, per-op device times.
+  RunTiming run(bool profile = false);
+
+  const Graph& graph() const { return graph_; }
+  const std::vector<NodeChoice>& choices() const { return choices_; }
+  const ExecMemory& memory() const { return memory_; }
+
+ private:
+  void allocate(const WeightSource& weights);
+  DeviceTensor* placeholder(const Shape& s, bool activation);
+
+  Context& ctx_;
+  const Graph& graph_;
+  ExecOptions opt_;
+  std::vector<NodeChoice> choices_;
+  std::vector<std::unique_ptr<PreparedOp>> ops_;
+  std::vector<std::unique_ptr<DeviceTensor>> tensors_;  // by graph tensor id (null for unused)
+  std::map<std::string, std::unique_ptr<DeviceTensor>> placeholders_;
+  ClMem arena_;
+  ExecMemory memory_;
+};
+
+}  // namespace sdspeed

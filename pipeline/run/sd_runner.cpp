@@ -1,0 +1,85 @@
+#include "pipeline/run/sd_runner.h"
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pipeline/guidance.h"
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+
+std::string defaultSchedulerName(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open the scheduler config");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  const std::pair<const char*, const char*> names[] = {{"\"PNDMScheduler\"", "pndm"},
+                                                       {"\"DDIMScheduler\"", "ddim"},
+                                                       {"\"EulerDiscreteScheduler\"", "euler"},
+                                                       {"\"DPMSolverMultistepScheduler\"", "dpmpp2m"}};
+  for (const auto& [cls, name] : names)
+    if (text.find(cls) != std::string::npos) return name;
+  return "";
+}
+
+DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const DiffusionRequest& req) {
+  const auto start = std::chrono::steady_clock::now();
+  const bool cfg = req.guidance > 1.0f;
+  if ((cfg ? 2 : 1) != pipe.batch())
+    throw Error("the pipeline was built for batch " + std::to_string(pipe.batch()) + " but guidance " +
+                std::to_string(req.guidance) + (cfg ? " needs batch 2" : " needs batch 1"));
+  const size_t latentSize = static_cast<size_t>(pipe.unetConfig().inChannels * pipe.latentH() * pipe.latentW());
+  if (req.initLatents.size() != latentSize)
+    throw Error("init latents need " + std::to_string(latentSize) + " values, given " + std::to_string(req.initLatents.size()));
+  DiffusionResult r;
+
+  // Text: one encoder run on [uncond, cond] (or cond alone without guidance).
+  std::vector<int64_t> ids = cfg ? req.uncondIds : req.condIds;
+  if (cfg) ids.insert(ids.end(), req.condIds.begin(), req.condIds.end());
+  r.textEmbeddings = pipe.encodeText(ids);
+  r.textMs = pipe.stats("text_encoder").last.deviceMs;
+
+  scheduler.setTimesteps(req.steps);
+  r.timesteps = scheduler.timesteps();
+  std::vector<float> latents = req.initLatents;
+  const float sigma = scheduler.initNoiseSigma();
+  for (float& v : latents) v *= sigma;
+  std::map<int, OpProfile> prof;
+  for (size_t i = 0; i < r.timesteps.size(); ++i) {
+    const float t = r.timesteps[i];
+    std::vector<float> x = latents;
+    if (cfg) x.insert(x.end(), latents.begin(), latents.end());
+    scheduler.scaleModelInput(x, t);
+    const std::vector<float> noise = pipe.predictNoise(x, t, r.textEmbeddings, req.profile);
+    const ComponentStats st = pipe.stats("unet");
+    r.unetMs.push_back(st.last.deviceMs);
+    if (req.profile) {
+      const auto& exec = pipe.executor("unet");
+      for (const NodeTime& nt : st.last.nodes) {
+        OpProfile& p = prof[nt.node];
+        const auto& c = exec.choices()[static_cast<size_t>(nt.node)];
+        p.label = exec.graph().nodes()[static_cast<size_t>(nt.node)].label;
+        p.instance = c.instance;
+        p.variant = c.variant;
+        p.us += nt.us;
+        ++p.calls;
+      }
+    }
+    const std::vector<float> guided = cfg ? classifierFreeGuidance(noise, req.guidance) : noise;
+    latents = scheduler.step(guided, t, latents);
+    if (req.onStep) req.onStep(static_cast<int>(i), latents);
+  }
+  for (auto& [node, p] : prof) r.profile.push_back(p);
+  r.finalLatents = latents;
+  if (req.decode) {
+    r.decoded = pipe.decode(latents);
+    r.vaeMs = pipe.stats("vae_decoder").last.deviceMs;
+  }
+  r.totalMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace sdspeed
