@@ -1,5 +1,6 @@
-// The pipeline against diffusers: tests/data/tiny-sd-a (see its README) reproduced
-// through the runner's code path (SdPipeline + runDiffusion) on the default device.
+// The pipeline against diffusers: the fixtures tests/data/tiny-sd-a and tiny-sd-b (see
+// their READMEs), two different architectures, reproduced through the runner's code
+// path (SdPipeline + runDiffusion) on the default device.
 //
 // Tolerances follow the fixture README's rule for a float32 implementation: relative
 // L2 error below max(1e-4, 10x the float32-vs-float64 relative difference) and every
@@ -9,6 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
 
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
@@ -18,10 +23,8 @@
 namespace sdspeed {
 namespace {
 
-const std::string kFixture = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
-
 struct Spread {
-  double maxAbs, relL2;  // float32 vs float64 (the README's table)
+  double maxAbs, relL2;  // float32 vs float64 (the fixture's f32_vs_f64.json)
 };
 
 void expectClose(const std::vector<float>& got, const std::vector<float>& want, Spread f64, const std::string& what) {
@@ -38,84 +41,115 @@ void expectClose(const std::vector<float>& got, const std::vector<float>& want, 
   const double rel = std::sqrt(num / den);
   EXPECT_LE(rel, std::max(1e-4, 10 * f64.relL2)) << what;
   EXPECT_LE(worst, 10 * f64.maxAbs) << what << ": worst element " << at << " got " << got[at] << " want " << want[at];
-  std::printf("%-28s rel L2 %.3g, max abs %.3g (f32 vs f64: %.3g, %.3g)\n", what.c_str(), rel, worst, f64.relL2, f64.maxAbs);
+  std::printf("%-30s rel L2 %.3g, max abs %.3g (f32 vs f64: %.3g, %.3g)\n", what.c_str(), rel, worst, f64.relL2,
+              f64.maxAbs);
 }
 
-std::vector<int64_t> ids(const SafetensorsFile& f, const char* name) { return f.toInt64(name); }
+// One fixture folder: its reference tensors, spreads, and a pipeline built from it.
+struct Fixture {
+  std::string dir;
+  int64_t latent = 0;
+  std::vector<std::string> schedulers;
+  std::unique_ptr<SafetensorsFile> ref;
+  nlohmann::json spreads;
+  std::unique_ptr<SdPipeline> pipe;
 
-class TinySd : public ::testing::Test {
+  Spread spread(const std::string& tensor, bool anyStep = false) const {
+    const auto& t = spreads.at("tolerances").at(tensor);
+    return {t.at(anyStep && t.contains("max_abs_any_step") ? "max_abs_any_step" : "max_abs").get<double>(),
+            t.at("rel_l2").get<double>()};
+  }
+};
+
+Context& context() {
+  static Context ctx(selectDevice(listDevices(), ""), ContextOptions{});
+  return ctx;
+}
+
+// Built once per fixture (programs are shared through the cache) and kept for the
+// whole test program.
+Fixture& fixture(const std::string& name) {
+  static std::map<std::string, std::unique_ptr<Fixture>> all;
+  auto& f = all[name];
+  if (f) return *f;
+  f = std::make_unique<Fixture>();
+  f->dir = std::string(SDSPEED_TEST_DATA) + "/" + name;
+  f->ref = std::make_unique<SafetensorsFile>(f->dir + "/reference.safetensors");
+  std::ifstream in(f->dir + "/f32_vs_f64.json");
+  f->spreads = nlohmann::json::parse(in);
+  const auto shape = f->ref->info("init_latents").shape;
+  f->latent = shape.at(2);
+  for (const char* s : {"ddim", "pndm", "euler", "dpmpp2m"})
+    if (f->ref->contains(std::string(s) + "_final_latents")) f->schedulers.push_back(s);
+  ModelSource src;
+  src.configDir = src.weightsDir = f->dir;
+  ExecOptions exec;
+  exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+  f->pipe = std::make_unique<SdPipeline>(context(), src, exec, shape.at(2), shape.at(3), 2);
+  return *f;
+}
+
+class Diffusers : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    ref_ = new SafetensorsFile(kFixture + "/reference.safetensors");
-    ctx_ = new Context(selectDevice(listDevices(), ""), ContextOptions{});
-    ModelSource src;
-    src.configDir = src.weightsDir = kFixture;
-    ExecOptions exec;
-    exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
-    pipe_ = new SdPipeline(*ctx_, src, exec, 16, 16, 2);
-  }
-  static void TearDownTestSuite() {
-    delete pipe_;
-    delete ctx_;
-    delete ref_;
-  }
-  static DiffusionRequest request() {
+  Fixture& fx() { return fixture(GetParam()); }
+  DiffusionRequest request() {
     DiffusionRequest r;
-    r.condIds = ids(*ref_, "input_ids_cond");
-    r.uncondIds = ids(*ref_, "input_ids_uncond");
-    r.initLatents = ref_->toFloat("init_latents");
+    r.condIds = fx().ref->toInt64("input_ids_cond");
+    r.uncondIds = fx().ref->toInt64("input_ids_uncond");
+    r.initLatents = fx().ref->toFloat("init_latents");
     r.steps = 4;
     r.guidance = 7.5f;
     return r;
   }
-  void loop(const std::string& name, Spread finalSpread, bool decode = false) {
-    auto sched = loadScheduler(name, kFixture + "/scheduler_configs/" + name + ".json");
+};
+
+TEST_P(Diffusers, TextEmbeddings) {
+  std::vector<int64_t> ids = fx().ref->toInt64("input_ids_uncond");
+  const auto cond = fx().ref->toInt64("input_ids_cond");
+  ids.insert(ids.end(), cond.begin(), cond.end());
+  expectClose(fx().pipe->encodeText(ids), fx().ref->toFloat("text_embeddings"), fx().spread("text_embeddings"),
+              GetParam() + " text_embeddings");
+}
+
+TEST_P(Diffusers, UNetAtT999) {
+  auto x = fx().ref->toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const auto out = fx().pipe->predictNoise(x, 999.0f, fx().ref->toFloat("text_embeddings"));
+  expectClose(out, fx().ref->toFloat("unet_out_t999"), fx().spread("unet_out_t999"), GetParam() + " unet_out_t999");
+}
+
+// Every scheduler the fixture has: timesteps exactly, the latents after every step
+// within the scheduler's worst step spread, DDIM decoded too.
+TEST_P(Diffusers, SchedulerLoops) {
+  for (const std::string& name : fx().schedulers) {
+    auto sched = loadScheduler(name, fx().dir + "/scheduler_configs/" + name + ".json");
     DiffusionRequest req = request();
-    req.decode = decode;
+    req.decode = name == "ddim";
     std::vector<std::vector<float>> steps;
     req.onStep = [&](int, const std::vector<float>& l) { steps.push_back(l); };
-    const DiffusionResult r = runDiffusion(*pipe_, *sched, req);
-    const auto ts = ref_->toInt64(name + "_timesteps");
-    ASSERT_EQ(r.timesteps.size(), ts.size());
-    for (size_t i = 0; i < ts.size(); ++i) EXPECT_EQ(static_cast<int64_t>(r.timesteps[i]), ts[i]);
+    const DiffusionResult r = runDiffusion(*fx().pipe, *sched, req);
+    const auto ts = fx().ref->toInt64(name + "_timesteps");
+    ASSERT_EQ(r.timesteps.size(), ts.size()) << name;
+    for (size_t i = 0; i < ts.size(); ++i) EXPECT_EQ(static_cast<int64_t>(r.timesteps[i]), ts[i]) << name;
+    const Spread sp = fx().spread(name + "_final_latents", true);
+    ASSERT_EQ(steps.size(), ts.size());
     for (size_t i = 0; i < steps.size(); ++i)
-      expectClose(steps[i], ref_->toFloat(name + "_latents_step" + std::to_string(i)), finalSpread,
-                  name + "_latents_step" + std::to_string(i));
-    expectClose(r.finalLatents, ref_->toFloat(name + "_final_latents"), finalSpread, name + "_final_latents");
-    if (decode) expectClose(r.decoded, ref_->toFloat("decoded_ddim"), {3.920e-06, 1.852e-06}, "decoded_ddim");
+      expectClose(steps[i], fx().ref->toFloat(name + "_latents_step" + std::to_string(i)), sp,
+                  GetParam() + " " + name + "_latents_step" + std::to_string(i));
+    expectClose(r.finalLatents, fx().ref->toFloat(name + "_final_latents"), sp, GetParam() + " " + name + "_final");
+    if (req.decode) expectClose(r.decoded, fx().ref->toFloat("decoded_ddim"), fx().spread("decoded_ddim"), GetParam() + " decoded_ddim");
   }
-  static SafetensorsFile* ref_;
-  static Context* ctx_;
-  static SdPipeline* pipe_;
-};
-SafetensorsFile* TinySd::ref_ = nullptr;
-Context* TinySd::ctx_ = nullptr;
-SdPipeline* TinySd::pipe_ = nullptr;
-
-TEST_F(TinySd, TextEmbeddings) {
-  std::vector<int64_t> all = ids(*ref_, "input_ids_uncond");
-  const auto cond = ids(*ref_, "input_ids_cond");
-  all.insert(all.end(), cond.begin(), cond.end());
-  expectClose(pipe_->encodeText(all), ref_->toFloat("text_embeddings"), {1.036e-06, 2.296e-07}, "text_embeddings");
 }
 
-TEST_F(TinySd, UNetAtT999) {
-  auto x = ref_->toFloat("init_latents");
-  x.insert(x.end(), x.begin(), x.end());
-  const auto out = pipe_->predictNoise(x, 999.0f, ref_->toFloat("text_embeddings"));
-  expectClose(out, ref_->toFloat("unet_out_t999"), {1.328e-06, 6.952e-07}, "unet_out_t999");
+TEST_P(Diffusers, VaeDecodeAlone) {
+  expectClose(fx().pipe->decode(fx().ref->toFloat("ddim_final_latents")), fx().ref->toFloat("decoded_ddim"),
+              fx().spread("decoded_ddim_vae_only"), GetParam() + " decoded (VAE only)");
 }
 
-// The step spreads: the README's worst over all steps of each scheduler.
-TEST_F(TinySd, Ddim) { loop("ddim", {3.105e-05, 1.456e-06}, true); }
-TEST_F(TinySd, Pndm) { loop("pndm", {1.587e-05, 8.744e-07}); }
-TEST_F(TinySd, Euler) { loop("euler", {1.489e-04, 1.838e-06}); }
-TEST_F(TinySd, DpmSolver) { loop("dpmpp2m", {1.214e-04, 1.604e-06}); }
-
-TEST_F(TinySd, VaeDecodeAlone) {
-  expectClose(pipe_->decode(ref_->toFloat("ddim_final_latents")), ref_->toFloat("decoded_ddim"), {7.910e-07, 4.575e-07},
-              "decoded_ddim (VAE only)");
-}
+// tiny-sd-a: SD 1.x-like (2 levels, conv projections, 8 heads, quick_gelu CLIP);
+// tiny-sd-b: SD 2.x-like (3 levels, linear projections, heads per block, gelu CLIP).
+INSTANTIATE_TEST_SUITE_P(Fixtures, Diffusers, ::testing::Values("tiny-sd-a", "tiny-sd-b"),
+                         [](const auto& info) { return info.param == "tiny-sd-a" ? std::string("TinySdA") : std::string("TinySdB"); });
 
 }  // namespace
 }  // namespace sdspeed
