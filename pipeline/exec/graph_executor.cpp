@@ -49,6 +49,37 @@ std::string slotKey(const Shape& s, bool activation) { return s.text() + (activa
 
 }  // namespace
 
+ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format) {
+  const auto& ts = graph.tensors();
+  const auto& nodes = graph.nodes();
+  const int lastNode = static_cast<int>(nodes.size()) - 1;
+  std::vector<int> first(ts.size(), -1), last(ts.size(), -1);
+  for (const auto& [name, id] : graph.inputs()) first[static_cast<size_t>(id)] = 0;
+  for (int i = 0; i <= lastNode; ++i)
+    for (int a : nodes[static_cast<size_t>(i)].args) {
+      if (a < 0) continue;
+      const size_t s = static_cast<size_t>(graph.storageOf(a));
+      if (first[s] < 0) first[s] = i;  // written here (the op's output)
+      last[s] = std::max(last[s], i);
+    }
+  for (const auto& [name, id] : graph.outputs()) last[static_cast<size_t>(graph.storageOf(id))] = lastNode;
+  ActivationUsage u;
+  for (size_t id = 0; id < ts.size(); ++id) {
+    const GraphTensor& t = ts[id];
+    if (t.kind != GraphTensor::Kind::Activation || t.viewOf >= 0 || first[id] < 0) continue;
+    u.records.push_back({TensorDesc{t.shape, format}.bytes(), first[id], std::max(first[id], last[id])});
+    u.tensors.push_back(static_cast<int>(id));
+  }
+  return u;
+}
+
+std::map<std::string, uint64_t> planSizes(const ActivationUsage& usage, uint64_t alignment) {
+  std::map<std::string, uint64_t> out;
+  for (PlanStrategy s : allPlanStrategies()) out[planStrategyName(s)] = planMemory(usage.records, s, alignment).totalBytes();
+  out["lower-bound"] = lowerBoundBytes(usage.records);
+  return out;
+}
+
 GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSource& weights, const ExecOptions& options)
     : ctx_(ctx), graph_(graph), opt_(options) {
   if (opt_.format.storage != Storage::Buffer)
@@ -69,26 +100,10 @@ GraphExecutor::~GraphExecutor() = default;
 
 void GraphExecutor::allocate(const WeightSource& weights) {
   const auto& ts = graph_.tensors();
-  const auto& nodes = graph_.nodes();
   tensors_.resize(ts.size());
-  const int lastNode = static_cast<int>(nodes.size()) - 1;
-
-  // Lifetimes of the activations that own memory (views extend their base's).
-  std::vector<int> first(ts.size(), -1), last(ts.size(), -1);
-  for (const auto& [name, id] : graph_.inputs()) first[static_cast<size_t>(id)] = 0;
-  for (int i = 0; i <= lastNode; ++i) {
-    const GraphNode& n = nodes[static_cast<size_t>(i)];
-    for (int a : n.args) {
-      if (a < 0) continue;
-      const size_t s = static_cast<size_t>(graph_.storageOf(a));
-      if (first[s] < 0) first[s] = i;  // written here (the op's output)
-      last[s] = std::max(last[s], i);
-    }
-  }
-  for (const auto& [name, id] : graph_.outputs()) last[static_cast<size_t>(graph_.storageOf(id))] = lastNode;
-
-  std::vector<TensorUsage> usage;
-  std::vector<int> owners;
+  const ActivationUsage planned = activationUsage(graph_, opt_.format);
+  const std::vector<TensorUsage>& usage = planned.records;
+  const std::vector<int>& owners = planned.tensors;
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
     if (t.kind == GraphTensor::Kind::Weight) {
@@ -98,15 +113,11 @@ void GraphExecutor::allocate(const WeightSource& weights) {
       tensors_[id] = std::move(d);
     } else if (t.kind == GraphTensor::Kind::HostInput) {
       tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, kParamFormat});
-    } else if (t.viewOf < 0 && first[id] >= 0) {
-      usage.push_back({TensorDesc{t.shape, opt_.format}.bytes(), first[id], std::max(first[id], last[id])});
-      owners.push_back(static_cast<int>(id));
     }
   }
 
   const uint64_t align = ctx_.subBufferAlignment();
-  for (PlanStrategy s : allPlanStrategies()) memory_.planBytes[planStrategyName(s)] = planMemory(usage, s, align).totalBytes();
-  memory_.planBytes["lower-bound"] = lowerBoundBytes(usage);
+  memory_.planBytes = planSizes(planned, align);
   if (opt_.planner == "none") {
     for (size_t k = 0; k < owners.size(); ++k) {
       const GraphTensor& t = ts[static_cast<size_t>(owners[k])];

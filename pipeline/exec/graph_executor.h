@@ -50,6 +50,17 @@ struct ExecMemory {
   std::map<std::string, uint64_t> planBytes;  // every strategy's plan (name -> bytes), "lower-bound" too
 };
 
+// The activations of a graph as the planner sees them: one record per tensor that
+// owns memory (views extend their base's lifetime; inputs live from op 0, outputs to
+// the last op), sized in `format`.
+struct ActivationUsage {
+  std::vector<TensorUsage> records;
+  std::vector<int> tensors;  // the graph tensor of each record
+};
+ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format);
+// Every strategy's plan size (by planStrategyName) and "lower-bound".
+std::map<std::string, uint64_t> planSizes(const ActivationUsage& usage, uint64_t alignment);
+
 class GraphExecutor {
  public:
   // Prepares every op (programs come from the cache) and uploads the weights.
