@@ -56,6 +56,13 @@ int64_t getInt(const json& cfg, const char* which, const std::string& key, int64
   return cfg[key].get<int64_t>();
 }
 
+// A bool with a default for a missing or null key (diffusers writes null for "default").
+bool getBool(const json& cfg, const char* which, const std::string& key, bool fallback) {
+  if (!cfg.contains(key) || cfg[key].is_null()) return fallback;
+  if (!cfg[key].is_boolean()) throw Error(cfgWhere(which, key) + "must be true or false, got " + cfg[key].dump());
+  return cfg[key].get<bool>();
+}
+
 std::vector<int64_t> getInts(const json& cfg, const char* which, const std::string& key) {
   if (!cfg.contains(key) || !cfg[key].is_array() || cfg[key].empty())
     throw Error(cfgWhere(which, key) + "missing or not a non-empty list");
@@ -160,7 +167,7 @@ std::vector<LdmKey> ldmUnetKeyMap(const json& cfg) {
   const int64_t inCh = getInt(cfg, W, "in_channels", 4, false);
   const int64_t outCh = getInt(cfg, W, "out_channels", 4, false);
   const int64_t temb = getInt(cfg, W, "time_embedding_dim", 4 * boc[0], false);
-  const bool linear = cfg.value("use_linear_projection", false);
+  const bool linear = getBool(cfg, W, "use_linear_projection", false);
   if (lpb <= 0) throw Error("unet config: 'layers_per_block' must be positive");
 
   auto hasAttn = [&](const std::string& type, const char* key, size_t i) {
@@ -243,7 +250,7 @@ std::vector<LdmKey> ldmVaeKeyMap(const json& cfg) {
   const int64_t inCh = getInt(cfg, W, "in_channels", 3, false);
   const int64_t outCh = getInt(cfg, W, "out_channels", 3, false);
   const int64_t lat = getInt(cfg, W, "latent_channels", 4, false);
-  const bool midAttn = cfg.value("mid_block_add_attention", true);
+  const bool midAttn = getBool(cfg, W, "mid_block_add_attention", true);
   if (lpb <= 0) throw Error("vae config: 'layers_per_block' must be positive");
 
   MapBuilder m("first_stage_model.");
@@ -274,8 +281,8 @@ std::vector<LdmKey> ldmVaeKeyMap(const json& cfg) {
   mid("encoder", "encoder");
   m.norm("encoder.conv_norm_out", "encoder.norm_out", boc[n - 1]);
   m.module("encoder.conv_out", "encoder.conv_out", {2 * lat, boc[n - 1], 3, 3});  // mean and logvar
-  if (cfg.value("use_quant_conv", true)) m.module("quant_conv", "quant_conv", {2 * lat, 2 * lat, 1, 1});
-  if (cfg.value("use_post_quant_conv", true)) m.module("post_quant_conv", "post_quant_conv", {lat, lat, 1, 1});
+  if (getBool(cfg, W, "use_quant_conv", true)) m.module("quant_conv", "quant_conv", {2 * lat, 2 * lat, 1, 1});
+  if (getBool(cfg, W, "use_post_quant_conv", true)) m.module("post_quant_conv", "post_quant_conv", {lat, lat, 1, 1});
 
   m.module("decoder.conv_in", "decoder.conv_in", {boc[n - 1], lat, 3, 3});
   mid("decoder", "decoder");

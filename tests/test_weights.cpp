@@ -224,6 +224,11 @@ TEST(Weights, UnsupportedConfigsAreErrors) {
   cfg["class_embed_type"] = "timestep";
   EXPECT_CONTAINS(errorMessage([&] { ldmUnetKeyMap(cfg); }), "class_embed_type");
   cfg = tinyUnet();
+  cfg["use_linear_projection"] = nullptr;  // null is the default (false), as diffusers reads it
+  EXPECT_EQ(ldmUnetKeyMap(cfg).size(), 304u);
+  cfg["use_linear_projection"] = "yes";
+  EXPECT_CONTAINS(errorMessage([&] { ldmUnetKeyMap(cfg); }), "use_linear_projection");
+  cfg = tinyUnet();
   cfg.erase("block_out_channels");
   EXPECT_CONTAINS(errorMessage([&] { ldmUnetKeyMap(cfg); }), "block_out_channels");
 }
