@@ -357,6 +357,15 @@ void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>&
            data.size());
 }
 
+void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>& shape, DType dtype,
+                            std::span<const uint16_t> bits) {
+  if (dtype != DType::F16 && dtype != DType::BF16)
+    throw Error("safetensors writer: tensor '" + name + "': 16-bit patterns must be F16 or BF16, not " +
+                dtypeName(dtype));
+  addEntry({name, dtype, shape, std::string(reinterpret_cast<const char*>(bits.data()), bits.size_bytes())},
+           bits.size());
+}
+
 std::string SafetensorsWriter::serialize() const {
   // ordered_json keeps the tensors in the order they were added (as Python's writer does).
   nlohmann::ordered_json header = nlohmann::ordered_json::object();

@@ -8,7 +8,7 @@
 // file, malformed JSON, unknown dtype, shape x dtype size != byte length, offsets
 // overlapping, leaving a gap or running past the end, duplicate names) is one
 // sdspeed::Error naming the file and the tensor. SafetensorsWriter writes F32 / I64
-// tensors atomically (runtime/atomic_file.h).
+// (and F16 / BF16 bit patterns) tensors atomically (runtime/atomic_file.h).
 #pragma once
 
 #include <cstddef>
@@ -82,7 +82,7 @@ class SafetensorsFile {
   std::map<std::string, size_t, std::less<>> byName_;
 };
 
-// Collects F32 / I64 tensors and writes them as one safetensors file, atomically
+// Collects F32 / I64 / F16 / BF16 tensors and writes them as one safetensors file, atomically
 // (temporary file + rename). Tensors are written in the order they were added.
 class SafetensorsWriter {
  public:
@@ -90,6 +90,8 @@ class SafetensorsWriter {
   // or data whose size is not the shape's element count.
   void add(const std::string& name, const std::vector<int64_t>& shape, std::span<const float> data);
   void add(const std::string& name, const std::vector<int64_t>& shape, std::span<const int64_t> data);
+  // F16 / BF16 tensors given as their 16-bit patterns (dtype must be one of those two).
+  void add(const std::string& name, const std::vector<int64_t>& shape, DType dtype, std::span<const uint16_t> bits);
   void setMetadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
   // The whole file's bytes.
   std::string serialize() const;
