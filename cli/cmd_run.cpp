@@ -210,6 +210,8 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   report.device = dev;
   report.exec = exec;
   report.peakBytes = ctx.memoryStats().peakBytes;
+  report.dbPath = exec.dbDir + "/" + dev.key() + ".yaml";
+  report.dbExists = fs::exists(report.dbPath);
   report.collect(pipe);
 
   if (latentsOut) {

@@ -16,6 +16,10 @@ int cmdCheck(const std::vector<std::string>& argv);
 int cmdBench(const std::vector<std::string>& argv);
 int cmdTune(const std::vector<std::string>& argv);
 int cmdRoofline(const std::vector<std::string>& argv);
+#ifdef SDSPEED_WITH_PIPELINE
+int cmdRun(const std::vector<std::string>& argv);
+int cmdShapes(const std::vector<std::string>& argv);
+#endif
 
 // Shared by verbs that use one device: --device, --kernel-dir, --cache-dir, --no-disk-cache.
 inline const std::set<std::string> kDeviceOptions = {"device", "kernel-dir", "cache-dir"};

@@ -17,6 +17,10 @@ void usage(std::ostream& os) {
         "  bench --op OP --shape NxCxHxW  time variants on the device (event timing)\n"
         "  tune --op OP --shape S|--shapes FILE  sweep variants x parameters; tuning database\n"
         "  roofline                     measure copy bandwidth and FMA rate (configs/devices/)\n"
+#ifdef SDSPEED_WITH_PIPELINE
+        "  run --model DIR              the Stable Diffusion pipeline: image, timing and memory report\n"
+        "  shapes --model DIR           the op instances of a model (a shape set for tune)\n"
+#endif
         "common options: --device P:D|NAME  --kernel-dir DIR  --cache-dir DIR  --no-disk-cache\n"
         "`sdspeed VERB --help` lists a verb's options.\n";
 }
@@ -37,6 +41,10 @@ int main(int argc, char** argv) {
     if (verb == "bench") return sdspeed::cmdBench(args);
     if (verb == "tune") return sdspeed::cmdTune(args);
     if (verb == "roofline") return sdspeed::cmdRoofline(args);
+#ifdef SDSPEED_WITH_PIPELINE
+    if (verb == "run") return sdspeed::cmdRun(args);
+    if (verb == "shapes") return sdspeed::cmdShapes(args);
+#endif
     std::cerr << "sdspeed: error: unknown verb '" << verb << "' (see sdspeed --help)\n";
     return 2;
   } catch (const std::exception& e) {

@@ -357,9 +357,9 @@ void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>&
            data.size());
 }
 
-void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>& shape, DType dtype,
+void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>& shape, StDType dtype,
                             std::span<const uint16_t> bits) {
-  if (dtype != DType::F16 && dtype != DType::BF16)
+  if (dtype != StDType::F16 && dtype != StDType::BF16)
     throw Error("safetensors writer: tensor '" + name + "': 16-bit patterns must be F16 or BF16, not " +
                 dtypeName(dtype));
   addEntry({name, dtype, shape, std::string(reinterpret_cast<const char*>(bits.data()), bits.size_bytes())},

@@ -91,7 +91,7 @@ class SafetensorsWriter {
   void add(const std::string& name, const std::vector<int64_t>& shape, std::span<const float> data);
   void add(const std::string& name, const std::vector<int64_t>& shape, std::span<const int64_t> data);
   // F16 / BF16 tensors given as their 16-bit patterns (dtype must be one of those two).
-  void add(const std::string& name, const std::vector<int64_t>& shape, DType dtype, std::span<const uint16_t> bits);
+  void add(const std::string& name, const std::vector<int64_t>& shape, StDType dtype, std::span<const uint16_t> bits);
   void setMetadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
   // The whole file's bytes.
   std::string serialize() const;

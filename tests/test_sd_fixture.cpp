@@ -68,12 +68,14 @@ Context& context() {
 
 // Built once per fixture (programs are shared through the cache) and kept for the
 // whole test program.
+// "tiny-sd-a/single_file": the same model from its original-format checkpoint.
 Fixture& fixture(const std::string& name) {
   static std::map<std::string, std::unique_ptr<Fixture>> all;
   auto& f = all[name];
   if (f) return *f;
   f = std::make_unique<Fixture>();
-  f->dir = std::string(SDSPEED_TEST_DATA) + "/" + name;
+  const bool single = name.find("/single_file") != std::string::npos;
+  f->dir = std::string(SDSPEED_TEST_DATA) + "/" + name.substr(0, name.find('/'));
   f->ref = std::make_unique<SafetensorsFile>(f->dir + "/reference.safetensors");
   std::ifstream in(f->dir + "/f32_vs_f64.json");
   f->spreads = nlohmann::json::parse(in);
@@ -82,7 +84,11 @@ Fixture& fixture(const std::string& name) {
   for (const char* s : {"ddim", "pndm", "euler", "dpmpp2m"})
     if (f->ref->contains(std::string(s) + "_final_latents")) f->schedulers.push_back(s);
   ModelSource src;
-  src.configDir = src.weightsDir = f->dir;
+  src.configDir = f->dir;
+  if (single)
+    src.singleFile = f->dir + "/single_file/model.safetensors";
+  else
+    src.weightsDir = f->dir;
   ExecOptions exec;
   exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
   f->pipe = std::make_unique<SdPipeline>(context(), src, exec, shape.at(2), shape.at(3), 2);
@@ -148,8 +154,71 @@ TEST_P(Diffusers, VaeDecodeAlone) {
 
 // tiny-sd-a: SD 1.x-like (2 levels, conv projections, 8 heads, quick_gelu CLIP);
 // tiny-sd-b: SD 2.x-like (3 levels, linear projections, heads per block, gelu CLIP).
-INSTANTIATE_TEST_SUITE_P(Fixtures, Diffusers, ::testing::Values("tiny-sd-a", "tiny-sd-b"),
-                         [](const auto& info) { return info.param == "tiny-sd-a" ? std::string("TinySdA") : std::string("TinySdB"); });
+// tiny-sd-a/single_file: the same weights through the LDM key map (must match too).
+INSTANTIATE_TEST_SUITE_P(Fixtures, Diffusers, ::testing::Values("tiny-sd-a", "tiny-sd-a/single_file", "tiny-sd-b"),
+                         [](const auto& info) {
+                           return info.param == "tiny-sd-a"   ? std::string("TinySdA")
+                                  : info.param == "tiny-sd-b" ? std::string("TinySdB")
+                                                              : std::string("TinySdASingleFile");
+                         });
+
+// The memory planner changes where tensors live, never what is computed: every
+// strategy (and none) gives bit-identical UNet and VAE outputs, in both layouts.
+TEST(Planner, OutputsBitIdenticalWithAndWithoutPlanner) {
+  const std::string dir = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+  SafetensorsFile ref(dir + "/reference.safetensors");
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const auto ctxTokens = ref.toFloat("text_embeddings");
+  for (const char* layout : {"nchw", "nc4hw4"}) {
+    std::vector<float> first, firstDecoded;
+    for (const char* planner : {"none", "naive", "equality", "greedy-in-order", "greedy-by-size"}) {
+      ModelSource src;
+      src.configDir = src.weightsDir = dir;
+      ExecOptions exec;
+      exec.format = StorageFormat::parse(std::string("f32.buffer.") + layout);
+      exec.planner = planner;
+      exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+      SdPipeline pipe(context(), src, exec, 16, 16, 2);
+      const auto out = pipe.predictNoise(x, 999.0f, ctxTokens);
+      const auto dec = pipe.decode(ref.toFloat("ddim_final_latents"));
+      if (first.empty()) {
+        first = out;
+        firstDecoded = dec;
+        expectClose(out, ref.toFloat("unet_out_t999"), {1.328e-06, 6.952e-07}, std::string("unet_out_t999 ") + layout);
+        continue;
+      }
+      EXPECT_EQ(out, first) << layout << " planner " << planner;
+      EXPECT_EQ(dec, firstDecoded) << layout << " planner " << planner;
+      // The plan is real: the arena is no larger than one buffer per tensor.
+      EXPECT_LE(pipe.stats("unet").memory.activationBytes, pipe.stats("unet").memory.planBytes.at("naive") + 4096);
+    }
+  }
+}
+
+// Half storage (f16 activations, f32 arithmetic): the fixture's rule for fp16
+// implementations, relative error ~1e-2.
+TEST(HalfStorage, UNetAndTextWithinHalfTolerance) {
+  const std::string dir = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+  SafetensorsFile ref(dir + "/reference.safetensors");
+  ModelSource src;
+  src.configDir = src.weightsDir = dir;
+  ExecOptions exec;
+  exec.format = StorageFormat::parse("f16.buffer.nc4hw4");
+  exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+  SdPipeline pipe(context(), src, exec, 16, 16, 2);
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const auto out = pipe.predictNoise(x, 999.0f, ref.toFloat("text_embeddings"));
+  const auto want = ref.toFloat("unet_out_t999");
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    num += (out[i] - want[i]) * (out[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  EXPECT_LE(std::sqrt(num / den), 1e-2);
+  EXPECT_GT(std::sqrt(num / den), 0.0);  // really half storage: not bit-equal to float
+}
 
 }  // namespace
 }  // namespace sdspeed

@@ -301,8 +301,8 @@ TEST(Weights, HalfPrecisionWidensExactly) {
   TempDir dir;
   std::filesystem::create_directories(dir.path() + "/unet");
   SafetensorsWriter w;
-  w.add("h.weight", {256, 256}, DType::F16, bits);
-  w.add("b.weight", {256, 256}, DType::BF16, bits);
+  w.add("h.weight", {256, 256}, StDType::F16, bits);
+  w.add("b.weight", {256, 256}, StDType::BF16, bits);
   w.add("ids", {1}, std::vector<int64_t>{7});
   w.write(dir.path() + "/unet/diffusion_pytorch_model.fp16.safetensors");  // only the variant name exists
 

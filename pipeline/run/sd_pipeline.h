@@ -44,6 +44,8 @@ class SdPipeline {
   int64_t latentW() const { return latentW_; }
   int64_t batch() const { return batch_; }
   int64_t tokens() const { return clip_.positions; }
+  // The sub-buffer alignment the executors plan with (bytes).
+  uint64_t alignment() const { return ctx_.subBufferAlignment(); }
 
   // ids: batch rows of tokens() ids -> [batch, tokens, hidden].
   std::vector<float> encodeText(const std::vector<int64_t>& ids);

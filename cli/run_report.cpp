@@ -1,0 +1,192 @@
+#include "cli/run_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <numeric>
+#include <sstream>
+
+#include "pipeline/model/sd_graphs.h"
+#include "tuning/tuner.h"
+
+namespace sdspeed {
+namespace {
+
+std::string mib(uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return b;
+}
+
+std::string ms(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f", v);
+  return b;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// "exact", "nearest ...", "device default", "vendor default (...)", "generic
+// default", "defaults; fallback, ..." -> the kind only.
+std::string sourceKind(const std::string& s) {
+  if (s.find("fallback") != std::string::npos) return "fallback";
+  for (const char* k : {"exact", "nearest", "device default", "vendor default", "generic default"})
+    if (s.rfind(k, 0) == 0) return k;
+  return s;
+}
+
+struct ProfileRow {
+  std::string instance, variant;
+  int calls = 0;
+  double us = 0;
+};
+
+std::vector<ProfileRow> profileRows(const DiffusionResult& r) {
+  std::map<std::string, ProfileRow> by;
+  for (const auto& p : r.profile) {
+    auto& row = by[p.instance + " " + p.variant];
+    row.instance = p.instance;
+    row.variant = p.variant;
+    row.calls += p.calls;
+    row.us += p.us;
+  }
+  std::vector<ProfileRow> rows;
+  for (auto& [k, v] : by) rows.push_back(v);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.us > b.us; });
+  return rows;
+}
+
+}  // namespace
+
+void RunReport::collect(SdPipeline& pipe) {
+  components.clear();
+  for (const char* name : {"text_encoder", "unet", "vae_decoder"}) {
+    if (!pipe.built(name)) continue;
+    ComponentReport c;
+    c.name = name;
+    GraphExecutor& ex = pipe.executor(name);
+    c.nodes = static_cast<int>(ex.graph().nodes().size());
+    c.memory = ex.memory();
+    for (size_t i = 0; i < ex.choices().size(); ++i) {
+      ++c.variants[ex.graph().nodes()[i].family->name() + "/" + ex.choices()[i].variant];
+      ++c.sources[sourceKind(ex.choices()[i].source)];
+    }
+    // Batch 1 (no guidance) plans, in the run's format and in half storage.
+    const std::string comp = name;
+    auto graphAt1 = [&]() -> Graph {
+      if (comp == "text_encoder") return buildTextEncoderGraph(pipe.clipConfig(), 1, pipe.tokens(), "text_model.");
+      if (comp == "unet") return buildUNetGraph(pipe.unetConfig(), 1, pipe.latentH(), pipe.latentW(), pipe.tokens());
+      return buildVaeDecoderGraph(pipe.vaeConfig(), 1, pipe.latentH(), pipe.latentW());
+    };
+    const Graph g1 = graphAt1();
+    StorageFormat f16 = exec.format;
+    f16.dtype = DType::F16;
+    const uint64_t al = pipe.alignment();
+    c.plansBatch1 = planSizes(activationUsage(g1, exec.format), al);
+    c.plansBatch1F16 = planSizes(activationUsage(g1, f16), al);
+    components.push_back(std::move(c));
+  }
+}
+
+void RunReport::print(std::ostream& os) const {
+  if (randomWeights)
+    os << "RANDOM WEIGHTS (seeded): the image is noise; this run measures time and memory only"
+       << (seededTokens ? " (seeded token ids: the model has no tokenizer)" : "") << "\n";
+  os << "model: " << source << "\n";
+  os << "device: " << device.name << " (" << device.driverVersion << ", " << device.openclVersion << ")"
+     << ", activations " << exec.format.name() << ", planner " << exec.planner << "\n";
+  os << "run: " << width << "x" << height << ", " << steps << " steps of " << scheduler << ", batch " << batch
+     << ", seed " << seed << (image.empty() ? "" : ", image " + image) << "\n\n";
+  const DiffusionResult& r = *result;
+  os << "component      time (ms, device)\n";
+  os << "text encoder   " << ms(r.textMs) << "\n";
+  if (!r.unetMs.empty()) {
+    os << "UNet / step    min " << ms(*std::min_element(r.unetMs.begin(), r.unetMs.end())) << "  median "
+       << ms(median(r.unetMs)) << "  max " << ms(*std::max_element(r.unetMs.begin(), r.unetMs.end())) << "  ("
+       << r.unetMs.size() << " UNet calls, sum " << ms(std::accumulate(r.unetMs.begin(), r.unetMs.end(), 0.0)) << ")\n";
+  }
+  if (!r.decoded.empty()) os << "VAE decoder    " << ms(r.vaeMs) << "\n";
+  os << "total (wall)   " << ms(r.totalMs) << "\n\n";
+  os << "memory         weights     scratch     activations (" << exec.planner << ")   f16 batch-1 plan (greedy-by-size / naive)\n";
+  for (const auto& c : components) {
+    os << std::left << std::setw(15) << c.name << std::setw(12) << mib(c.memory.weightBytes) << std::setw(12)
+       << mib(c.memory.scratchBytes) << std::setw(26) << mib(c.memory.activationBytes)
+       << mib(c.plansBatch1F16.at("greedy-by-size")) << " / " << mib(c.plansBatch1F16.at("naive")) << "\n";
+  }
+  os << "device memory high-water mark (everything sdspeed allocated): " << mib(peakBytes) << "\n\n";
+  os << "variants run:\n";
+  for (const auto& c : components) {
+    os << "  " << c.name << ":";
+    for (const auto& [v, n] : c.variants) os << " " << v << " x" << n;
+    os << "  [params:";
+    for (const auto& [s, n] : c.sources) os << " " << s << " " << n;
+    os << "]\n";
+  }
+  if (!r.profile.empty()) {
+    const double unetUs = 1000.0 * median(r.unetMs);
+    const double calls = static_cast<double>(r.unetMs.size());
+    os << "\nUNet profile per iteration (median UNet " << ms(unetUs / 1000) << " ms; op instances, most costly first)\n";
+    os << "  count   total ms   share  variant                 op instance\n";
+    for (const auto& row : profileRows(r)) {
+      char line[512];
+      std::snprintf(line, sizeof line, "  %5.0f %10.3f %6.1f%%  %-22s  %s\n", row.calls / calls, row.us / calls / 1000,
+                    100.0 * row.us / calls / unetUs, row.variant.c_str(), row.instance.c_str());
+      os << line;
+    }
+  }
+}
+
+nlohmann::json RunReport::json() const {
+  using nlohmann::json;
+  const DiffusionResult& r = *result;
+  json j;
+  j["random_weights"] = randomWeights;
+  j["seeded_token_ids"] = seededTokens;
+  j["model"] = source;
+  j["provenance"] = {{"sdspeed_commit", sdspeedCommit()},
+                     {"device", device.name},
+                     {"device_key", device.key()},
+                     {"driver", device.driverVersion},
+                     {"opencl", device.openclVersion},
+                     {"tuning_database", dbPath},
+                     {"tuning_database_found", dbExists}};
+  j["run"] = {{"width", width}, {"height", height}, {"steps", steps}, {"scheduler", scheduler}, {"batch", batch},
+              {"seed", seed}, {"format", exec.format.name()}, {"planner", exec.planner}, {"image", image}};
+  j["variant_overrides"] = exec.variants;
+  j["time_ms"] = {{"text_encoder", r.textMs},
+                  {"unet_steps", r.unetMs},
+                  {"unet_min", r.unetMs.empty() ? 0 : *std::min_element(r.unetMs.begin(), r.unetMs.end())},
+                  {"unet_median", median(r.unetMs)},
+                  {"unet_max", r.unetMs.empty() ? 0 : *std::max_element(r.unetMs.begin(), r.unetMs.end())},
+                  {"vae_decoder", r.vaeMs},
+                  {"total_wall", r.totalMs}};
+  j["memory"]["device_high_water_bytes"] = peakBytes;
+  for (const auto& c : components) {
+    json m = {{"weights_bytes", c.memory.weightBytes},
+              {"scratch_bytes", c.memory.scratchBytes},
+              {"activation_bytes", c.memory.activationBytes},
+              {"plans_run_batch", c.memory.planBytes},
+              {"plans_batch1", c.plansBatch1},
+              {"plans_batch1_f16", c.plansBatch1F16}};
+    j["memory"]["components"][c.name] = m;
+    j["variants"][c.name] = c.variants;
+    j["param_sources"][c.name] = c.sources;
+    j["ops"][c.name] = c.nodes;
+  }
+  if (!r.profile.empty()) {
+    const double calls = static_cast<double>(r.unetMs.size());
+    for (const auto& row : profileRows(r))
+      j["unet_profile"].push_back({{"instance", row.instance},
+                                   {"variant", row.variant},
+                                   {"count_per_step", row.calls / calls},
+                                   {"ms_per_step", row.us / calls / 1000}});
+  }
+  return j;
+}
+
+}  // namespace sdspeed
