@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/run_report.h"
+#include "kernels/registry.h"
 #include "pipeline/clip_tokenizer.h"
 #include "pipeline/png.h"
 #include "pipeline/run/model_shapes.h"
@@ -143,6 +144,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   exec.format = StorageFormat::parse(precision + ".buffer." + a.get("layout", "nc4hw4"));
   exec.dbDir = a.get("db-dir", "configs/tuned");
   exec.variants = variantOverrides(a);
+  for (const auto& [fam, v] : exec.variants) findFamily(fam).variant(v);  // an unknown name fails now, not later
   exec.planner = a.get("planner", "greedy-by-size");
   if (exec.planner != "none") parsePlanStrategy(exec.planner);
 
@@ -223,7 +225,9 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
     w.add("decoded", {1, pipe.vaeConfig().outChannels, height, width}, r.decoded);
     w.write(a.get("save-decoded"));
   }
-  if (req.decode) {
+  if (req.decode && !havePng() && !a.has("output")) {
+    std::cerr << "sdspeed run: note: built without libpng: no image written (--save-decoded keeps the pixels)\n";
+  } else if (req.decode) {
     const std::string out = a.get("output", "sdspeed.png");
     writePng(out, toRgb8(r.decoded, static_cast<int>(height), static_cast<int>(width)), static_cast<int>(height),
              static_cast<int>(width));

@@ -6,6 +6,9 @@
 #include <set>
 
 #include "cli/commands.h"
+#ifdef SDSPEED_WITH_PIPELINE
+#include "pipeline/run/model_shapes.h"
+#endif
 #include "cli/table.h"
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
@@ -35,11 +38,27 @@ std::vector<OpInstance> instancesFromArgs(const Args& args, const Family& fam, c
       }
     if (weighted.empty()) throw Error("shape set " + args.get("shapes") + " has no " + fam.name() + " instances");
   }
+#ifdef SDSPEED_WITH_PIPELINE
+  if (args.has("model")) {
+    // The model graph's instances, in its cost order (the most costly first).
+    const std::string dir = args.get("model");
+    const int64_t size = defaultImageSize(dir);
+    const auto entries = modelShapes(dir, args.getInt("width", static_cast<int>(size)),
+                                     args.getInt("height", static_cast<int>(size)), args.getInt("batch", 2));
+    for (size_t i = 0; i < entries.size(); ++i)
+      if (entries[i].op == fam.name()) {
+        auto prob = fam.makeProblem(entries[i].shape, entries[i].attrs);
+        for (const auto& f : formats)
+          weighted.push_back({static_cast<double>(entries.size() - i), OpInstance::of(fam, *prob, f)});
+      }
+    if (weighted.empty()) throw Error("the model in " + dir + " has no " + fam.name() + " ops");
+  }
+#endif
   for (const auto& s : args.list("shape")) {
     auto prob = fam.makeProblem(parseShape(s), attrsFromArgs(args));
     for (const auto& f : formats) weighted.push_back({0, OpInstance::of(fam, *prob, f)});
   }
-  if (weighted.empty()) throw Error("tune needs --shape or --shapes");
+  if (weighted.empty()) throw Error("tune needs --shape, --shapes or --model");
   std::stable_sort(weighted.begin(), weighted.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
   std::vector<OpInstance> out;
   for (const auto& [w, inst] : weighted)
@@ -108,13 +127,15 @@ int replay(const Args& args, const Family& fam, const std::vector<OpInstance>& i
 int cmdTune(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "shapes", "attrs", "storage", "variant", "strategy", "budget", "seconds", "seed",
-                  "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads"});
+                  "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads", "model", "width", "height",
+                  "batch"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
   if (args.has("help") || !args.has("op")) {
     std::cout
-        << "usage: sdspeed tune --op OP (--shape NxCxHxW[,..] [--attrs K=V,..] | --shapes FILE.yaml)\n"
+        << "usage: sdspeed tune --op OP (--shape NxCxHxW[,..] [--attrs K=V,..] | --shapes FILE.yaml |\n"
+           "                               --model DIR [--width W --height H --batch B])\n"
            "       [--storage F,..] [--variant V,..] [--strategy exhaustive|random|anneal] [--budget N|N%]\n"
            "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
            "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N]\n"

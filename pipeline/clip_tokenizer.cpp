@@ -1,5 +1,7 @@
 #include "pipeline/clip_tokenizer.h"
 
+#ifdef SDSPEED_HAVE_ICU
+
 #include <unicode/locid.h>
 #include <unicode/normalizer2.h>
 #include <unicode/uchar.h>
@@ -261,3 +263,27 @@ ClipTokens ClipTokenizer::tokenize(std::string_view text, int maxLength) const {
 }
 
 }  // namespace sdspeed
+
+#else  // built without ICU (a GPU machine's image without libicu-dev): no tokenizer
+
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+
+namespace {
+[[noreturn]] void noIcu() {
+  throw Error("this sdspeed was built without ICU (libicu-dev): no CLIP tokenizer; give --input-ids or use "
+              "--random-weights on a model without tokenizer/");
+}
+}  // namespace
+
+ClipTokenizer::ClipTokenizer(const std::string&, const std::string&) { noIcu(); }
+ClipTokenizer ClipTokenizer::fromFolder(const std::string&) { noIcu(); }
+std::string ClipTokenizer::token(int64_t) const { noIcu(); }
+void ClipTokenizer::bpe(const std::string&, std::vector<int64_t>&) const { noIcu(); }
+std::vector<int64_t> ClipTokenizer::encode(std::string_view) const { noIcu(); }
+ClipTokens ClipTokenizer::tokenize(std::string_view, int) const { noIcu(); }
+
+}  // namespace sdspeed
+
+#endif

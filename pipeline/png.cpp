@@ -1,6 +1,8 @@
 #include "pipeline/png.h"
 
+#ifdef SDSPEED_HAVE_PNG
 #include <png.h>
+#endif
 
 #include <cmath>
 
@@ -35,7 +37,19 @@ std::vector<uint8_t> toRgb8(const std::vector<float>& decoded, int height, int w
   return rgb;
 }
 
+bool havePng() {
+#ifdef SDSPEED_HAVE_PNG
+  return true;
+#else
+  return false;
+#endif
+}
+
 void writePng(const std::string& path, const std::vector<uint8_t>& rgb, int height, int width) {
+#ifndef SDSPEED_HAVE_PNG
+  (void)rgb, (void)height, (void)width;
+  throw Error(path + ": this sdspeed was built without libpng (libpng-dev): no PNG output");
+#else
   const std::string where = "writePng '" + path + "': ";
   if (height <= 0 || width <= 0)
     throw Error(where + "image size " + std::to_string(height) + "x" + std::to_string(width) + " is not positive");
@@ -60,6 +74,7 @@ void writePng(const std::string& path, const std::vector<uint8_t>& rgb, int heig
   } catch (const Error& e) {
     throw Error(where + e.what());
   }
+#endif
 }
 
 }  // namespace sdspeed

@@ -15,6 +15,8 @@ namespace sdspeed {
 std::vector<uint8_t> toRgb8(const std::vector<float>& decoded, int height, int width, int batchIndex = 0);
 
 // Writes an 8-bit RGB PNG atomically (temp file + rename); throws Error naming the path.
+// False in a build without libpng (writePng then throws).
+bool havePng();
 void writePng(const std::string& path, const std::vector<uint8_t>& rgb, int height, int width);
 
 }  // namespace sdspeed

@@ -84,8 +84,9 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
     : ctx_(ctx), graph_(graph), opt_(options) {
   if (opt_.format.storage != Storage::Buffer)
     throw Error("the pipeline runs on buffer storage (views reshape tensors in place); got " + opt_.format.name());
-  const TunedChooser chooser(opt_.dbDir, ctx.device());
   for (const auto& [fam, v] : opt_.variants) findFamily(fam).variant(v);  // unknown names: an Error here
+  allocate(weights);  // first: a bad checkpoint fails before any program is built
+  const TunedChooser chooser(opt_.dbDir, ctx.device());
   for (const GraphNode& n : graph_.nodes()) {
     NodeChoice c = choose(chooser, n, opt_, ctx.device());
     const VariantDef& v = n.family->variant(c.variant);
@@ -93,7 +94,6 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
     memory_.scratchBytes += ops_.back()->scratchBytes();
     choices_.push_back(std::move(c));
   }
-  allocate(weights);
 }
 
 GraphExecutor::~GraphExecutor() = default;

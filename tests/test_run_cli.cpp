@@ -1,0 +1,146 @@
+// `sdspeed run` and `sdspeed shapes` end to end: the fixture reproduced through the
+// command line (saved latents, decoded pixels, the PNG, the JSON report), and one
+// clear error line for each kind of bad input.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli_support.h"
+#include "pipeline/safetensors.h"
+#include "test_support.h"
+#include "tuning/shape_set.h"
+
+namespace fs = std::filesystem;
+using sdspeed_test::Cli;
+using sdspeed_test::Result;
+using sdspeed_test::slurp;
+using sdspeed_test::TempDir;
+
+namespace {
+
+const std::string kA = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+const std::string kRef = kA + "/reference.safetensors";
+
+double relL2(const std::vector<float>& a, const std::vector<float>& b) {
+  double n = 0, d = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += (a[i] - b[i]) * (a[i] - b[i]), d += b[i] * b[i];
+  return std::sqrt(n / d);
+}
+
+// A copy of the fixture folder a test may break.
+std::string copyFixture(const TempDir& dir) {
+  const std::string to = dir.path() + "/model";
+  fs::copy(kA, to, fs::copy_options::recursive);
+  return to;
+}
+
+class RunCli : public Cli {
+ protected:
+  std::vector<std::string> fixtureArgs(const std::string& model) {
+    return {"run", "--model", model, "--steps", "4", "--scheduler", "dpmpp2m",
+            "--input-ids", kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond",
+            "--init-latents", kRef + ":init_latents", "--db-dir", std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"};
+  }
+  TempDir out_;
+};
+
+TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
+  auto args = fixtureArgs(kA);
+  const std::string lat = out_.path() + "/lat.safetensors", dec = out_.path() + "/dec.safetensors",
+                    png = out_.path() + "/out.png", rep = out_.path() + "/report.json";
+  for (const auto& a : {"--save-latents", lat.c_str(), "--save-decoded", dec.c_str(), "-o", png.c_str(), "--report",
+                        rep.c_str(), "--profile"})
+    args.push_back(a);
+  const Result r = run(args);
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  sdspeed::SafetensorsFile ref(kRef), latents(lat), decoded(dec);
+  // Within the fixture's tolerance rule (tests/test_sd_fixture.cpp has the per-element check).
+  for (int i = 0; i < 4; ++i) {
+    const std::string n = "latents_step" + std::to_string(i);
+    EXPECT_LE(relL2(latents.toFloat(n), ref.toFloat("dpmpp2m_" + n)), 1e-4) << n;
+  }
+  EXPECT_LE(relL2(latents.toFloat("final_latents"), ref.toFloat("dpmpp2m_final_latents")), 1e-4);
+  EXPECT_EQ(decoded.info("decoded").shape, (std::vector<int64_t>{1, 3, 32, 32}));
+  EXPECT_EQ(slurp(png).substr(1, 3), "PNG");
+  const auto j = nlohmann::json::parse(slurp(rep));
+  EXPECT_FALSE(j.at("random_weights").get<bool>());
+  EXPECT_EQ(j.at("time_ms").at("unet_steps").size(), 4u);
+  EXPECT_GT(j.at("memory").at("device_high_water_bytes").get<uint64_t>(), 0u);
+  for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+    const auto& m = j.at("memory").at("components").at(c);
+    EXPECT_LE(m.at("plans_batch1").at("greedy-by-size").get<uint64_t>(), m.at("plans_batch1").at("naive").get<uint64_t>());
+    EXPECT_GE(m.at("plans_batch1").at("greedy-by-size").get<uint64_t>(), m.at("plans_batch1").at("lower-bound").get<uint64_t>());
+    EXPECT_GT(m.at("weights_bytes").get<uint64_t>(), 0u);
+  }
+  EXPECT_FALSE(j.at("unet_profile").empty());
+  EXPECT_NE(r.out.find("UNet / step"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("UNet profile per iteration"), std::string::npos) << r.out;
+}
+
+TEST_F(RunCli, RandomWeightsSaySoFirst) {
+  const Result r = run({"run", "--model", kA, "--random-weights", "--steps", "1", "--no-decode"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_EQ(r.out.rfind("RANDOM WEIGHTS", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("seeded token ids"), std::string::npos) << r.out;
+}
+
+TEST_F(RunCli, VariantOverrideIsWhatRuns) {
+  auto args = fixtureArgs(kA);
+  const std::string rep = out_.path() + "/r.json";
+  for (const auto& a : {"--variant", "attention=naive,conv=im2col_gemm", "--no-decode", "--steps", "1", "--report",
+                        rep.c_str()})
+    args.push_back(a);
+  const Result r = run(args);
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  const auto v = nlohmann::json::parse(slurp(rep)).at("variants").at("unet");
+  EXPECT_TRUE(v.contains("attention/naive")) << v.dump();
+  EXPECT_FALSE(v.contains("attention/flash")) << v.dump();
+  EXPECT_TRUE(v.contains("conv/im2col_gemm")) << v.dump();
+}
+
+TEST_F(RunCli, ShapesListsEveryInstanceOnce) {
+  const std::string path = out_.path() + "/tiny.yaml";
+  const Result r = run({"shapes", "--model", kA, "-o", path});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  const auto entries = sdspeed::loadShapeSet(path);
+  int unetConvs = 0;
+  for (const auto& e : entries) unetConvs += (e.op == "conv" && e.component == "unet") ? e.count : 0;
+  // tiny-sd-a's UNet: conv_in, 5 ResNets x 2 + 3 shortcuts (1 down, 2 up), 1 down- and 1
+  // upsampler, 4 mid-block convs... counted from the graph: every conv once per call.
+  EXPECT_EQ(unetConvs, 35);
+}
+
+TEST_F(RunCli, BadInputIsOneLine) {
+  expectOneLineError({"run", "--model", "/no/such/model"}, {"/no/such/model", "no such model"});
+  expectOneLineError({"run", "--model", kA, "-W", "33", "-H", "32"}, {"multiples of"});
+  expectOneLineError({"run", "--model", kA, "--scheduler", "heun"}, {"heun"});
+  expectOneLineError({"run", "--model", kA, "--prompt", "a cat"}, {"no tokenizer", "--input-ids"});
+  expectOneLineError({"run", "--model", kA, "--variant", "attention=bogus"}, {"bogus"});
+  expectOneLineError({"run", "--model", kA + "/single_file/model.safetensors"}, {"--config"});
+  expectOneLineError({"run", "--model", kA, "--input-ids", kRef + ":no_such", "--uncond-input-ids",
+                      kRef + ":input_ids_uncond"},
+                     {"no_such"});
+}
+
+TEST_F(RunCli, BrokenModelFilesAreOneLine) {
+  TempDir tmp;
+  const std::string m = copyFixture(tmp);
+  const std::string unet = m + "/unet/diffusion_pytorch_model.safetensors";
+  // A truncated weights file.
+  fs::resize_file(unet, fs::file_size(unet) / 2);
+  auto args = fixtureArgs(m);
+  args.push_back("--no-decode");
+  expectOneLineError(args, {"diffusion_pytorch_model.safetensors"});
+  // A config that disagrees with the weights: the file and the tensor are named.
+  fs::copy_file(kA + "/unet/diffusion_pytorch_model.safetensors", unet, fs::copy_options::overwrite_existing);
+  std::string cfg = slurp(m + "/unet/config.json");
+  cfg.replace(cfg.find("\"cross_attention_dim\": 32"), 25, "\"cross_attention_dim\": 48");
+  std::ofstream(m + "/unet/config.json") << cfg;
+  std::string te = slurp(m + "/text_encoder/config.json");
+  te.replace(te.find("\"hidden_size\": 32"), 17, "\"hidden_size\": 48");
+  std::ofstream(m + "/text_encoder/config.json") << te;
+  expectOneLineError(args, {"model.safetensors", "shape"});
+}
+
+}  // namespace
