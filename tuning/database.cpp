@@ -125,7 +125,7 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
     const std::string v = variant.empty() ? e.best : variant;
     auto it = e.variants.find(v);
     if (it == e.variants.end()) return std::nullopt;
-    return TunedChoice{v, it->second.params, source};
+    return TunedChoice{v, it->second.params, source, it->second.medianUs};
   };
   for (const auto& e : entries_)
     if (e.instance == inst)
@@ -184,7 +184,8 @@ TunedChoice TunedChooser::choose(const Family& fam, const OpInstance& inst, cons
   if (own.source != "generic default") return own;
   for (const auto& [key, db] : siblings_) {
     const TunedChoice c = db.lookup(fam, inst, variant);
-    if (c.source != "generic default") return {c.variant, c.params, "vendor default (" + key + ": " + c.source + ")"};
+    if (c.source != "generic default")
+      return {c.variant, c.params, "vendor default (" + key + ": " + c.source + ")", c.medianUs};
   }
   return own;
 }

@@ -38,6 +38,7 @@ struct TunedChoice {
   // "exact", "nearest <instance> (distance d)", "device default",
   // "vendor default (<key>: <its source>)", "generic default"
   std::string source;
+  double medianUs = 0;  // the stored time of that variant (exact or nearest entries), else 0
 };
 
 class TuningDatabase {

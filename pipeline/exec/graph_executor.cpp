@@ -19,28 +19,47 @@ std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, 
   return fam.unsupportedReason(v, v.parsePoint(c.params), *n.problem, f, dev);
 }
 
-// The database's choice for the node (or the forced variant's own best), else the
-// first variant, in the family's order, whose tuned point or defaults can run it.
+// The database's choice for the node; with an allowed list, the fastest allowed
+// variant when the database times every allowed one that can run the instance, else
+// the last allowed one that can (lists end with the newest variant); when nothing
+// chosen can run the instance, the first variant, in the family's order, whose tuned
+// point or defaults can (marked as a fallback).
 NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOptions& opt, const DeviceInfo& dev) {
   const Family& fam = *n.family;
   const OpInstance inst = OpInstance::of(fam, *n.problem, opt.format);
-  auto forced = opt.variants.find(fam.name());
-  const std::string want = forced == opt.variants.end() ? "" : forced->second;
-  TunedChoice c = chooser.choose(fam, inst, want);
-  std::string why = whyNot(fam, c, n, opt.format, dev);
-  if (why.empty()) return {inst.text(), c.variant, c.params, c.source};
-  const std::string refused = c.variant + " " + c.params + ": " + why;
-  std::vector<TunedChoice> alternatives;
-  const VariantDef& first = fam.variant(c.variant);
-  alternatives.push_back({first.name, first.defaults().text(), "defaults"});
-  for (const auto& v : fam.variants()) {
-    if (v.name == c.variant) continue;
-    alternatives.push_back(chooser.choose(fam, inst, v.name));
-    alternatives.push_back({v.name, v.defaults().text(), "defaults"});
+  auto allowed = opt.variants.find(fam.name());
+  std::string refused;
+  if (allowed == opt.variants.end()) {
+    TunedChoice c = chooser.choose(fam, inst);
+    const std::string why = whyNot(fam, c, n, opt.format, dev);
+    if (why.empty()) return {inst.text(), c.variant, c.params, c.source};
+    refused = c.variant + " " + c.params + ": " + why;
+  } else {
+    std::vector<TunedChoice> candidates;  // per allowed variant: its tuned point, else its defaults
+    for (const auto& v : allowed->second)
+      for (TunedChoice c : {chooser.choose(fam, inst, v), TunedChoice{v, fam.variant(v).defaults().text(), "defaults"}}) {
+        const std::string why = whyNot(fam, c, n, opt.format, dev);
+        if (why.empty()) {
+          candidates.push_back(c);
+          break;
+        }
+        if (refused.empty()) refused = c.variant + " " + c.params + ": " + why;
+      }
+    if (!candidates.empty()) {
+      // All timed: the fastest. Otherwise the last allowed one (lists put the newest
+      // variant last, so an ablation row runs what it adds unless it is slower).
+      const bool allTimed =
+          std::all_of(candidates.begin(), candidates.end(), [](const TunedChoice& c) { return c.medianUs > 0; });
+      const TunedChoice& c = allTimed ? *std::min_element(candidates.begin(), candidates.end(),
+                                                          [](const auto& a, const auto& b) { return a.medianUs < b.medianUs; })
+                                      : candidates.back();
+      return {inst.text(), c.variant, c.params, c.source};
+    }
   }
-  for (const auto& a : alternatives)
-    if (whyNot(fam, a, n, opt.format, dev).empty())
-      return {inst.text(), a.variant, a.params, a.source + "; fallback, " + refused};
+  for (const auto& v : fam.variants())
+    for (const TunedChoice& a : {chooser.choose(fam, inst, v.name), TunedChoice{v.name, v.defaults().text(), "defaults"}})
+      if (whyNot(fam, a, n, opt.format, dev).empty())
+        return {inst.text(), a.variant, a.params, a.source + "; fallback, " + refused};
   throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.name + " (" +
               refused + ")");
 }
@@ -84,7 +103,8 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
     : ctx_(ctx), graph_(graph), opt_(options) {
   if (opt_.format.storage != Storage::Buffer)
     throw Error("the pipeline runs on buffer storage (views reshape tensors in place); got " + opt_.format.name());
-  for (const auto& [fam, v] : opt_.variants) findFamily(fam).variant(v);  // unknown names: an Error here
+  for (const auto& [fam, list] : opt_.variants)
+    for (const auto& v : list) findFamily(fam).variant(v);  // unknown names: an Error here
   allocate(weights);  // first: a bad checkpoint fails before any program is built
   const TunedChooser chooser(opt_.dbDir, ctx.device());
   for (const GraphNode& n : graph_.nodes()) {

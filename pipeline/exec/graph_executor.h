@@ -22,7 +22,12 @@ namespace sdspeed {
 struct ExecOptions {
   StorageFormat format;                            // activations (buffer storage)
   std::string dbDir = "configs/tuned";             // the tuning databases
-  std::map<std::string, std::string> variants;     // family -> forced variant
+  // family -> the variants allowed (a --variant override is a list of one): among
+  // them the database's fastest for each instance, else the first that can run it.
+  std::map<std::string, std::vector<std::string>> variants;
+  // false: GroupNorm+SiLU and GEMM+activation run as separate kernels (the
+  // ablation's baseline); graph building reads it.
+  bool fuseActivations = true;
   std::string planner = "greedy-by-size";          // a PlanStrategy name, or "none" (one buffer per tensor)
 };
 

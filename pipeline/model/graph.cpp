@@ -124,6 +124,7 @@ int GraphBuilder::conv(int x, const std::string& prefix, int64_t cout, int k, in
 }
 
 int GraphBuilder::groupNorm(int x, const std::string& prefix, int64_t groups, double eps, bool silu) {
+  if (silu && !opt_.fuseActivations) return activation(groupNorm(x, prefix, groups, eps, false), "silu", prefix + ".silu");
   const Shape s = shape(x);
   auto prob = findFamily("groupnorm").makeProblem(
       s, {{"g", std::to_string(groups)}, {"eps", fmtAttr(eps)}, {"silu", silu ? "1" : "0"}, {"residual", "0"}});
@@ -146,6 +147,10 @@ int GraphBuilder::layerNorm(int x, const std::string& prefix, double eps) {
 
 int GraphBuilder::linear(int x, const std::string& prefix, int64_t rows, bool bias, const std::string& epilogue,
                          int residual, std::vector<int64_t> diskShape) {
+  if (epilogue != "none" && !opt_.fuseActivations) {
+    if (residual >= 0) throw Error(prefix + ": an unfused epilogue with a residual is not supported");
+    return activation(linear(x, prefix, rows, bias, "none", -1, diskShape), epilogue, prefix + ".act");
+  }
   const Shape s = shape(x);
   if (diskShape.empty()) diskShape = {rows, s.c};
   auto prob = findFamily("gemm").makeProblem(s, {{"n", std::to_string(rows)},

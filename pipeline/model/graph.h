@@ -71,9 +71,16 @@ class Graph {
 
 // Builds nodes with diffusers' parameter names under a prefix: the small vocabulary
 // the three model builders share.
+// How the model builders lay out ops.
+struct GraphOptions {
+  // false: GroupNorm + SiLU and GEMM + activation as two kernels each (what a
+  // framework without specialized kernels runs; the ablation's baseline).
+  bool fuseActivations = true;
+};
+
 class GraphBuilder {
  public:
-  explicit GraphBuilder(Graph& g) : g_(g) {}
+  explicit GraphBuilder(Graph& g, GraphOptions options = {}) : g_(g), opt_(options) {}
   Graph& graph() { return g_; }
   const Shape& shape(int t) const { return g_.tensor(t).shape; }
 
@@ -100,6 +107,7 @@ class GraphBuilder {
  private:
   int weight(const std::string& name, Shape shape, std::vector<int64_t> diskShape);
   Graph& g_;
+  GraphOptions opt_;
 };
 
 std::string fmtAttr(double v);  // a double attribute as the families print it

@@ -15,8 +15,11 @@ namespace sdspeed {
 
 // weightPrefix: "text_model." for transformers' usual key names, "" where a
 // checkpoint stores them without it.
-Graph buildTextEncoderGraph(const ClipConfig& cfg, int64_t batch, int64_t tokens, const std::string& weightPrefix);
-Graph buildUNetGraph(const UNetConfig& cfg, int64_t batch, int64_t latentH, int64_t latentW, int64_t contextTokens);
-Graph buildVaeDecoderGraph(const VaeConfig& cfg, int64_t batch, int64_t latentH, int64_t latentW);
+Graph buildTextEncoderGraph(const ClipConfig& cfg, int64_t batch, int64_t tokens, const std::string& weightPrefix,
+                            GraphOptions options = {});
+Graph buildUNetGraph(const UNetConfig& cfg, int64_t batch, int64_t latentH, int64_t latentW, int64_t contextTokens,
+                     GraphOptions options = {});
+Graph buildVaeDecoderGraph(const VaeConfig& cfg, int64_t batch, int64_t latentH, int64_t latentW,
+                           GraphOptions options = {});
 
 }  // namespace sdspeed

@@ -3,9 +3,10 @@
 
 namespace sdspeed {
 
-Graph buildTextEncoderGraph(const ClipConfig& cfg, int64_t batch, int64_t tokens, const std::string& wp) {
+Graph buildTextEncoderGraph(const ClipConfig& cfg, int64_t batch, int64_t tokens, const std::string& wp,
+                            GraphOptions options) {
   Graph g("text_encoder");
-  GraphBuilder b(g);
+  GraphBuilder b(g, options);
   const int64_t c = cfg.hidden;
   const std::string act = cfg.act == "quick_gelu" ? "quick_gelu" : cfg.act == "gelu" ? "gelu" : "gelu_tanh";
   const int ids = g.addInput("input_ids", {batch, 1, 1, tokens}, false);

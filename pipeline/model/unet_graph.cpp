@@ -5,7 +5,8 @@
 
 namespace sdspeed {
 
-Graph buildUNetGraph(const UNetConfig& cfg, int64_t batch, int64_t latentH, int64_t latentW, int64_t contextTokens) {
+Graph buildUNetGraph(const UNetConfig& cfg, int64_t batch, int64_t latentH, int64_t latentW, int64_t contextTokens,
+                     GraphOptions options) {
   const size_t nb = cfg.blockOut.size();
   const int64_t down = int64_t{1} << (nb - 1);
   if (latentH % down || latentW % down)
@@ -13,7 +14,7 @@ Graph buildUNetGraph(const UNetConfig& cfg, int64_t batch, int64_t latentH, int6
                 " must be a multiple of " + std::to_string(down) + " (" + std::to_string(nb - 1) +
                 " downsamplings): choose -W/-H a multiple of " + std::to_string(8 * down));
   Graph g("unet");
-  GraphBuilder b(g);
+  GraphBuilder b(g, options);
   const int sample = g.addInput("sample", {batch, cfg.inChannels, latentH, latentW}, true);
   const int timestep = g.addInput("timestep", {batch, 1, 1, 1}, false);
   const int context = g.addInput("encoder_hidden_states", {batch, cfg.crossAttentionDim, 1, contextTokens}, true);

@@ -3,9 +3,10 @@
 
 namespace sdspeed {
 
-Graph buildVaeDecoderGraph(const VaeConfig& cfg, int64_t batch, int64_t latentH, int64_t latentW) {
+Graph buildVaeDecoderGraph(const VaeConfig& cfg, int64_t batch, int64_t latentH, int64_t latentW,
+                           GraphOptions options) {
   Graph g("vae_decoder");
-  GraphBuilder b(g);
+  GraphBuilder b(g, options);
   const size_t nb = cfg.blockOut.size();
   const double eps = 1e-6;  // diffusers' VAE blocks all use resnet_eps 1e-6
   int h = g.addInput("latents", {batch, cfg.latentChannels, latentH, latentW}, true);

@@ -89,15 +89,16 @@ SdPipeline::Part& SdPipeline::part(const std::string& component) {
   auto p = std::make_unique<Part>();
   p->name = component;
   auto weights = weightsFor(component == "vae_decoder" ? "vae" : component);
+  const GraphOptions gopt{exec_.fuseActivations};
   if (component == "text_encoder") {
     // transformers saves CLIPTextModel as text_model.*; some exports drop the prefix.
     const std::string prefix =
         src_.random || weights->has("text_model.embeddings.token_embedding.weight") ? "text_model." : "";
-    p->graph = std::make_unique<Graph>(buildTextEncoderGraph(clip_, batch_, clip_.positions, prefix));
+    p->graph = std::make_unique<Graph>(buildTextEncoderGraph(clip_, batch_, clip_.positions, prefix, gopt));
   } else if (component == "unet") {
-    p->graph = std::make_unique<Graph>(buildUNetGraph(unet_, batch_, latentH_, latentW_, clip_.positions));
+    p->graph = std::make_unique<Graph>(buildUNetGraph(unet_, batch_, latentH_, latentW_, clip_.positions, gopt));
   } else if (component == "vae_decoder") {
-    p->graph = std::make_unique<Graph>(buildVaeDecoderGraph(vae_, 1, latentH_, latentW_));
+    p->graph = std::make_unique<Graph>(buildVaeDecoderGraph(vae_, 1, latentH_, latentW_, gopt));
   } else {
     throw Error("unknown pipeline component '" + component + "' (text_encoder, unet, vae_decoder)");
   }

@@ -1,0 +1,186 @@
+#include "cli/run_inputs.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+#include <random>
+
+#include "kernels/registry.h"
+#include "pipeline/clip_tokenizer.h"
+#include "pipeline/run/model_shapes.h"
+#include "pipeline/run/sd_runner.h"
+#include "pipeline/safetensors.h"
+#include "pipeline/torch_rng.h"
+#include "runtime/cl_error.h"
+
+namespace sdspeed {
+namespace {
+
+namespace fs = std::filesystem;
+
+int64_t positive(const Args& a, const std::string& name, int fallback) {
+  const int v = a.getInt(name, fallback);
+  if (v < 1) throw Error("--" + name + " must be positive, got " + std::to_string(v));
+  return v;
+}
+
+// FILE.safetensors:TENSOR
+std::pair<std::string, std::string> fileTensor(const std::string& spec, const std::string& option) {
+  const auto colon = spec.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size())
+    throw Error("--" + option + " wants FILE.safetensors:TENSOR, got '" + spec + "'");
+  return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
+std::vector<int64_t> idsFromFile(const std::string& spec, const std::string& option, int64_t tokens) {
+  const auto [file, tensor] = fileTensor(spec, option);
+  auto ids = SafetensorsFile(file).toInt64(tensor);
+  if (static_cast<int64_t>(ids.size()) != tokens)
+    throw Error(file + ": tensor " + tensor + " has " + std::to_string(ids.size()) + " ids, the text encoder takes " +
+                std::to_string(tokens));
+  return ids;
+}
+
+// Seeded ids for a model without a tokenizer under --random-weights:
+// [bos, 8 random ids, eos, pad...], framed as the fixtures frame theirs.
+std::vector<int64_t> randomIds(uint64_t seed, const ClipConfig& c) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> d(std::min<int64_t>(3, c.vocab - 1), c.vocab - 1);
+  const int64_t n = c.positions, eos = std::min<int64_t>(9, n - 1);
+  std::vector<int64_t> ids(static_cast<size_t>(n), c.pad);
+  ids[0] = c.bos;
+  for (int64_t i = 1; i < eos; ++i) ids[static_cast<size_t>(i)] = d(rng);
+  ids[static_cast<size_t>(eos)] = c.eos;
+  return ids;
+}
+
+std::map<std::string, std::vector<std::string>> variantOverrides(const Args& a) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& kv : a.list("variant")) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+      throw Error("--variant wants FAMILY=VARIANT[,..], got '" + kv + "'");
+    out[kv.substr(0, eq)] = {kv.substr(eq + 1)};
+  }
+  for (const auto& [fam, list] : out)
+    for (const auto& v : list) findFamily(fam).variant(v);  // an unknown name fails now, not later
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> expandShortOptions(const std::vector<std::string>& argv) {
+  std::vector<std::string> out;
+  for (const auto& a : argv) {
+    if (a == "-W") out.push_back("--width");
+    else if (a == "-H") out.push_back("--height");
+    else if (a == "-o") out.push_back("--output");
+    else out.push_back(a);
+  }
+  return out;
+}
+
+std::set<std::string> runSetupOptions() {
+  return {"model", "config", "prompt", "negative-prompt", "width", "height", "steps", "cfg-scale", "scheduler", "seed",
+          "rng", "precision", "layout", "input-ids", "uncond-input-ids", "init-latents", "variant", "planner",
+          "db-dir", "weights-seed"};
+}
+
+std::set<std::string> runSetupFlags() { return {"random-weights"}; }
+
+RunSetup runSetup(const Args& a) {
+  RunSetup s;
+  if (!a.has("model")) throw Error("--model DIR (a diffusers folder) or --model FILE.safetensors --config DIR is required");
+  s.model = a.get("model");
+  if (!fs::exists(s.model)) throw Error(s.model + ": no such model folder or file");
+  if (fs::is_directory(s.model)) {
+    s.src.configDir = a.get("config", s.model);
+    s.src.weightsDir = s.model;
+  } else {
+    if (!a.has("config"))
+      throw Error(s.model + " is a single-file checkpoint: --config DIR names its architecture (e.g. configs/models/sd15)");
+    s.src.configDir = a.get("config");
+    s.src.singleFile = s.model;
+  }
+  s.src.random = a.has("random-weights");
+  s.src.seed = static_cast<uint64_t>(a.getInt("weights-seed", 0));
+  for (const char* c : {"unet", "vae", "text_encoder"})
+    if (!fs::exists(s.src.configDir + "/" + c + "/config.json"))
+      throw Error(s.src.configDir + ": no " + c + "/config.json (a diffusers model folder has unet/, vae/, text_encoder/, scheduler/)");
+
+  const int64_t size = defaultImageSize(s.src.configDir);
+  s.width = positive(a, "width", static_cast<int>(size));
+  s.height = positive(a, "height", static_cast<int>(size));
+  checkImageSize(s.src.configDir, s.width, s.height);
+  const VaeConfig vae = loadVaeConfig(s.src.configDir + "/vae/config.json");
+  const UNetConfig unet = loadUNetConfig(s.src.configDir + "/unet/config.json");
+  const ClipConfig clip = loadClipConfig(s.src.configDir + "/text_encoder/config.json");
+  s.latentH = s.height / vae.upscale();
+  s.latentW = s.width / vae.upscale();
+  s.steps = static_cast<int>(positive(a, "steps", 20));
+  try {
+    s.cfg = std::stof(a.get("cfg-scale", "7.5"));
+  } catch (const std::exception&) {
+    throw Error("--cfg-scale wants a number, got '" + a.get("cfg-scale") + "'");
+  }
+  s.batch = s.cfg > 1.0f ? 2 : 1;
+  s.seed = static_cast<uint64_t>(std::stoll(a.get("seed", "0")));
+  if (a.get("rng", "torch") != "torch") throw Error("--rng: only 'torch' (torch.randn on the CPU) is implemented");
+
+  s.schedulerPath = s.src.configDir + "/scheduler/scheduler_config.json";
+  s.schedulerName = a.get("scheduler");
+  if (s.schedulerName.empty()) s.schedulerName = defaultSchedulerName(s.schedulerPath);
+  if (s.schedulerName.empty()) s.schedulerName = "ddim";
+  loadScheduler(s.schedulerName, s.schedulerPath);  // validates name and config now
+
+  const std::string precision = a.get("precision", "f32");
+  if (precision != "f32" && precision != "f16") throw Error("--precision wants f32 or f16, got '" + precision + "'");
+  s.exec.format = StorageFormat::parse(precision + ".buffer." + a.get("layout", "nc4hw4"));
+  s.exec.dbDir = a.get("db-dir", "configs/tuned");
+  s.exec.variants = variantOverrides(a);
+  s.exec.planner = a.get("planner", "greedy-by-size");
+  if (s.exec.planner != "none") parsePlanStrategy(s.exec.planner);
+
+  // Token ids: given, tokenized, or (random weights without a tokenizer) seeded.
+  const int64_t tokens = clip.positions;
+  const std::string tokDir = s.model + "/tokenizer";
+  if (a.has("input-ids")) {
+    s.condIds = idsFromFile(a.get("input-ids"), "input-ids", tokens);
+    if (a.has("uncond-input-ids")) s.uncondIds = idsFromFile(a.get("uncond-input-ids"), "uncond-input-ids", tokens);
+    else if (s.batch == 2) throw Error("--input-ids with guidance needs --uncond-input-ids too (or --cfg-scale 1)");
+  } else if (fs::exists(tokDir + "/vocab.json")) {
+    const ClipTokenizer tok = ClipTokenizer::fromFolder(tokDir);
+    const auto t = tok.tokenize(a.get("prompt", ""), static_cast<int>(tokens));
+    if (t.truncated())
+      std::cerr << "sdspeed: note: the prompt has " << t.tokensUntruncated << " tokens; truncated to " << tokens << "\n";
+    s.condIds = t.ids;
+    s.uncondIds = tok.tokenize(a.get("negative-prompt", ""), static_cast<int>(tokens)).ids;
+  } else if (s.src.random) {
+    s.condIds = randomIds(s.seed, clip);
+    s.uncondIds = randomIds(s.seed + 1, clip);
+    s.seededTokens = true;
+  } else {
+    throw Error(s.model + ": no tokenizer/ folder (vocab.json, merges.txt): give --input-ids FILE.safetensors:TENSOR");
+  }
+  if (a.has("init-latents")) {
+    const auto [file, tensor] = fileTensor(a.get("init-latents"), "init-latents");
+    s.initLatents = SafetensorsFile(file).toFloat(tensor);
+  } else {
+    s.initLatents = torchRandn(s.seed, {1, unet.inChannels, s.latentH, s.latentW});
+  }
+  return s;
+}
+
+void printProgress(int done, int total, double unetMs) {
+  if (::isatty(STDERR_FILENO)) {
+    const int width = 30, fill = total ? done * width / total : width;
+    std::cerr << "\r[" << std::string(static_cast<size_t>(fill), '#') << std::string(static_cast<size_t>(width - fill), '.')
+              << "] step " << done << "/" << total << "  UNet " << unetMs << " ms" << (done == total ? "\n" : "")
+              << std::flush;
+  } else {
+    std::cerr << "step " << done << "/" << total << ": UNet " << unetMs << " ms\n";
+  }
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,40 @@
+// What `sdspeed run` and `sdspeed ablate` read from the command line before any
+// device work: the model (folder, single file, random weights), image size, steps,
+// guidance, scheduler, token ids (given, tokenized or seeded), initial latents
+// (given or torch.randn of the seed) and the execution options.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "pipeline/run/sd_pipeline.h"
+
+namespace sdspeed {
+
+struct RunSetup {
+  std::string model;
+  ModelSource src;
+  int64_t width = 0, height = 0, latentH = 0, latentW = 0, batch = 2;
+  int steps = 20;
+  float cfg = 7.5f;
+  uint64_t seed = 0;
+  std::string schedulerName, schedulerPath;
+  ExecOptions exec;
+  std::vector<int64_t> condIds, uncondIds;
+  std::vector<float> initLatents;
+  bool seededTokens = false;
+};
+
+// -W/-H/-o are the usual short names; Args knows long ones only.
+std::vector<std::string> expandShortOptions(const std::vector<std::string>& argv);
+// The options and flags runSetup reads (besides the device ones).
+std::set<std::string> runSetupOptions();
+std::set<std::string> runSetupFlags();
+// Throws Error naming the option or file for anything wrong.
+RunSetup runSetup(const Args& a);
+// A one-line progress bar on a terminal, a line per step otherwise.
+void printProgress(int done, int total, double unetMs);
+
+}  // namespace sdspeed
