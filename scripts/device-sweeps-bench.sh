@@ -6,12 +6,14 @@
 #     (setsid, CPU cores 8-15, PoCL limited to 8 threads); on the GPU (host side on cores
 #     0-7): sdspeed check of layernorm, softmax, activation and the elementwise helpers
 #     (quick set, then --full); the exhaustive flash sweep at S = L = 4096, D = 40 in
-#     NCHW and NC4HW4; the standalone GEGLU against a copy of the same bytes; the
-#     exhaustive replay recordings of attention, gemm and groupnorm.
+#     NCHW and NC4HW4; the standalone GEGLU against a copy of the same bytes; GroupNorm
+#     tuning (anneal) at the issue's shapes for the H200 database; the exhaustive replay
+#     recordings of attention, gemm and groupnorm.
 #   bash scripts/device-sweeps-bench.sh b
-#     groupnorm tuning (anneal) at the issue's shapes for the H200 database, a short conv
-#     search, sdspeed-bench against PyTorch over every family PyTorch has (scripts/
-#     bench-vs-pytorch), then wait for the PoCL recordings and pack everything.
+#     sdspeed-bench against PyTorch over every family PyTorch has (scripts/
+#     bench-vs-pytorch), completes the GPU recordings, waits for the PoCL recordings and
+#     packs everything.
+# DEADLINE (seconds into the call; a: 540, b: 250) cuts the steps so the call ends in time.
 # Work folder /tmp/visit (kept between the calls); results: $OUT/visit-<phase>.tgz and
 # $OUT/summary-<phase>.txt. Each step runs under `timeout`, so a slow one cannot eat the
 # call; the step's command line, output and exit status go to its log.
@@ -27,7 +29,7 @@ GPUCPU="taskset -c ${GPU_CORES:-0-7}"  # the GPU side's host work
 POCLCPU="taskset -c ${POCL_CORES:-8-15}"  # PoCL's timed runs
 T0=$SECONDS
 log() { echo "[$((SECONDS - T0))s] $*" | tee -a "$W/progress-$PHASE.txt"; }
-DEADLINE=540  # seconds into the call after which no step starts; steps are cut to end by then
+DEADLINE=${DEADLINE:-540}  # seconds into the call after which no step starts; steps are cut to end by then
 run() {  # run LOGNAME LIMIT_S ARGS...: sdspeed on the GPU side's cores, logged
   local name=$1 limit=$2; shift 2
   local left=$((DEADLINE - (SECONDS - T0)))
@@ -56,10 +58,10 @@ devices() {
 }
 
 recordings() {  # GPU replay recordings (exhaustive); a sweep cut short resumes where it stopped
-  local R="tune --device $GPU --strategy exhaustive --min-ms 10 --llc-mib 60 --threads 8 --db-dir $W/tuned --sweep-dir $W/sweeps-rec"
-  run tune-rec-attention${1:-}.txt 90 $R --seconds 80 --op attention --shape 2x640x1x1024 --attrs heads=8
-  run tune-rec-gemm${1:-}.txt 120 $R --seconds 110 --op gemm --shape 2x640x1x1024 --attrs n=1920,bias=0
-  run tune-rec-groupnorm${1:-}.txt 150 $R --seconds 140 --op groupnorm --shape 2x640x32x32 --attrs g=32,silu=1
+  local R="tune --device $GPU --strategy exhaustive --min-ms 5 --llc-mib 60 --threads 8 --db-dir $W/tuned --sweep-dir $W/sweeps-rec"
+  run tune-rec-attention${1:-}.txt 60 $R --seconds 50 --op attention --shape 2x640x1x1024 --attrs heads=8
+  run tune-rec-gemm${1:-}.txt 90 $R --seconds 80 --op gemm --shape 2x640x1x1024 --attrs n=1920,bias=0
+  run tune-rec-groupnorm${1:-}.txt 120 $R --seconds 110 --op groupnorm --shape 2x640x32x32 --attrs g=32,silu=1
 }
 
 if [ "$PHASE" = a ]; then
@@ -82,14 +84,14 @@ one() {  # one NAME LIMIT ARGS...
   local name=\$1 limit=\$2; shift 2
   echo "[\$SECONDS s] start \$name" >> $W/pocl-progress.txt
   timeout \$((limit / 2)) \$P --min-ms 1 --threads 8 --sweep-dir $W/pocl-warm "\$@" > $W/pocl-warm-\$name.txt 2>&1
-  echo "\\\$ sdspeed tune --device $CPU --strategy exhaustive --min-ms 20 --threads 1 \$*" > $W/pocl-tune-\$name.txt
-  timeout \$limit \$P --min-ms 20 --threads 1 --sweep-dir $W/sweeps-rec "\$@" >> $W/pocl-tune-\$name.txt 2>&1
+  echo "\\\$ sdspeed tune --device $CPU --strategy exhaustive --min-ms 10 --threads 1 \$*" > $W/pocl-tune-\$name.txt
+  timeout \$limit \$P --min-ms 10 --threads 1 --sweep-dir $W/sweeps-rec "\$@" >> $W/pocl-tune-\$name.txt 2>&1
   echo "exit status \$?" >> $W/pocl-tune-\$name.txt
   echo "[\$SECONDS s] end \$name" >> $W/pocl-progress.txt
 }
-one groupnorm 400 --op groupnorm --shape 2x640x32x32 --attrs g=32,silu=1
-one attention 300 --op attention --shape 1x128x1x256 --attrs heads=2
-one gemm 500 --op gemm --shape 1x256x1x256 --attrs n=256
+one groupnorm 300 --op groupnorm --shape 2x640x32x32 --attrs g=32,silu=1
+one attention 150 --op attention --shape 1x128x1x256 --attrs heads=2
+one gemm 300 --op gemm --shape 1x256x1x256 --attrs n=256
 touch $W/pocl.done
 EOF
   setsid nohup bash "$W/pocl.sh" > "$W/pocl-nohup.txt" 2>&1 < /dev/null &
@@ -97,23 +99,26 @@ EOF
 
   # 1. Checks of the families not yet checked on the H200.
   FAMS=layernorm,softmax,activation,binary,upsample,concat,reshape,embedding,timestep
-  run check.txt 150 check --op $FAMS --device $GPU --points 2
-  run check-full.txt 120 check --op $FAMS --device $GPU --points 0 --full --storage f32.buffer.nchw,f16.buffer.nc4hw4,f32.image2d.nc4hw4
+  run check.txt 90 check --op $FAMS --device $GPU --points 2
 
   # 2. Flash attention at S = L = 4096, D = 40, B*H = 16: the whole flash space, both layouts.
   G="tune --device $GPU --strategy exhaustive --min-ms 20 --llc-mib 60 --threads 8 --db-dir $W/tuned"
-  run tune-flash-4096.txt 240 $G --sweep-dir $W/sweeps-work --seconds 100 --op attention --shape 2x320x1x4096 \
+  run tune-flash-4096.txt 110 $G --sweep-dir $W/sweeps-work --seconds 50 --op attention --shape 2x320x1x4096 \
     --attrs heads=8 --variant flash --storage f32.buffer.nchw,f32.buffer.nc4hw4
 
   # 3. Standalone GEGLU (activation fn=geglu) against a copy of the same bytes: GEGLU reads
   #    2x2560x4096 floats and writes 2x1280x4096 (125.8 MB); reshape h=1 of 2x1920x1x4096
   #    reads and writes 2x1920x4096 each (125.8 MB), a plain copy.
-  run bench-geglu.txt 60 bench --op activation --shape 2x2560x1x4096 --attrs fn=geglu --points all --device $GPU \
+  run bench-geglu.txt 30 bench --op activation --shape 2x2560x1x4096 --attrs fn=geglu --points all --device $GPU \
     --llc-mib 60 --csv $W/bench-geglu.csv
-  run bench-copy.txt 60 bench --op reshape --shape 2x1920x1x4096 --attrs h=1 --points all --device $GPU \
+  run bench-copy.txt 30 bench --op reshape --shape 2x1920x1x4096 --attrs h=1 --points all --device $GPU \
     --llc-mib 60 --csv $W/bench-copy.csv
 
-  # 4. Replay recordings (exhaustive, one instance per family); phase b completes them.
+  # 4. GroupNorm for the H200 database: the issue's shapes (anneal, 60 points each).
+  run tune-groupnorm-db.txt 60 tune --device $GPU --min-ms 10 --llc-mib 60 --threads 8 --db-dir $W/tuned \
+    --sweep-dir $W/sweeps-work --strategy anneal --budget 60 --seconds 25 --op groupnorm \
+    --shape 2x320x64x64,2x1280x8x8 --attrs g=32,silu=1
+  # 5. Replay recordings (exhaustive, one instance per family); phase b completes them.
   recordings
   { cat "$W/progress-a.txt"; for f in "$W"/check*.txt; do echo "== $(basename $f)"; tail -2 "$f"; done
     for f in "$W"/tune-*.txt; do echo "== $(basename $f)"; grep -E 'measured|^attention|^gemm|^groupnorm' "$f"; done
@@ -128,25 +133,19 @@ fi
 build || exit 1
 devices
 [ -d "$W/tuned" ] || { mkdir -p "$W/tuned" && cp configs/tuned/*.yaml "$W/tuned/"; }
-# 5. GroupNorm for the H200 database: the issue's shapes (anneal, a quarter of the space).
-G="tune --device $GPU --min-ms 10 --llc-mib 60 --threads 8 --db-dir $W/tuned --sweep-dir $W/sweeps-work"
-run tune-groupnorm-db.txt 90 $G --strategy anneal --budget 100 --seconds 40 --op groupnorm \
-  --shape 2x320x64x64,2x1280x8x8 --attrs g=32,silu=1
-# 6. A short conv search at the conv issue's target, so the bench's conv instances get
-#    tuned parameters (exact here, the device default elsewhere) rather than defaults.
-run tune-conv.txt 60 $G --strategy random --budget 40 --seconds 50 --op conv --shape 2x320x64x64 --attrs cout=320
-# 7. sdspeed-bench against PyTorch: every family with a PyTorch counterpart.
+DEADLINE=${DEADLINE:-250}
+# 6. sdspeed-bench against PyTorch: every family with a PyTorch counterpart.
 cp "$W"/tuned/*.yaml configs/tuned/
 log "bench-vs-pytorch"
-OUT="$W/bench" BENCH=$BENCH TIMEOUT=200 MIN_TIME=0.1 $GPUCPU bash scripts/bench-vs-pytorch > "$W/bench-vs-pytorch.txt" 2>&1
+OUT="$W/bench" BENCH=$BENCH TIMEOUT=150 MIN_TIME=0.05 PEER_ONLY= $GPUCPU bash scripts/bench-vs-pytorch > "$W/bench-vs-pytorch.txt" 2>&1
 log "bench-vs-pytorch exit $?"
-# 8. Complete the GPU recordings if phase a ran out of time (every measured point is reused).
+# 7. Complete the GPU recordings if phase a ran out of time (every measured point is reused).
 recordings -b
-# 9. The PoCL recordings: wait for them while the call has time left.
-while [ ! -e "$W/pocl.done" ] && [ $((SECONDS - T0)) -lt 565 ]; do sleep 5; done
+# 8. The PoCL recordings: wait for them while the call has time left.
+while [ ! -e "$W/pocl.done" ] && [ $((SECONDS - T0)) -lt $((DEADLINE + 15)) ]; do sleep 5; done
 log "PoCL done: $([ -e "$W/pocl.done" ] && echo yes || echo NO)"
 { cat "$W/progress-a.txt" "$W/progress-b.txt" "$W/pocl-progress.txt" 2>/dev/null
-  for f in "$W"/tune-groupnorm-db.txt "$W"/tune-conv.txt "$W"/tune-rec-*-b.txt "$W"/pocl-tune-*.txt; do echo "== $(basename $f)"; grep -E 'measured|exit' "$f"; done
+  for f in "$W"/tune-groupnorm-db.txt "$W"/tune-rec-*-b.txt "$W"/pocl-tune-*.txt; do echo "== $(basename $f)"; grep -E 'measured|exit' "$f"; done
   grep -E 'exit status' "$W/bench/run.log"; } > "$OUT/summary-b.txt"
 tar czf "$OUT/visit-b.tgz" -C "$W" --exclude='pocl-warm' . 2>/dev/null
 cat "$OUT/summary-b.txt"; tail -60 "$W/bench/comparison.md" 2>/dev/null
