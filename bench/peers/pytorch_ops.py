@@ -30,6 +30,11 @@ dtype: PyTorch uses its own contiguous layouts, tokens as [B, S, C]):
       F.linear of x [N, H*W, K] with weight [R, K] (+ bias [R]), then the epilogue
       (gelu, gelu_tanh, quick_gelu, silu; geglu: hidden, gate = y.chunk(2, -1),
       hidden * gelu(gate)), then + residual [N, H*W, R or R/2]; fp32 without TF32.
+  conv NxCxHxW bias=0|1 cout=O k=K pad=P residual=0|1 stride=S temb=0|1 ...
+      F.conv2d of x [N, C, H, W] with weight [O, C, K, K] (+ bias [O]), stride S,
+      padding P (default K // 2), + temb [N, O, 1, 1] + residual [N, O, Ho, Wo];
+      cuDNN without TF32, cudnn.benchmark on (cuDNN times its algorithms once per
+      shape and keeps the fastest, as a tuned inference setup would).
 Given as arguments, one per line in --instances FILE, or from a shape-set YAML
 (--shapes; PyYAML if installed, else a reader for the one-line flow mappings that
 configs/shapes/*.yaml use), whose attributes are completed with sdspeed's defaults
@@ -56,6 +61,7 @@ DEFAULTS = {
     "activation": {"fn": "gelu"},
     "attention": {"causal": "0", "heads": "1", "mask": "0"},  # kv defaults to S
     "gemm": {"bias": "1", "epilogue": "none", "residual": "0"},  # n is required
+    "conv": {"bias": "1", "k": "3", "residual": "0", "stride": "1", "temb": "0"},  # cout: C, pad: k // 2
 }
 TEXT_ATTRS = {"fn", "epilogue"}  # not numbers
 FORMATS = re.compile(r"^(f32|f16)\.(buffer|image2d)\.(nchw|nc4hw4)$")
@@ -85,6 +91,9 @@ class Instance:
             merged["kv"] = str(shape[3])
         if family == "gemm" and "n" not in merged:
             raise ValueError("gemm needs attribute n (the Linear's output features)")
+        if family == "conv":
+            merged.setdefault("cout", str(shape[1]))
+            merged.setdefault("pad", str(int(merged["k"]) // 2))
         self.attrs = {k: (v if k in TEXT_ATTRS else canonical_number(v)) for k, v in merged.items()}
         self.format = fmt
 
@@ -203,6 +212,17 @@ def tensors_of(inst):
         if a["residual"] != "0":
             ins.append(("residual", (n, h * w, out_c)))
         return ins, (n, h * w, out_c)
+    if inst.family == "conv":
+        cout, k, stride, pad = (int(a[key]) for key in ("cout", "k", "stride", "pad"))
+        ho, wo = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+        ins = [("x", (n, c, h, w)), ("weight", (cout, c, k, k))]
+        if a["bias"] != "0":
+            ins.append(("bias", (cout,)))
+        if a["temb"] != "0":
+            ins.append(("temb", (n, cout, 1, 1)))
+        if a["residual"] != "0":
+            ins.append(("residual", (n, cout, ho, wo)))
+        return ins, (n, cout, ho, wo)
     raise ValueError(inst.family)
 
 
@@ -303,6 +323,21 @@ def op_functions(inst, torch, F):
             return y + rest[0] if residual else y
 
         return [("gemm", linear)]
+    if fam == "conv":
+        has_bias, temb, residual = a["bias"] != "0", a["temb"] != "0", a["residual"] != "0"
+        stride, pad = int(a["stride"]), int(a["pad"])
+
+        def conv(x, weight, *rest):
+            rest = list(rest)
+            b = rest.pop(0) if has_bias else None
+            y = F.conv2d(x, weight, b, stride=stride, padding=pad)
+            if temb:
+                y = y + rest.pop(0)
+            if residual:
+                y = y + rest.pop(0)
+            return y
+
+        return [("conv", conv)]
     raise ValueError(fam)
 
 
@@ -403,6 +438,7 @@ def main(argv=None):
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
     device_name = torch.cuda.get_device_name(device)

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Device visit for issues #4, #6 and #7 on an nvidia-h200 machine, in two calls of at
+# most 10 minutes on the same warm machine (the second right after the first):
+#   bash scripts/device-sweeps-bench.sh a
+#     build sdspeed + sdspeed-bench; start the PoCL recordings in the background
+#     (setsid, CPU cores 8-15, PoCL limited to 8 threads); on the GPU (host side on cores
+#     0-7): sdspeed check of layernorm, softmax, activation and the elementwise helpers
+#     (quick set, then --full); the exhaustive flash sweep at S = L = 4096, D = 40 in
+#     NCHW and NC4HW4; the standalone GEGLU against a copy of the same bytes; the
+#     exhaustive replay recordings of groupnorm (at 2x320x64x64: the H200 database's
+#     GroupNorm entry), attention and gemm.
+#   bash scripts/device-sweeps-bench.sh b
+#     sdspeed-bench against PyTorch over every family PyTorch has (scripts/
+#     bench-vs-pytorch), completes the GPU recordings, waits for the PoCL recordings and
+#     packs everything.
+# DEADLINE (seconds into the call; a: 540, b: 220) cuts the steps so the call ends in time.
+# Work folder /tmp/visit (kept between the calls); results: $OUT/visit-<phase>.tgz and
+# $OUT/summary-<phase>.txt. Each step runs under `timeout`, so a slow one cannot eat the
+# call; the step's command line, output and exit status go to its log.
+set -uo pipefail
+PHASE=${1:?usage: device-sweeps-bench.sh a|b}
+OUT=${OUT:-$PWD/out}
+W=/tmp/visit
+mkdir -p "$W" "$OUT"
+export SDSPEED_CACHE_DIR=/tmp/sdspeed-cache
+BIN=${BIN:-build-dev/cli/sdspeed}
+BENCH=${BENCH:-build-dev/bench/sdspeed-bench}
+GPUCPU="taskset -c ${GPU_CORES:-0-7}"  # the GPU side's host work
+POCLCPU="taskset -c ${POCL_CORES:-8-15}"  # PoCL's timed runs
+T0=$SECONDS
+log() { echo "[$((SECONDS - T0))s] $*" | tee -a "$W/progress-$PHASE.txt"; }
+DEADLINE=${DEADLINE:-540}  # seconds into the call after which no step starts; steps are cut to end by then
+run() {  # run LOGNAME LIMIT_S ARGS...: sdspeed on the GPU side's cores, logged
+  local name=$1 limit=$2; shift 2
+  local left=$((DEADLINE - (SECONDS - T0)))
+  [ $left -ge 20 ] || { log "skip $name: no time left"; return; }
+  [ $limit -le $left ] || limit=$left
+  log "start $name (limit ${limit}s)"
+  echo "\$ sdspeed $*" > "$W/$name"
+  $GPUCPU timeout "$limit" $BIN "$@" >> "$W/$name" 2>&1
+  local rc=$?
+  echo "exit status $rc" >> "$W/$name"
+  log "end $name: exit $rc"
+}
+build() {
+  [ -x $BIN ] && [ -x $BENCH ] && return 0
+  log "build"
+  { cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF -DSDSPEED_BUILD_PIPELINE=OFF &&
+      timeout 400 cmake --build build-dev -j16 --target sdspeed sdspeed-bench; } > "$W/build.log" 2>&1
+  [ -x $BIN ] && [ -x $BENCH ] || { tail -40 "$W/build.log"; echo "build failed"; return 1; }
+  log "built"
+}
+devices() {
+  $BIN devices > "$W/devices.txt" 2>&1
+  GPU=$(awk '/\(GPU\)$/{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+:[0-9]+$/) {print $i; exit}}' "$W/devices.txt")
+  CPU=$(awk '/\(CPU\)$/{for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+:[0-9]+$/) {print $i; exit}}' "$W/devices.txt")
+  log "GPU device $GPU, CPU device $CPU"
+}
+
+recordings() {  # GPU replay recordings (exhaustive); a sweep cut short resumes where it stopped
+  local R="tune --device $GPU --strategy exhaustive --min-ms 5 --llc-mib 60 --threads 8 --db-dir $W/tuned --sweep-dir $W/sweeps-rec"
+  run tune-rec-groupnorm${1:-}.txt 130 $R --seconds 120 --op groupnorm --shape 2x320x64x64 --attrs g=32,silu=1
+  run tune-rec-attention${1:-}.txt 50 $R --seconds 40 --op attention --shape 2x640x1x1024 --attrs heads=8
+  run tune-rec-gemm${1:-}.txt 80 $R --seconds 70 --op gemm --shape 2x640x1x1024 --attrs n=1920,bias=0
+}
+
+if [ "$PHASE" = a ]; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv > "$W/nvidia-smi.txt" 2>&1
+  build || exit 1
+  devices
+  # Tuning databases start from the checked-in ones, so the new entries merge with them.
+  mkdir -p "$W/tuned" && cp configs/tuned/*.yaml "$W/tuned/"
+
+  # PoCL recordings (background, CPU cores 8-15): first a pass that builds every point
+  # (programs into the disk caches, timing at 1 ms, thrown away), then the recorded
+  # exhaustive sweep with one builder thread, which finds every program built, so no
+  # compiler runs beside the timed launches.
+  cat > "$W/pocl.sh" <<EOF
+set -u
+cd "$PWD"
+export SDSPEED_CACHE_DIR=$SDSPEED_CACHE_DIR POCL_CPU_MAX_CU_COUNT=8 POCL_MAX_PTHREAD_COUNT=8
+P="$POCLCPU $BIN tune --device $CPU --strategy exhaustive --db-dir $W/tuned"
+one() {  # one NAME LIMIT ARGS...
+  local name=\$1 limit=\$2; shift 2
+  echo "[\$SECONDS s] start \$name" >> $W/pocl-progress.txt
+  timeout \$((limit / 2)) \$P --min-ms 1 --threads 8 --sweep-dir $W/pocl-warm "\$@" > $W/pocl-warm-\$name.txt 2>&1
+  echo "\\\$ sdspeed tune --device $CPU --strategy exhaustive --min-ms 10 --threads 1 \$*" > $W/pocl-tune-\$name.txt
+  timeout \$limit \$P --min-ms 10 --threads 1 --sweep-dir $W/sweeps-rec "\$@" >> $W/pocl-tune-\$name.txt 2>&1
+  echo "exit status \$?" >> $W/pocl-tune-\$name.txt
+  echo "[\$SECONDS s] end \$name" >> $W/pocl-progress.txt
+}
+one groupnorm 300 --op groupnorm --shape 2x640x32x32 --attrs g=32,silu=1
+one attention 150 --op attention --shape 1x128x1x256 --attrs heads=2
+one gemm 300 --op gemm --shape 1x256x1x256 --attrs n=256
+touch $W/pocl.done
+EOF
+  setsid nohup bash "$W/pocl.sh" > "$W/pocl-nohup.txt" 2>&1 < /dev/null &
+  log "PoCL recordings started in the background"
+
+  # 1. Checks of the families not yet checked on the H200.
+  FAMS=layernorm,softmax,activation,binary,upsample,concat,reshape,embedding,timestep
+  run check.txt 60 check --op $FAMS --device $GPU --points 1
+
+  # 2. Flash attention at S = L = 4096, D = 40, B*H = 16: the whole flash space, both layouts.
+  G="tune --device $GPU --strategy exhaustive --min-ms 15 --llc-mib 60 --threads 8 --db-dir $W/tuned"
+  run tune-flash-4096.txt 80 $G --sweep-dir $W/sweeps-work --seconds 35 --op attention --shape 2x320x1x4096 \
+    --attrs heads=8 --variant flash --storage f32.buffer.nchw,f32.buffer.nc4hw4
+
+  # 3. Standalone GEGLU (activation fn=geglu) against a copy of the same bytes: GEGLU reads
+  #    2x2560x4096 floats and writes 2x1280x4096 (125.8 MB); reshape h=1 of 2x1920x1x4096
+  #    reads and writes 2x1920x4096 each (125.8 MB), a plain copy.
+  run bench-geglu.txt 25 bench --op activation --shape 2x2560x1x4096 --attrs fn=geglu --points all --device $GPU \
+    --llc-mib 60 --csv $W/bench-geglu.csv
+  run bench-copy.txt 20 bench --op reshape --shape 2x1920x1x4096 --attrs h=1 --points all --device $GPU \
+    --llc-mib 60 --csv $W/bench-copy.csv
+
+  # 4. Replay recordings (exhaustive, one instance per family; the GroupNorm one at the
+  #    issue's 2x320x64x64 also gives the H200 database its GroupNorm entry); phase b
+  #    completes them.
+  recordings
+  { cat "$W/progress-a.txt"; for f in "$W"/check*.txt; do echo "== $(basename $f)"; tail -2 "$f"; done
+    for f in "$W"/tune-*.txt; do echo "== $(basename $f)"; grep -E 'measured|^attention|^gemm|^groupnorm' "$f"; done
+    for f in "$W"/bench-*.txt; do echo "== $(basename $f)"; grep -E '^best|exit' "$f"; done
+    cat "$W/pocl-progress.txt" 2>/dev/null; } > "$OUT/summary-a.txt"
+  tar czf "$OUT/visit-a.tgz" -C "$W" --exclude='pocl-warm*' --exclude=sweeps-work --exclude=sweeps-rec . 2>/dev/null
+  cat "$OUT/summary-a.txt"
+  exit 0
+fi
+
+# Phase b.
+build || exit 1
+devices
+[ -d "$W/tuned" ] || { mkdir -p "$W/tuned" && cp configs/tuned/*.yaml "$W/tuned/"; }
+DEADLINE=${DEADLINE:-220}
+# 6. sdspeed-bench against PyTorch: every family with a PyTorch counterpart.
+cp "$W"/tuned/*.yaml configs/tuned/
+log "bench-vs-pytorch"
+# The GroupNorm subset, the token ops, the Linear layers and the convolutions (attention
+# was compared in visit 2; its flash kernel is timed by the sweep above instead).
+INSTANCES="bench/instances/sd15-512-groupnorm.txt bench/instances/sd15-512-tokens.txt bench/instances/sd15-512-linear.txt bench/instances/sd15-512-conv.txt" \
+SHAPES= OUT="$W/bench" BENCH=$BENCH TIMEOUT=${BENCH_TIMEOUT:-140} MIN_TIME=0.05 PEER_ONLY= $GPUCPU bash scripts/bench-vs-pytorch > "$W/bench-vs-pytorch.txt" 2>&1
+log "bench-vs-pytorch exit $?"
+# 7. Complete the GPU recordings if phase a ran out of time (every measured point is reused).
+recordings -b
+# 8. The PoCL recordings: wait for them while the call has time left.
+while [ ! -e "$W/pocl.done" ] && [ $((SECONDS - T0)) -lt $((DEADLINE + 15)) ]; do sleep 5; done
+log "PoCL done: $([ -e "$W/pocl.done" ] && echo yes || echo NO)"
+{ cat "$W/progress-a.txt" "$W/progress-b.txt" "$W/pocl-progress.txt" 2>/dev/null
+  for f in "$W"/tune-rec-*-b.txt "$W"/pocl-tune-*.txt; do echo "== $(basename $f)"; grep -E 'measured|exit' "$f"; done
+  grep -E 'exit status' "$W/bench/run.log"; } > "$OUT/summary-b.txt"
+tar czf "$OUT/visit-b.tgz" -C "$W" --exclude='pocl-warm' . 2>/dev/null
+cat "$OUT/summary-b.txt"; tail -60 "$W/bench/comparison.md" 2>/dev/null
