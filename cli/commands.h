@@ -19,6 +19,7 @@ int cmdRoofline(const std::vector<std::string>& argv);
 #ifdef SDSPEED_WITH_PIPELINE
 int cmdRun(const std::vector<std::string>& argv);
 int cmdShapes(const std::vector<std::string>& argv);
+int cmdAblate(const std::vector<std::string>& argv);
 #endif
 
 // Shared by verbs that use one device: --device, --kernel-dir, --cache-dir, --no-disk-cache.

@@ -20,6 +20,7 @@ void usage(std::ostream& os) {
 #ifdef SDSPEED_WITH_PIPELINE
         "  run --model DIR              the Stable Diffusion pipeline: image, timing and memory report\n"
         "  shapes --model DIR           the op instances of a model (a shape set for tune)\n"
+        "  ablate --model DIR           the paper's cumulative ablation table (configs/ablation/)\n"
 #endif
         "common options: --device P:D|NAME  --kernel-dir DIR  --cache-dir DIR  --no-disk-cache\n"
         "`sdspeed VERB --help` lists a verb's options.\n";
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
 #ifdef SDSPEED_WITH_PIPELINE
     if (verb == "run") return sdspeed::cmdRun(args);
     if (verb == "shapes") return sdspeed::cmdShapes(args);
+    if (verb == "ablate") return sdspeed::cmdAblate(args);
 #endif
     std::cerr << "sdspeed: error: unknown verb '" << verb << "' (see sdspeed --help)\n";
     return 2;

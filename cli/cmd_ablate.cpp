@@ -1,0 +1,314 @@
+// sdspeed ablate: the paper's cumulative ablation on any device (pipeline/run/
+// ablation.h), as a Markdown table, CSV, JSON and a gnuplot chart; --merge puts the
+// tables of several devices side by side.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/run_inputs.h"
+#include "pipeline/run/ablation.h"
+#include "pipeline/run/sd_runner.h"
+#include "runtime/atomic_file.h"
+#include "runtime/cl_error.h"
+#include "tuning/tuner.h"
+
+namespace sdspeed {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string fmt(double v, int digits = 2) {
+  if (std::isinf(v)) return "inf";
+  std::ostringstream o;
+  o.setf(std::ios::fixed);
+  o.precision(digits);
+  o << v;
+  return o.str();
+}
+
+std::string sci(double v) {
+  std::ostringstream o;
+  o.precision(2);
+  o << std::scientific << v;
+  return o.str();
+}
+
+double mib(uint64_t b) { return static_cast<double>(b) / (1 << 20); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string variantsText(const std::map<std::string, int>& v) {
+  std::string s;
+  for (const auto& [k, n] : v) s += (s.empty() ? "" : ", ") + k + " x" + std::to_string(n);
+  return s;
+}
+
+AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRow& row, const std::string& layout,
+                           const std::vector<float>* baseline, std::vector<float>& decoded) {
+  ExecOptions exec = setup.exec;
+  exec.format = StorageFormat::parse(row.precision + ".buffer." + layout);
+  exec.planner = row.planner;
+  exec.variants = row.variants;
+  exec.fuseActivations = row.fused;
+  AblationMeasurement m;
+  m.row = row;
+  ctx.resetPeak();
+  {
+    SdPipeline pipe(ctx, setup.src, exec, setup.latentH, setup.latentW, setup.batch);
+    auto sched = loadScheduler(setup.schedulerName, setup.schedulerPath);
+    DiffusionRequest req;
+    req.steps = setup.steps;
+    req.guidance = setup.cfg;
+    req.condIds = setup.condIds;
+    req.uncondIds = setup.uncondIds;
+    req.initLatents = setup.initLatents;
+    const DiffusionResult r = runDiffusion(pipe, *sched, req);
+    m.unetMedianMs = median(r.unetMs);
+    m.unetMinMs = *std::min_element(r.unetMs.begin(), r.unetMs.end());
+    m.pipelineMs = r.textMs + r.vaeMs;
+    for (double u : r.unetMs) m.pipelineMs += u;
+    m.wallMs = r.totalMs;
+    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+      const ComponentStats st = pipe.stats(c);
+      m.activationBytes += st.memory.activationBytes;
+      m.scratchBytes += st.memory.scratchBytes;
+      m.weightBytes += st.memory.weightBytes;
+      const GraphExecutor& ex = pipe.executor(c);
+      for (size_t i = 0; i < ex.choices().size(); ++i)
+        ++m.variants[ex.graph().nodes()[i].family->name() + "/" + ex.choices()[i].variant];
+    }
+    decoded = r.decoded;
+  }
+  m.peakBytes = ctx.memoryStats().peakBytes;
+  if (baseline) {
+    for (size_t i = 0; i < decoded.size(); ++i)
+      m.maxAbs = std::max(m.maxAbs, std::abs(static_cast<double>(decoded[i]) - (*baseline)[i]));
+    m.psnrDb = psnrDb(decoded, *baseline);
+  } else {
+    m.psnrDb = std::numeric_limits<double>::infinity();
+  }
+  m.withinTolerance = std::isfinite(m.maxAbs) && m.maxAbs <= row.maxAbs;
+  return m;
+}
+
+json rowJson(const AblationMeasurement& m) {
+  return {{"row", m.row.name},
+          {"fused", m.row.fused},
+          {"planner", m.row.planner},
+          {"precision", m.row.precision},
+          {"allowed", m.row.variants},
+          {"unet_ms_median", m.unetMedianMs},
+          {"unet_ms_min", m.unetMinMs},
+          {"pipeline_ms", m.pipelineMs},
+          {"wall_ms", m.wallMs},
+          {"activation_bytes", m.activationBytes},
+          {"scratch_bytes", m.scratchBytes},
+          {"weight_bytes", m.weightBytes},
+          {"peak_bytes", m.peakBytes},
+          {"max_abs_vs_baseline", m.maxAbs},
+          {"psnr_db_vs_baseline", std::isinf(m.psnrDb) ? json("inf") : json(m.psnrDb)},
+          {"tolerance_max_abs", m.row.maxAbs},
+          {"within_tolerance", m.withinTolerance},
+          {"variants_run", m.variants}};
+}
+
+std::string markdown(const json& j) {
+  std::ostringstream o;
+  o << "# Ablation `" << j["plan"].get<std::string>() << "` on " << j["device"].get<std::string>() << "\n\n";
+  o << "Command: `" << j["command"].get<std::string>() << "`  \n";
+  o << "Model: " << j["model"].get<std::string>() << "; " << j["run"].get<std::string>() << "; sdspeed "
+    << j["commit"].get<std::string>() << ". Times are device time (OpenCL events); UNet = median per iteration "
+    << "over the steps; pipeline = text encoder + all UNet steps + VAE decoder. Memory: planned (or, without "
+       "planner, allocated) activations of all three components; peak = every allocation sdspeed made during the row.\n\n";
+  o << "| row | UNet ms/iter | vs previous | vs baseline | pipeline ms | activations MiB | scratch MiB | peak MiB | "
+       "max abs vs baseline | PSNR dB | within tolerance |\n";
+  o << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
+  const auto& rows = j["rows"];
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const double ms = r["unet_ms_median"].get<double>();
+    const double prev = i ? rows[i - 1]["unet_ms_median"].get<double>() : ms;
+    const double base = rows[0]["unet_ms_median"].get<double>();
+    const std::string psnr = r["psnr_db_vs_baseline"].is_string() ? "inf" : fmt(r["psnr_db_vs_baseline"].get<double>(), 1);
+    o << "| " << r["row"].get<std::string>() << " | " << fmt(ms) << " | " << fmt(prev / ms) << "x | " << fmt(base / ms)
+      << "x | " << fmt(r["pipeline_ms"].get<double>(), 1) << " | " << fmt(mib(r["activation_bytes"].get<uint64_t>()), 1)
+      << " | " << fmt(mib(r["scratch_bytes"].get<uint64_t>()), 1) << " | " << fmt(mib(r["peak_bytes"].get<uint64_t>()), 1)
+      << " | " << sci(r["max_abs_vs_baseline"].get<double>()) << " | " << psnr << " | "
+      << (r["within_tolerance"].get<bool>() ? "yes" : "**no**") << " (<= " << sci(r["tolerance_max_abs"].get<double>())
+      << ") |\n";
+  }
+  o << "\nVariants each row ran (op counts over the text encoder, UNet and VAE decoder):\n\n";
+  for (const auto& r : rows) {
+    std::string v;
+    for (const auto& [k, n] : r["variants_run"].items()) v += (v.empty() ? "" : ", ") + k + " x" + std::to_string(n.get<int>());
+    o << "- " << r["row"].get<std::string>() << ": " << v << "\n";
+  }
+  return o.str();
+}
+
+std::string csv(const json& j) {
+  std::ostringstream o;
+  o << "row,unet_ms_median,unet_ms_min,pipeline_ms,activation_bytes,scratch_bytes,peak_bytes,max_abs_vs_baseline,"
+       "psnr_db_vs_baseline,within_tolerance,variants_run\n";
+  for (const auto& r : j["rows"]) {
+    std::string v;
+    for (const auto& [k, n] : r["variants_run"].items()) v += (v.empty() ? "" : " ") + k + "=" + std::to_string(n.get<int>());
+    o << '"' << r["row"].get<std::string>() << "\"," << r["unet_ms_median"].get<double>() << ","
+      << r["unet_ms_min"].get<double>() << "," << r["pipeline_ms"].get<double>() << ","
+      << r["activation_bytes"].get<uint64_t>() << "," << r["scratch_bytes"].get<uint64_t>() << ","
+      << r["peak_bytes"].get<uint64_t>() << "," << r["max_abs_vs_baseline"].get<double>() << ","
+      << (r["psnr_db_vs_baseline"].is_string() ? "inf" : std::to_string(r["psnr_db_vs_baseline"].get<double>())) << ","
+      << (r["within_tolerance"].get<bool>() ? 1 : 0) << ",\"" << v << "\"\n";
+  }
+  return o.str();
+}
+
+// Bars of UNet ms per row, planned activation memory on the second axis; SVG and PNG
+// when gnuplot is installed (Debian gnuplot-nox), else a note.
+void plot(const json& j, const std::string& dir) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    std::cout << "gnuplot not found (apt-get install gnuplot-nox): no plot\n";
+    return;
+  }
+  std::ofstream d(dir + "/ablation.dat");
+  int i = 0;
+  for (const auto& r : j["rows"])
+    d << i++ << " \"" << r["row"].get<std::string>() << "\" " << r["unet_ms_median"].get<double>() << " "
+      << mib(r["activation_bytes"].get<uint64_t>()) << "\n";
+  d.close();
+  std::ofstream g(dir + "/ablation.gp");
+  for (const auto& [term, ext] : {std::pair<std::string, std::string>{"svg size 1000,600 dynamic font 'sans,11'", "svg"},
+                                  {"pngcairo size 1000,600 font 'sans,10'", "png"}}) {
+    g << "set terminal " << term << "\nset output '" << dir << "/ablation." << ext << "'\n"
+      << "set title \"Ablation " << j["plan"].get<std::string>() << " on " << j["device"].get<std::string>()
+      << "\" noenhanced\nset style fill solid 0.6 border -1\nset boxwidth 0.6\nset grid ytics\n"
+      << "set ylabel 'UNet ms per iteration (median)'\nset y2label 'planned activations (MiB)'\n"
+      << "set ytics nomirror\nset y2tics\nset yrange [0:*]\nset y2range [0:*]\nset xtics rotate by -25 noenhanced\n"
+      << "set key top right\nplot '" << dir << "/ablation.dat' using 1:3:xtic(2) with boxes title 'UNet ms/iter', "
+      << "'' using 1:4 axes x1y2 with linespoints lw 2 pt 7 title 'activations MiB'\n";
+  }
+  g.close();
+  if (std::system(("gnuplot '" + dir + "/ablation.gp'").c_str()) != 0) std::cout << "gnuplot failed: no plot\n";
+}
+
+int merge(const std::vector<std::string>& dirs, const std::string& out) {
+  if (dirs.empty()) throw Error("--merge needs result folders (each with ablation.json)");
+  std::vector<json> all;
+  for (const auto& d : dirs) {
+    std::ifstream in(d + "/ablation.json");
+    if (!in) throw Error(d + "/ablation.json: cannot open (an `sdspeed ablate --out` folder?)");
+    try {
+      all.push_back(json::parse(in));
+    } catch (const json::exception& e) {
+      throw Error(d + "/ablation.json: not valid JSON: " + e.what());
+    }
+  }
+  std::ostringstream o;
+  o << "# Ablation across devices: UNet ms per iteration (speed-up vs baseline)\n\n| row |";
+  for (const auto& j : all) o << " " << j["device"].get<std::string>() << " |";
+  o << "\n|---|";
+  for (size_t i = 0; i < all.size(); ++i) o << "---:|";
+  o << "\n";
+  std::vector<std::string> names;
+  for (const auto& j : all)
+    for (const auto& r : j["rows"])
+      if (std::find(names.begin(), names.end(), r["row"].get<std::string>()) == names.end())
+        names.push_back(r["row"].get<std::string>());
+  for (const auto& n : names) {
+    o << "| " << n << " |";
+    for (const auto& j : all) {
+      const auto& rows = j["rows"];
+      std::string cell = " - ";
+      for (const auto& r : rows)
+        if (r["row"] == n)
+          cell = " " + fmt(r["unet_ms_median"].get<double>()) + " (" +
+                 fmt(rows[0]["unet_ms_median"].get<double>() / r["unet_ms_median"].get<double>()) + "x) ";
+      o << cell << "|";
+    }
+    o << "\n";
+  }
+  o << "\nSources:";
+  for (const auto& d : dirs) o << " `" << d << "`";
+  o << "\n";
+  std::cout << o.str();
+  if (!out.empty()) {
+    fs::create_directories(out);
+    writeFileAtomically(out + "/merged.md", o.str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmdAblate(const std::vector<std::string>& rawArgv) {
+  if (!rawArgv.empty() && rawArgv[0] == "--merge") {
+    std::vector<std::string> dirs;
+    std::string out;
+    for (size_t i = 1; i < rawArgv.size(); ++i) {
+      if (rawArgv[i] == "--out" && i + 1 < rawArgv.size()) out = rawArgv[++i];
+      else if (rawArgv[i].rfind("--", 0) == 0) throw Error("ablate --merge DIR... [--out DIR]: unknown option " + rawArgv[i]);
+      else dirs.push_back(rawArgv[i]);
+    }
+    return merge(dirs, out);
+  }
+  auto options = runSetupOptions();
+  options.insert({"out", "config"});
+  options.insert({"ablation"});
+  options.insert(kDeviceOptions.begin(), kDeviceOptions.end());
+  auto flags = runSetupFlags();
+  flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
+  const Args a(expandShortOptions(rawArgv), options, flags);
+  const AblationPlan plan = loadAblationPlan(a.get("ablation", "configs/ablation/paper.yaml"));
+  const RunSetup setup = runSetup(a);
+  const DeviceInfo dev = deviceFromArgs(a);
+  Context ctx(dev, contextOptionsFromArgs(a));
+  const std::string out = a.get("out", "results/ablation/" + dev.key());
+  fs::create_directories(out);
+  std::string command = "sdspeed ablate";
+  for (const auto& s : rawArgv) command += " " + s;
+
+  json j;
+  j["plan"] = plan.name;
+  j["device"] = dev.name;
+  j["device_key"] = dev.key();
+  j["driver"] = dev.driverVersion;
+  j["commit"] = sdspeedCommit();
+  j["command"] = command;
+  j["model"] = setup.src.describe() + (setup.seededTokens ? " (seeded token ids)" : "");
+  j["run"] = std::to_string(setup.width) + "x" + std::to_string(setup.height) + ", " + std::to_string(setup.steps) +
+             " steps of " + setup.schedulerName + ", batch " + std::to_string(setup.batch) + ", seed " +
+             std::to_string(setup.seed);
+  std::vector<float> baseline, decoded;
+  int failures = 0;
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    const AblationRow& row = plan.rows[i];
+    std::cout << "row " << i + 1 << "/" << plan.rows.size() << ": " << row.name << std::flush;
+    const AblationMeasurement m = runRow(ctx, setup, row, a.get("layout", "nc4hw4"), i ? &baseline : nullptr, decoded);
+    if (i == 0) baseline = decoded;
+    failures += !m.withinTolerance;
+    std::cout << ": UNet " << fmt(m.unetMedianMs) << " ms/iter, pipeline " << fmt(m.pipelineMs, 1)
+              << " ms, activations " << fmt(mib(m.activationBytes), 1) << " MiB, max abs " << sci(m.maxAbs)
+              << (m.withinTolerance ? "" : " (OVER its tolerance " + sci(row.maxAbs) + ")") << "\n    ran: "
+              << variantsText(m.variants) << "\n";
+    j["rows"].push_back(rowJson(m));
+  }
+  writeFileAtomically(out + "/ablation.json", j.dump(2) + "\n");
+  writeFileAtomically(out + "/ablation.md", markdown(j));
+  writeFileAtomically(out + "/ablation.csv", csv(j));
+  plot(j, out);
+  std::cout << "\n" << markdown(j) << "\nwritten: " << out << "/ablation.{md,csv,json}\n";
+  if (failures) throw Error(std::to_string(failures) + " row(s) outside their tolerance of the baseline (see the table)");
+  return 0;
+}
+
+}  // namespace sdspeed

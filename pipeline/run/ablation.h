@@ -1,0 +1,47 @@
+// `sdspeed ablate`: a cumulative list of configurations (configs/ablation/*.yaml), each
+// row changing some of: activation fusion, the variants each family may use, the
+// memory planner, the storage precision; and what each row measured.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace sdspeed {
+
+struct AblationRow {
+  std::string name;
+  bool fused = true;
+  std::string planner = "greedy-by-size";
+  std::string precision = "f32";
+  double maxAbs = 0;  // allowed |decoded - baseline decoded|
+  std::map<std::string, std::vector<std::string>> variants;
+};
+
+struct AblationPlan {
+  std::string name, path;
+  std::vector<AblationRow> rows;  // resolved: every row carries all its settings
+};
+
+// Reads the YAML; each row inherits the previous row's settings and overrides the
+// keys it names (variants per family). Throws Error naming file, line and key of
+// anything malformed, an unknown family or variant, planner or precision.
+AblationPlan loadAblationPlan(const std::string& path);
+
+struct AblationMeasurement {
+  AblationRow row;
+  double unetMedianMs = 0, unetMinMs = 0;  // per UNet iteration (device time)
+  double pipelineMs = 0;                   // text encoder + every UNet step + VAE decoder (device time)
+  double wallMs = 0;
+  uint64_t activationBytes = 0;            // planned (or allocated, without planner), all components
+  uint64_t scratchBytes = 0, weightBytes = 0, peakBytes = 0;
+  double maxAbs = 0, psnrDb = 0;           // decoded image vs the first row's
+  bool withinTolerance = true;
+  std::map<std::string, int> variants;     // "family/variant" -> op count, all components
+};
+
+// PSNR in dB of two decoded images in [-1, 1] after diffusers' (x / 2 + 0.5).clamp(0, 1);
+// infinity when identical.
+double psnrDb(const std::vector<float>& a, const std::vector<float>& b);
+
+}  // namespace sdspeed

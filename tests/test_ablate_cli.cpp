@@ -1,0 +1,83 @@
+// `sdspeed ablate` on the tiny fixture model: the table's structure, that each row ran
+// what it allows (read from the report, not from the config), that each row's output
+// stays within its tolerance of the baseline, and --merge.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_support.h"
+#include "pipeline/run/ablation.h"
+#include "test_support.h"
+
+using sdspeed_test::Cli;
+using sdspeed_test::Result;
+using sdspeed_test::slurp;
+using sdspeed_test::TempDir;
+
+namespace {
+
+const std::string kA = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+const std::string kRef = kA + "/reference.safetensors";
+const std::string kPlan = std::string(SDSPEED_SOURCE_DIR) + "/configs/ablation/paper.yaml";
+
+TEST_F(Cli, AblatePaperRowsOnTheTinyModel) {
+  TempDir out;
+  const Result r = run({"ablate", "--model", kA, "--steps", "2", "--scheduler", "ddim", "--input-ids",
+                        kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
+                        kRef + ":init_latents", "--ablation", kPlan, "--out", out.path(), "--db-dir",
+                        std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();  // non-zero when a row leaves its tolerance
+  const auto plan = sdspeed::loadAblationPlan(kPlan);
+  const auto j = nlohmann::json::parse(slurp(out.path() + "/ablation.json"));
+  ASSERT_EQ(j.at("rows").size(), plan.rows.size());
+
+  // The table: a header, a rule and one line per row, in the config's order.
+  const std::string md = slurp(out.path() + "/ablation.md");
+  for (const auto& row : plan.rows) EXPECT_NE(md.find("| " + row.name + " |"), std::string::npos) << row.name;
+  EXPECT_NE(md.find("| row | UNet ms/iter |"), std::string::npos);
+  EXPECT_EQ(slurp(out.path() + "/ablation.csv").find("row,unet_ms_median"), 0u);
+
+  std::string previous;
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    const auto& row = plan.rows[i];
+    const auto& got = j.at("rows")[i];
+    SCOPED_TRACE(row.name);
+    EXPECT_TRUE(got.at("within_tolerance").get<bool>());
+    EXPECT_LE(got.at("max_abs_vs_baseline").get<double>(), row.maxAbs);
+    // Every op of a restricted family ran one of the row's allowed variants.
+    for (const auto& [key, n] : got.at("variants_run").items()) {
+      const std::string fam = key.substr(0, key.find('/')), variant = key.substr(key.find('/') + 1);
+      auto allowed = row.variants.find(fam);
+      if (allowed == row.variants.end()) continue;
+      EXPECT_NE(std::find(allowed->second.begin(), allowed->second.end(), variant), allowed->second.end())
+          << key << " is not allowed in this row";
+    }
+    // Unfused rows run SiLU/GELU as separate activation kernels: more of them.
+    const int activations = got.at("variants_run").value("activation/slices", 0);
+    if (!row.fused) EXPECT_GT(activations, 10);
+    else EXPECT_LE(activations, 1);  // the time embedding's SiLU only
+    // No row silently repeats the previous one: the variants run or a setting differ.
+    const std::string now = got.at("variants_run").dump() + got.at("planner").get<std::string>() +
+                            got.at("precision").get<std::string>() + (got.at("fused").get<bool>() ? "f" : "u");
+    EXPECT_NE(now, previous);
+    previous = now;
+  }
+  // The planner rows plan less memory than one buffer per tensor.
+  EXPECT_LT(j.at("rows")[5].at("activation_bytes").get<uint64_t>(), j.at("rows")[4].at("activation_bytes").get<uint64_t>());
+
+  // --merge: one column per result folder.
+  const Result m = run({"ablate", "--merge", out.path(), out.path()});
+  ASSERT_EQ(m.exitCode, 0) << m.describe();
+  EXPECT_NE(m.out.find("| baseline |"), std::string::npos) << m.out;
+}
+
+TEST_F(Cli, AblateBadConfigIsOneLine) {
+  TempDir d;
+  std::ofstream(d.path() + "/bad.yaml") << "format: 1\nname: x\nrows:\n  - name: a\n    variants: {attention: [warp]}\n";
+  expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad.yaml"}, {"bad.yaml", "warp"});
+  std::ofstream(d.path() + "/bad2.yaml") << "format: 1\nrows:\n  - name: a\n    speed: fast\n";
+  expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad2.yaml"}, {"bad2.yaml", "speed"});
+  expectOneLineError({"ablate", "--merge", d.path()}, {"ablation.json"});
+}
+
+}  // namespace
