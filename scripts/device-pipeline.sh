@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One H200 visit for the pipeline (issues #8 and #9), run through the `run` tool:
-#   bash scripts/device-pipeline.sh            (OUT=$OUT, the tool's output folder)
+#   bash scripts/device-pipeline.sh a   (build, tunes, run; ~7 min)
+#   bash scripts/device-pipeline.sh b   (ablate; right after a, while the machine is warm)
 # 1. builds sdspeed with the pipeline (tests off: the device image has no ICU/libpng
 #    guarantee; the tokenizer and PNG output are then compiled out);
 # 2. short random-search tunes of the UNet's heaviest op instances so the tuning
@@ -11,8 +12,9 @@
 # Every step is capped with timeout so one slow step cannot eat the visit; all output
 # lands in $OUT/pipeline.tgz.
 set -uo pipefail
+PHASE=${1:-a}
 OUT=${OUT:-/tmp/sdspeed-out}
-R=$OUT/pipeline
+R=$OUT/pipeline-$PHASE
 mkdir -p "$R"
 log() { echo "[$(date +%T)] $*" | tee -a "$R/steps.txt"; }
 step() {  # step SECONDS NAME CMD...: runs CMD with a cap, output to $R/NAME.txt
@@ -22,26 +24,31 @@ step() {  # step SECONDS NAME CMD...: runs CMD with a cap, output to $R/NAME.txt
   log "end $name: exit $?"
 }
 
-step 300 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
 S=build-dev/cli/sdspeed
-[ -x $S ] || { tail -40 "$R/build.txt"; tar -C "$OUT" -czf "$OUT/pipeline.tgz" pipeline; exit 1; }
+finish() { log done; tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE" && rm -rf "$R"; exit 0; }
+if [ "$PHASE" = b ]; then
+  [ -x $S ] || { log "no build-dev/: run phase a first (same warm machine)"; finish; }
+  step 420 ablate-sd15 $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 10 \
+    --out "$R/ablation"
+  finish
+fi
+
+step 200 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
+[ -x $S ] || { tail -40 "$R/build.txt"; finish; }
 $S devices > "$R/devices.txt" 2>&1
 
-TUNE="--storage f32.buffer.nc4hw4 --strategy random --budget 24 --seconds 20 --llc-mib 60"
-step 45 tune-conv-320 $S tune --op conv --shape 2x320x64x64 --attrs cout=320,k=3,pad=1,stride=1,bias=1,temb=0,residual=1 $TUNE
-step 45 tune-conv-640 $S tune --op conv --shape 2x640x32x32 --attrs cout=640,k=3,pad=1,stride=1,bias=1,temb=0,residual=1 $TUNE
-step 45 tune-conv-1280 $S tune --op conv --shape 2x1280x16x16 --attrs cout=1280,k=3,pad=1,stride=1,bias=1,temb=1,residual=0 $TUNE
-step 45 tune-gemm-geglu $S tune --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 $TUNE
-step 45 tune-gemm-ff2 $S tune --op gemm --shape 2x1280x1x4096 --attrs n=320,epilogue=none,bias=1,residual=1 $TUNE
-step 45 tune-gemm-q $S tune --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 $TUNE
-step 45 tune-groupnorm $S tune --op groupnorm --shape 2x320x64x64 --attrs g=32,eps=1e-05,silu=1,residual=0 $TUNE
+TUNE="--storage f32.buffer.nc4hw4 --strategy random --budget 24 --seconds 12 --llc-mib 60"
+step 25 tune-conv-320 $S tune --op conv --shape 2x320x64x64 --attrs cout=320,k=3,pad=1,stride=1,bias=1,temb=0,residual=1 $TUNE
+step 25 tune-conv-640 $S tune --op conv --shape 2x640x32x32 --attrs cout=640,k=3,pad=1,stride=1,bias=1,temb=0,residual=1 $TUNE
+step 25 tune-conv-1280 $S tune --op conv --shape 2x1280x16x16 --attrs cout=1280,k=3,pad=1,stride=1,bias=1,temb=1,residual=0 $TUNE
+step 25 tune-gemm-geglu $S tune --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 $TUNE
+step 25 tune-gemm-ff2 $S tune --op gemm --shape 2x1280x1x4096 --attrs n=320,epilogue=none,bias=1,residual=1 $TUNE
+step 25 tune-gemm-q $S tune --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 $TUNE
+step 25 tune-groupnorm $S tune --op groupnorm --shape 2x320x64x64 --attrs g=32,eps=1e-05,silu=1,residual=0 $TUNE
 cp configs/tuned/nvidia-*.yaml "$R/" 2>/dev/null
 mkdir -p "$R/sweeps" && cp -r results/sweeps/nvidia-* "$R/sweeps/" 2>/dev/null
 
-step 240 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
+step 180 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
   --report "$R/run-sd15.json" -o "$R/sd15.png" --save-decoded "$R/decoded.safetensors"
 rm -f "$R/decoded.safetensors"  # 3 MB: only proves the path works
-step 300 ablate-sd15 $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 10 \
-  --out "$R/ablation"
-log done
-tar -C "$OUT" -czf "$OUT/pipeline.tgz" pipeline && rm -rf "$R"
+finish
