@@ -37,6 +37,7 @@ step 200 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDS
 [ -x $S ] || { tail -40 "$R/build.txt"; finish; }
 $S devices > "$R/devices.txt" 2>&1
 
+if [ -z "${SKIP_TUNE:-}" ]; then
 TUNE="--storage f32.buffer.nc4hw4 --strategy random --budget 24 --seconds 12 --llc-mib 60"
 step 25 tune-conv-320 $S tune --op conv --shape 2x320x64x64 --attrs cout=320,k=3,pad=1,stride=1,bias=1,temb=0,residual=1 $TUNE
 step 25 tune-conv-640 $S tune --op conv --shape 2x640x32x32 --attrs cout=640,k=3,pad=1,stride=1,bias=1,temb=0,residual=1 $TUNE
@@ -45,6 +46,7 @@ step 25 tune-gemm-geglu $S tune --op gemm --shape 2x320x1x4096 --attrs n=2560,ep
 step 25 tune-gemm-ff2 $S tune --op gemm --shape 2x1280x1x4096 --attrs n=320,epilogue=none,bias=1,residual=1 $TUNE
 step 25 tune-gemm-q $S tune --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 $TUNE
 step 25 tune-groupnorm $S tune --op groupnorm --shape 2x320x64x64 --attrs g=32,eps=1e-05,silu=1,residual=0 $TUNE
+fi
 cp configs/tuned/nvidia-*.yaml "$R/" 2>/dev/null
 mkdir -p "$R/sweeps" && cp -r results/sweeps/nvidia-* "$R/sweeps/" 2>/dev/null
 
