@@ -3,6 +3,7 @@
 // memory planner, the storage precision; and what each row measured.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
