@@ -3,6 +3,7 @@
 // component with their count per component call, the most costly first.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
