@@ -45,8 +45,9 @@ std::vector<OpInstance> instancesFromArgs(const Args& args, const Family& fam, c
     const int64_t size = defaultImageSize(dir);
     const auto entries = modelShapes(dir, args.getInt("width", static_cast<int>(size)),
                                      args.getInt("height", static_cast<int>(size)), args.getInt("batch", 2));
+    const std::string component = args.get("component");
     for (size_t i = 0; i < entries.size(); ++i)
-      if (entries[i].op == fam.name()) {
+      if (entries[i].op == fam.name() && (component.empty() || entries[i].component == component)) {
         auto prob = fam.makeProblem(entries[i].shape, entries[i].attrs);
         for (const auto& f : formats)
           weighted.push_back({static_cast<double>(entries.size() - i), OpInstance::of(fam, *prob, f)});
@@ -128,14 +129,14 @@ int cmdTune(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "shapes", "attrs", "storage", "variant", "strategy", "budget", "seconds", "seed",
                   "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads", "model", "width", "height",
-                  "batch"});
+                  "batch", "component"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
   if (args.has("help") || !args.has("op")) {
     std::cout
         << "usage: sdspeed tune --op OP (--shape NxCxHxW[,..] [--attrs K=V,..] | --shapes FILE.yaml |\n"
-           "                               --model DIR [--width W --height H --batch B])\n"
+           "                               --model DIR [--width W --height H --batch B --component C])\n"
            "       [--storage F,..] [--variant V,..] [--strategy exhaustive|random|anneal] [--budget N|N%]\n"
            "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
            "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N]\n"

@@ -46,9 +46,9 @@ struct ProfileRow {
   double us = 0;
 };
 
-std::vector<ProfileRow> profileRows(const DiffusionResult& r) {
+std::vector<ProfileRow> profileRows(const std::vector<OpProfile>& profile) {
   std::map<std::string, ProfileRow> by;
-  for (const auto& p : r.profile) {
+  for (const auto& p : profile) {
     auto& row = by[p.instance + " " + p.variant];
     row.instance = p.instance;
     row.variant = p.variant;
@@ -111,7 +111,9 @@ void RunReport::print(std::ostream& os) const {
        << r.unetMs.size() << " UNet calls, sum " << ms(std::accumulate(r.unetMs.begin(), r.unetMs.end(), 0.0)) << ")\n";
   }
   if (!r.decoded.empty()) os << "VAE decoder    " << ms(r.vaeMs) << "\n";
-  os << "total (wall)   " << ms(r.totalMs) << "\n\n";
+  os << "total (device) " << ms(deviceTotalMs()) << "   (text encoder + every UNet call + VAE decoder)\n";
+  os << "total (wall)   " << ms(r.totalMs) << "   (the same on the host clock, scheduler and transfers included)\n";
+  os << "setup (wall)   " << ms(setupMs) << "   (weights loaded and uploaded, programs built; not in the totals)\n\n";
   os << "memory         weights     scratch     activations (" << exec.planner << ")   f16 batch-1 plan (greedy-by-size / naive)\n";
   for (const auto& c : components) {
     os << std::left << std::setw(15) << c.name << std::setw(12) << mib(c.memory.weightBytes) << std::setw(12)
@@ -132,13 +134,29 @@ void RunReport::print(std::ostream& os) const {
     const double calls = static_cast<double>(r.unetMs.size());
     os << "\nUNet profile per iteration (median UNet " << ms(unetUs / 1000) << " ms; op instances, most costly first)\n";
     os << "  count   total ms   share  variant                 op instance\n";
-    for (const auto& row : profileRows(r)) {
+    for (const auto& row : profileRows(r.profile)) {
       char line[512];
       std::snprintf(line, sizeof line, "  %5.0f %10.3f %6.1f%%  %-22s  %s\n", row.calls / calls, row.us / calls / 1000,
                     100.0 * row.us / calls / unetUs, row.variant.c_str(), row.instance.c_str());
       os << line;
     }
   }
+  if (!r.vaeProfile.empty()) {
+    os << "\nVAE decoder profile (" << ms(r.vaeMs) << " ms; op instances, most costly first)\n";
+    os << "  count   total ms   share  variant                 op instance\n";
+    for (const auto& row : profileRows(r.vaeProfile)) {
+      char line[512];
+      std::snprintf(line, sizeof line, "  %5d %10.3f %6.1f%%  %-22s  %s\n", row.calls, row.us / 1000,
+                    100.0 * row.us / 1000 / r.vaeMs, row.variant.c_str(), row.instance.c_str());
+      os << line;
+    }
+  }
+}
+
+double RunReport::deviceTotalMs() const {
+  double t = result->textMs + result->vaeMs;
+  for (double u : result->unetMs) t += u;
+  return t;
 }
 
 nlohmann::json RunReport::json() const {
@@ -164,7 +182,9 @@ nlohmann::json RunReport::json() const {
                   {"unet_median", median(r.unetMs)},
                   {"unet_max", r.unetMs.empty() ? 0 : *std::max_element(r.unetMs.begin(), r.unetMs.end())},
                   {"vae_decoder", r.vaeMs},
-                  {"total_wall", r.totalMs}};
+                  {"total_device", deviceTotalMs()},
+                  {"total_wall", r.totalMs},
+                  {"setup_wall", setupMs}};
   j["memory"]["device_high_water_bytes"] = peakBytes;
   for (const auto& c : components) {
     json m = {{"weights_bytes", c.memory.weightBytes},
@@ -180,12 +200,14 @@ nlohmann::json RunReport::json() const {
   }
   if (!r.profile.empty()) {
     const double calls = static_cast<double>(r.unetMs.size());
-    for (const auto& row : profileRows(r))
+    for (const auto& row : profileRows(r.profile))
       j["unet_profile"].push_back({{"instance", row.instance},
                                    {"variant", row.variant},
                                    {"count_per_step", row.calls / calls},
                                    {"ms_per_step", row.us / calls / 1000}});
   }
+  for (const auto& row : profileRows(r.vaeProfile))
+    j["vae_profile"].push_back({{"instance", row.instance}, {"variant", row.variant}, {"count", row.calls}, {"ms", row.us / 1000}});
   return j;
 }
 

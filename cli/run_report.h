@@ -32,6 +32,7 @@ struct RunReport {
   DeviceInfo device;
   ExecOptions exec;
   uint64_t peakBytes = 0;
+  double setupMs = 0;
   std::string dbPath;
   bool dbExists = false;
   const DiffusionResult* result = nullptr;
@@ -41,6 +42,7 @@ struct RunReport {
   void collect(SdPipeline& pipe);
   void print(std::ostream& os) const;
   nlohmann::json json() const;
+  double deviceTotalMs() const;
 };
 
 }  // namespace sdspeed

@@ -2,6 +2,8 @@
 # One H200 visit for the pipeline (issues #8 and #9), run through the `run` tool:
 #   bash scripts/device-pipeline.sh a   (build, tunes, run; ~7 min)
 #   bash scripts/device-pipeline.sh b   (ablate; right after a, while the machine is warm)
+#   bash scripts/device-pipeline.sh c   (a later visit: VAE convs tuned, the run with the VAE
+#                                        profile, and issue #4's checks and GEGLU vs copy)
 # 1. builds sdspeed with the pipeline (tests off: the device image has no ICU/libpng
 #    guarantee; the tokenizer and PNG output are then compiled out);
 # 2. short random-search tunes of the UNet's heaviest op instances so the tuning
@@ -26,6 +28,25 @@ step() {  # step SECONDS NAME CMD...: runs CMD with a cap, output to $R/NAME.txt
 
 S=build-dev/cli/sdspeed
 finish() { log done; tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE" && rm -rf "$R"; exit 0; }
+if [ "$PHASE" = c ]; then
+  # The second visit: VAE decoder convolutions tuned, the run again with the VAE profile,
+  # and issue #4's H200 leftovers (checks, flash at 4096, GEGLU against a copy).
+  step 200 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
+  [ -x $S ] || { tail -40 "$R/build.txt"; finish; }
+  git log -1 --format=%H > "$R/device-git.txt" 2>&1
+  step 200 tune-vae-conv $S tune --op conv --model configs/models/sd15 --width 512 --height 512 --component vae_decoder \
+    --variant winograd_f4x4_3x3,winograd_f6x6_3x3,winograd_f2x2_3x3,im2col_gemm,conv1x1 --storage f32.buffer.nc4hw4 \
+    --strategy random --budget 8 --seconds 8 --llc-mib 60
+  cp configs/tuned/nvidia-*.yaml "$R/" 2>/dev/null
+  mkdir -p "$R/sweeps" && cp -r results/sweeps/nvidia-* "$R/sweeps/" 2>/dev/null
+  step 120 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
+    --report "$R/run-sd15.json"
+  step 60 check-h200 $S check --op layernorm,softmax,activation,binary,upsample,concat,reshape,embedding,timestep \
+    --points 1 --csv "$R/check-h200.csv"
+  step 60 bench-geglu $S bench --op activation --shape 2x2560x1x4096 --attrs fn=geglu --points all --llc-mib 60
+  step 30 bench-copy $S bench --op reshape --shape 2x1920x1x4096 --attrs h=1 --points all --llc-mib 60
+  finish
+fi
 if [ "$PHASE" = b ]; then
   [ -x $S ] || { log "no build-dev/: run phase a first (same warm machine)"; finish; }
   step 420 ablate-sd15 $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 10 \

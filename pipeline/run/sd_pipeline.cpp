@@ -142,14 +142,14 @@ std::vector<float> SdPipeline::predictNoise(const std::vector<float>& sample, fl
   return p.exec->output("noise_pred");
 }
 
-std::vector<float> SdPipeline::decode(const std::vector<float>& latents) {
+std::vector<float> SdPipeline::decode(const std::vector<float>& latents, bool profile) {
   Part& p = part("vae_decoder");
   std::vector<float> z(latents.size());
   // diffusers: vae.decode(latents / scaling_factor), a float32 division.
   const float sf = static_cast<float>(vae_.scalingFactor);
   for (size_t i = 0; i < z.size(); ++i) z[i] = latents[i] / sf;
   p.exec->setInput("latents", z);
-  p.last = p.exec->run();
+  p.last = p.exec->run(profile);
   return p.exec->output("decoded");
 }
 

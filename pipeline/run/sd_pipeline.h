@@ -54,7 +54,7 @@ class SdPipeline {
                                   bool profile = false);
   // latents [1, 4, h, w] as the scheduler leaves them (divided by the scaling factor
   // here) -> decoded [1, 3, H, W], not clamped.
-  std::vector<float> decode(const std::vector<float>& latents);
+  std::vector<float> decode(const std::vector<float>& latents, bool profile = false);
 
   // The component's graph and executor (built on first use).
   GraphExecutor& executor(const std::string& component);

@@ -25,6 +25,23 @@ std::string defaultSchedulerName(const std::string& path) {
   return "";
 }
 
+namespace {
+
+// Adds one run's per-node times to the per-node totals.
+void addProfile(const GraphExecutor& exec, const RunTiming& t, std::map<int, OpProfile>& prof) {
+  for (const NodeTime& nt : t.nodes) {
+    OpProfile& p = prof[nt.node];
+    const auto& c = exec.choices()[static_cast<size_t>(nt.node)];
+    p.label = exec.graph().nodes()[static_cast<size_t>(nt.node)].label;
+    p.instance = c.instance;
+    p.variant = c.variant;
+    p.us += nt.us;
+    ++p.calls;
+  }
+}
+
+}  // namespace
+
 DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const DiffusionRequest& req) {
   const auto start = std::chrono::steady_clock::now();
   const bool cfg = req.guidance > 1.0f;
@@ -56,18 +73,7 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
     const std::vector<float> noise = pipe.predictNoise(x, t, r.textEmbeddings, req.profile);
     const ComponentStats st = pipe.stats("unet");
     r.unetMs.push_back(st.last.deviceMs);
-    if (req.profile) {
-      const auto& exec = pipe.executor("unet");
-      for (const NodeTime& nt : st.last.nodes) {
-        OpProfile& p = prof[nt.node];
-        const auto& c = exec.choices()[static_cast<size_t>(nt.node)];
-        p.label = exec.graph().nodes()[static_cast<size_t>(nt.node)].label;
-        p.instance = c.instance;
-        p.variant = c.variant;
-        p.us += nt.us;
-        ++p.calls;
-      }
-    }
+    if (req.profile) addProfile(pipe.executor("unet"), st.last, prof);
     const std::vector<float> guided = cfg ? classifierFreeGuidance(noise, req.guidance) : noise;
     latents = scheduler.step(guided, t, latents);
     if (req.onStep) req.onStep(static_cast<int>(i), latents);
@@ -75,8 +81,14 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
   for (auto& [node, p] : prof) r.profile.push_back(p);
   r.finalLatents = latents;
   if (req.decode) {
-    r.decoded = pipe.decode(latents);
-    r.vaeMs = pipe.stats("vae_decoder").last.deviceMs;
+    r.decoded = pipe.decode(latents, req.profile);
+    const ComponentStats st = pipe.stats("vae_decoder");
+    r.vaeMs = st.last.deviceMs;
+    if (req.profile) {
+      std::map<int, OpProfile> vprof;
+      addProfile(pipe.executor("vae_decoder"), st.last, vprof);
+      for (auto& [node, p] : vprof) r.vaeProfile.push_back(p);
+    }
   }
   r.totalMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return r;

@@ -19,7 +19,7 @@ struct DiffusionRequest {
   int steps = 20;
   float guidance = 7.5f;                    // <= 1: no classifier-free guidance (batch 1)
   bool decode = true;
-  bool profile = false;                     // per-op times of the UNet (each step)
+  bool profile = false;                     // per-op times of the UNet (each step) and the VAE decoder
   // Called after each loop iteration with its index and the latents.
   std::function<void(int, const std::vector<float>&)> onStep;
 };
@@ -38,6 +38,7 @@ struct DiffusionResult {
   double textMs = 0, vaeMs = 0, totalMs = 0;  // device time (text, VAE), wall time (total)
   std::vector<double> unetMs;                 // device time per loop iteration
   std::vector<OpProfile> profile;             // per UNet node, when requested
+  std::vector<OpProfile> vaeProfile;          // per VAE decoder node, when requested
 };
 
 // The scheduler named by the model's scheduler_config.json _class_name (pndm for
