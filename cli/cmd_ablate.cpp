@@ -251,6 +251,13 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
 }  // namespace
 
 int cmdAblate(const std::vector<std::string>& rawArgv) {
+  if (!rawArgv.empty() && (rawArgv[0] == "--help" || rawArgv[0] == "-h")) {
+    std::cout << "usage: sdspeed ablate (--model DIR | --random-weights --model configs/models/sd15) [-W -H] [--steps N]\n"
+                 "       [--ablation configs/ablation/paper.yaml] [--out results/ablation/<device-key>] [run options]\n"
+                 "       sdspeed ablate --merge DIR... [--out DIR]\n"
+                 "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n";
+    return 0;
+  }
   if (!rawArgv.empty() && rawArgv[0] == "--merge") {
     std::vector<std::string> dirs;
     std::string out;

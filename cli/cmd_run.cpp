@@ -24,6 +24,18 @@ namespace sdspeed {
 namespace fs = std::filesystem;
 
 int cmdRun(const std::vector<std::string>& rawArgv) {
+  if (!rawArgv.empty() && (rawArgv[0] == "--help" || rawArgv[0] == "-h")) {
+    std::cout
+        << "usage: sdspeed run --model DIR | --model FILE.safetensors --config DIR | --random-weights --model DIR\n"
+           "       [--prompt TEXT] [--negative-prompt TEXT] [-W 512 -H 512] [--steps 20] [--cfg-scale 7.5]\n"
+           "       [--scheduler ddim|pndm|euler|dpmpp2m] [--seed N] [--rng torch] [-o out.png]\n"
+           "       [--precision f32|f16] [--layout nc4hw4|nchw] [--planner none|naive|equality|greedy-in-order|greedy-by-size]\n"
+           "       [--variant FAMILY=VARIANT,..] [--db-dir configs/tuned] [--report report.json] [--profile]\n"
+           "       [--input-ids F:T] [--uncond-input-ids F:T] [--init-latents F:T] [--save-latents F] [--save-decoded F]\n"
+           "       [--no-decode] [--weights-seed N] [--device P:D|NAME]\n"
+           "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n";
+    return 0;
+  }
   auto options = runSetupOptions();
   options.insert({"output", "report", "save-latents", "save-decoded"});
   options.insert(kDeviceOptions.begin(), kDeviceOptions.end());
@@ -103,6 +115,11 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
 }
 
 int cmdShapes(const std::vector<std::string>& rawArgv) {
+  if (!rawArgv.empty() && (rawArgv[0] == "--help" || rawArgv[0] == "-h")) {
+    std::cout << "usage: sdspeed shapes --model DIR [-W W -H H] [--batch 2] [-o FILE.yaml] [--name NAME]\n"
+                 "Lists every op instance of the model's graphs (a shape set for sdspeed tune --shapes).\n";
+    return 0;
+  }
   const Args a(expandShortOptions(rawArgv), {"model", "width", "height", "batch", "output", "name"}, {});
   if (!a.has("model")) throw Error("--model DIR (a folder with unet/, vae/, text_encoder/ config.json) is required");
   const std::string dir = a.get("model");

@@ -26,6 +26,9 @@ step() {  # step SECONDS NAME CMD...: runs CMD with a cap, output to $R/NAME.txt
   log "end $name: exit $?"
 }
 
+# The tree arrives without a usable .git: the commit comes from the caller
+# (`git rev-parse --short=12 HEAD > .device-commit` before the visit).
+[ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
 S=build-dev/cli/sdspeed
 finish() { log done; tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE" && rm -rf "$R"; exit 0; }
 if [ "$PHASE" = c ]; then

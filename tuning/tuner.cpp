@@ -8,6 +8,9 @@
 #include "runtime/hash.h"
 #include "tuning/measure.h"
 
+#ifdef SDSPEED_COMMIT_FROM_HEADER
+#include "sdspeed_commit.h"
+#endif
 #ifndef SDSPEED_COMMIT
 #define SDSPEED_COMMIT "unknown"
 #endif
