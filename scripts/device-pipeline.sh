@@ -24,6 +24,8 @@ step() {  # step SECONDS NAME CMD...: runs CMD with a cap, output to $R/NAME.txt
   log "start $name (cap ${cap}s): $*"
   timeout "$cap" "$@" > "$R/$name.txt" 2>&1
   log "end $name: exit $?"
+  # Packed after every step: a call cut off at its time limit still returns what ran.
+  tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE"
 }
 
 # The tree arrives without a usable .git: the commit comes from the caller
@@ -31,19 +33,24 @@ step() {  # step SECONDS NAME CMD...: runs CMD with a cap, output to $R/NAME.txt
 [ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
 S=build-dev/cli/sdspeed
 finish() { log done; tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE" && rm -rf "$R"; exit 0; }
+trap 'tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE" 2>/dev/null' TERM
 if [ "$PHASE" = c ]; then
   # The second visit: VAE decoder convolutions tuned, the run again with the VAE profile,
   # and issue #4's H200 leftovers (checks, flash at 4096, GEGLU against a copy).
-  step 200 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
+  step 150 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
   [ -x $S ] || { tail -40 "$R/build.txt"; finish; }
   git log -1 --format=%H > "$R/device-git.txt" 2>&1
-  step 200 tune-vae-conv $S tune --op conv --model configs/models/sd15 --width 512 --height 512 --component vae_decoder \
+  step 170 tune-vae-conv $S tune --op conv --model configs/models/sd15 --width 512 --height 512 --component vae_decoder \
     --variant winograd_f4x4_3x3,winograd_f6x6_3x3,winograd_f2x2_3x3,im2col_gemm,conv1x1 --storage f32.buffer.nc4hw4 \
     --strategy random --budget 8 --seconds 8 --llc-mib 60
   cp configs/tuned/nvidia-*.yaml "$R/" 2>/dev/null
   mkdir -p "$R/sweeps" && cp -r results/sweeps/nvidia-* "$R/sweeps/" 2>/dev/null
-  step 120 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
+  step 100 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
     --report "$R/run-sd15.json"
+  # The planner's cost seen in the ablation (94.8 vs 81.8 ms): no planner, and the arena
+  # with 64 KiB between tensors, back to back at 10 steps.
+  step 45 run-noplanner $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 10 --no-decode --planner none
+  step 45 run-align64k $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 10 --no-decode --planner-align 65536
   step 60 check-h200 $S check --op layernorm,softmax,activation,binary,upsample,concat,reshape,embedding,timestep \
     --points 1 --csv "$R/check-h200.csv"
   step 60 bench-geglu $S bench --op activation --shape 2x2560x1x4096 --attrs fn=geglu --points all --llc-mib 60

@@ -136,7 +136,11 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     }
   }
 
-  const uint64_t align = ctx_.subBufferAlignment();
+  const uint64_t minAlign = ctx_.subBufferAlignment();
+  if (opt_.arenaAlignment && opt_.arenaAlignment % minAlign)
+    throw Error("--planner-align " + std::to_string(opt_.arenaAlignment) + " is not a multiple of the device's " +
+                std::to_string(minAlign) + "-byte sub-buffer alignment");
+  const uint64_t align = opt_.arenaAlignment ? opt_.arenaAlignment : minAlign;
   memory_.planBytes = planSizes(planned, align);
   if (opt_.planner == "none") {
     for (size_t k = 0; k < owners.size(); ++k) {

@@ -29,6 +29,7 @@ struct ExecOptions {
   // ablation's baseline); graph building reads it.
   bool fuseActivations = true;
   std::string planner = "greedy-by-size";          // a PlanStrategy name, or "none" (one buffer per tensor)
+  uint64_t arenaAlignment = 0;                     // bytes between tensors in the arena; 0 = the device's minimum
 };
 
 // What one node runs with, and why.
