@@ -13,12 +13,6 @@ using sdspeed::ClipTokenizer;
 using sdspeed_test::errorMessage;
 using sdspeed_test::TempDir;
 
-#define EXPECT_CONTAINS(text, part)                                                     \
-  do {                                                                                  \
-    const std::string t_ = (text), p_ = (part);                                         \
-    EXPECT_NE(t_.find(p_), std::string::npos) << "missing '" << p_ << "' in: " << t_; \
-  } while (0)
-
 namespace {
 const std::string kDir = std::string(SDSPEED_TEST_DATA) + "/clip-tokenizer";
 }

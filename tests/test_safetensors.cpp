@@ -17,13 +17,6 @@ using sdspeed::SafetensorsWriter;
 using sdspeed_test::errorMessage;
 using sdspeed_test::TempDir;
 
-// EXPECT_CONTAINS(text, part) without gmock.
-#define EXPECT_CONTAINS(text, part)                                                          \
-  do {                                                                                       \
-    const std::string t_ = (text), p_ = (part);                                              \
-    EXPECT_NE(t_.find(p_), std::string::npos) << "missing '" << p_ << "' in: " << t_;      \
-  } while (0)
-
 namespace {
 
 const std::string kReference = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a/reference.safetensors";

@@ -16,12 +16,6 @@
 using sdspeed::Scheduler;
 using sdspeed_test::errorMessage;
 
-#define EXPECT_CONTAINS(text, part)                                                     \
-  do {                                                                                  \
-    const std::string t_ = (text), p_ = (part);                                         \
-    EXPECT_NE(t_.find(p_), std::string::npos) << "missing '" << p_ << "' in: " << t_; \
-  } while (0)
-
 namespace {
 
 const std::string kFixture = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";

@@ -15,6 +15,13 @@
 
 #include "runtime/cl_error.h"
 
+// EXPECT_CONTAINS(text, part) without gmock.
+#define EXPECT_CONTAINS(text, part)                                                     \
+  do {                                                                                  \
+    const std::string t_ = (text), p_ = (part);                                         \
+    EXPECT_NE(t_.find(p_), std::string::npos) << "missing '" << p_ << "' in: " << t_; \
+  } while (0)
+
 namespace sdspeed_test {
 
 // PoCL keeps compiler files under POCL_CACHE_DIR in folders named by program hash;

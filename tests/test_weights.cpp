@@ -24,12 +24,6 @@ using sdspeed_test::errorMessage;
 using sdspeed_test::TempDir;
 using Shape = std::vector<int64_t>;
 
-#define EXPECT_CONTAINS(text, part)                                                     \
-  do {                                                                                  \
-    const std::string t_ = (text), p_ = (part);                                         \
-    EXPECT_NE(t_.find(p_), std::string::npos) << "missing '" << p_ << "' in: " << t_; \
-  } while (0)
-
 namespace {
 
 const std::string kTiny = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";

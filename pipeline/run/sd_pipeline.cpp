@@ -21,20 +21,14 @@ nlohmann::json readJson(const std::string& path) {
   }
 }
 
-// [B, S, C] (torch) <-> [B, C, 1, S] (the graph's token tensors).
-std::vector<float> tokensToGraph(const std::vector<float>& bsc, int64_t b, int64_t s, int64_t c) {
-  std::vector<float> out(bsc.size());
+// Each of b matrices rows x cols -> cols x rows: [B, S, C] (torch's token layout) <->
+// [B, C, 1, S] (the graph's token tensors).
+std::vector<float> transposeBatched(const std::vector<float>& in, int64_t b, int64_t rows, int64_t cols) {
+  std::vector<float> out(in.size());
   for (int64_t n = 0; n < b; ++n)
-    for (int64_t t = 0; t < s; ++t)
-      for (int64_t k = 0; k < c; ++k) out[static_cast<size_t>((n * c + k) * s + t)] = bsc[static_cast<size_t>((n * s + t) * c + k)];
-  return out;
-}
-
-std::vector<float> tokensFromGraph(const std::vector<float>& bcs, int64_t b, int64_t s, int64_t c) {
-  std::vector<float> out(bcs.size());
-  for (int64_t n = 0; n < b; ++n)
-    for (int64_t k = 0; k < c; ++k)
-      for (int64_t t = 0; t < s; ++t) out[static_cast<size_t>((n * s + t) * c + k)] = bcs[static_cast<size_t>((n * c + k) * s + t)];
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        out[static_cast<size_t>((n * cols + c) * rows + r)] = in[static_cast<size_t>((n * rows + r) * cols + c)];
   return out;
 }
 
@@ -128,7 +122,7 @@ std::vector<float> SdPipeline::encodeText(const std::vector<int64_t>& ids) {
   Part& p = part("text_encoder");
   p.exec->setInput("input_ids", f);
   p.last = p.exec->run();
-  return tokensFromGraph(p.exec->output("last_hidden_state"), batch_, s, clip_.hidden);
+  return transposeBatched(p.exec->output("last_hidden_state"), batch_, clip_.hidden, s);
 }
 
 std::vector<float> SdPipeline::predictNoise(const std::vector<float>& sample, float timestep,
@@ -137,7 +131,7 @@ std::vector<float> SdPipeline::predictNoise(const std::vector<float>& sample, fl
   p.exec->setInput("sample", sample);
   p.exec->setInput("timestep", std::vector<float>(static_cast<size_t>(batch_), timestep));
   const int64_t l = static_cast<int64_t>(context.size()) / (batch_ * unet_.crossAttentionDim);
-  p.exec->setInput("encoder_hidden_states", tokensToGraph(context, batch_, l, unet_.crossAttentionDim));
+  p.exec->setInput("encoder_hidden_states", transposeBatched(context, batch_, l, unet_.crossAttentionDim));
   p.last = p.exec->run(profile);
   return p.exec->output("noise_pred");
 }
