@@ -65,6 +65,7 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
   ctx.resetPeak();
   {
     SdPipeline pipe(ctx, setup.src, exec, setup.latentH, setup.latentW, setup.batch);
+    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) pipe.executor(c).warmUp();  // one-time costs out
     auto sched = loadScheduler(setup.schedulerName, setup.schedulerPath);
     DiffusionRequest req;
     req.steps = setup.steps;

@@ -84,7 +84,7 @@ std::vector<std::string> expandShortOptions(const std::vector<std::string>& argv
 std::set<std::string> runSetupOptions() {
   return {"model", "config", "prompt", "negative-prompt", "width", "height", "steps", "cfg-scale", "scheduler", "seed",
           "rng", "precision", "layout", "input-ids", "uncond-input-ids", "init-latents", "variant", "planner",
-          "db-dir", "weights-seed", "planner-align"};
+          "db-dir", "weights-seed"};
 }
 
 std::set<std::string> runSetupFlags() { return {"random-weights"}; }
@@ -141,9 +141,6 @@ RunSetup runSetup(const Args& a) {
   s.exec.variants = variantOverrides(a);
   s.exec.planner = a.get("planner", "greedy-by-size");
   if (s.exec.planner != "none") parsePlanStrategy(s.exec.planner);
-  const int align = a.getInt("planner-align", 0);
-  if (align < 0) throw Error("--planner-align wants a byte count >= 0");
-  s.exec.arenaAlignment = static_cast<uint64_t>(align);
 
   // Token ids: given, tokenized, or (random weights without a tokenizer) seeded.
   const int64_t tokens = clip.positions;

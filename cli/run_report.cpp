@@ -113,7 +113,7 @@ void RunReport::print(std::ostream& os) const {
   if (!r.decoded.empty()) os << "VAE decoder    " << ms(r.vaeMs) << "\n";
   os << "total (device) " << ms(deviceTotalMs()) << "   (text encoder + every UNet call + VAE decoder)\n";
   os << "total (wall)   " << ms(r.totalMs) << "   (the same on the host clock, scheduler and transfers included)\n";
-  os << "setup (wall)   " << ms(setupMs) << "   (weights loaded and uploaded, programs built; not in the totals)\n\n";
+  os << "setup (wall)   " << ms(setupMs) << "   (weights loaded and uploaded, programs built, one warm-up run each; not in the totals)\n\n";
   os << "memory         weights     scratch     activations (" << exec.planner << ")   f16 batch-1 plan (greedy-by-size / naive)\n";
   for (const auto& c : components) {
     os << std::left << std::setw(15) << c.name << std::setw(12) << mib(c.memory.weightBytes) << std::setw(12)

@@ -4,6 +4,7 @@
 #   bash scripts/device-pipeline.sh b   (ablate; right after a, while the machine is warm)
 #   bash scripts/device-pipeline.sh c   (a later visit: VAE convs tuned, the run with the VAE
 #                                        profile, and issue #4's checks and GEGLU vs copy)
+#   bash scripts/device-pipeline.sh d   (the run and the ablation again, warm-up in setup)
 # 1. builds sdspeed with the pipeline (tests off: the device image has no ICU/libpng
 #    guarantee; the tokenizer and PNG output are then compiled out);
 # 2. short random-search tunes of the UNet's heaviest op instances so the tuning
@@ -47,14 +48,23 @@ if [ "$PHASE" = c ]; then
   mkdir -p "$R/sweeps" && cp -r results/sweeps/nvidia-* "$R/sweeps/" 2>/dev/null
   step 100 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
     --report "$R/run-sd15.json"
-  # The planner's cost seen in the ablation (94.8 vs 81.8 ms): no planner, and the arena
-  # with 64 KiB between tensors, back to back at 10 steps.
+  # The planner's cost seen in the ablation (94.8 vs 81.8 ms): the same run without it.
   step 45 run-noplanner $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 10 --no-decode --planner none
-  step 45 run-align64k $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 10 --no-decode --planner-align 65536
   step 60 check-h200 $S check --op layernorm,softmax,activation,binary,upsample,concat,reshape,embedding,timestep \
     --points 1 --csv "$R/check-h200.csv"
   step 60 bench-geglu $S bench --op activation --shape 2x2560x1x4096 --attrs fn=geglu --points all --llc-mib 60
   step 30 bench-copy $S bench --op reshape --shape 2x1920x1x4096 --attrs h=1 --points all --llc-mib 60
+  finish
+fi
+if [ "$PHASE" = d ]; then
+  # Visit 3: the run and the ablation again with the warm-up run in setup (visit 2 showed
+  # the VAE decoder's 2.3 s were one-time costs: its kernels sum to ~60 ms).
+  step 150 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
+  [ -x $S ] || { tail -40 "$R/build.txt"; finish; }
+  step 100 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
+    --report "$R/run-sd15.json" -o "$R/sd15.png"
+  step 300 ablate-sd15 $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 10 \
+    --out "$R/ablation"
   finish
 fi
 if [ "$PHASE" = b ]; then

@@ -136,11 +136,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     }
   }
 
-  const uint64_t minAlign = ctx_.subBufferAlignment();
-  if (opt_.arenaAlignment && opt_.arenaAlignment % minAlign)
-    throw Error("--planner-align " + std::to_string(opt_.arenaAlignment) + " is not a multiple of the device's " +
-                std::to_string(minAlign) + "-byte sub-buffer alignment");
-  const uint64_t align = opt_.arenaAlignment ? opt_.arenaAlignment : minAlign;
+  const uint64_t align = ctx_.subBufferAlignment();
   memory_.planBytes = planSizes(planned, align);
   if (opt_.planner == "none") {
     for (size_t k = 0; k < owners.size(); ++k) {
@@ -183,6 +179,13 @@ DeviceTensor* GraphExecutor::placeholder(const Shape& s, bool activation) {
     p->upload(std::vector<float>(static_cast<size_t>(s.elements()), 0.0f));
   }
   return p.get();
+}
+
+void GraphExecutor::warmUp() {
+  // Zero inputs: valid token ids and timesteps, finite activations.
+  for (const auto& [name, id] : graph_.inputs())
+    setInput(name, std::vector<float>(static_cast<size_t>(graph_.tensor(id).shape.elements()), 0.0f));
+  run(false);
 }
 
 void GraphExecutor::setInput(const std::string& name, const std::vector<float>& nchw) {

@@ -29,7 +29,6 @@ struct ExecOptions {
   // ablation's baseline); graph building reads it.
   bool fuseActivations = true;
   std::string planner = "greedy-by-size";          // a PlanStrategy name, or "none" (one buffer per tensor)
-  uint64_t arenaAlignment = 0;                     // bytes between tensors in the arena; 0 = the device's minimum
 };
 
 // What one node runs with, and why.
@@ -73,6 +72,10 @@ class GraphExecutor {
   GraphExecutor(Context& ctx, const Graph& graph, const WeightSource& weights, const ExecOptions& options);
   ~GraphExecutor();
 
+  // One run on zero inputs: what the first run of an op pays once (Winograd weight
+  // transforms, the driver's first touch of scratch memory) goes into setup, not into
+  // the timed runs. Inputs must be set again afterwards.
+  void warmUp();
   void setInput(const std::string& name, const std::vector<float>& nchw);
   std::vector<float> output(const std::string& name) const;
   // Enqueues every op and waits; with profile, per-op device times.
