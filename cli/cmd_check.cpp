@@ -1,5 +1,6 @@
 #include <filesystem>
 #include <iostream>
+#include <map>
 
 #include "cli/commands.h"
 #include "cli/table.h"
@@ -90,6 +91,10 @@ int cmdCheck(const std::vector<std::string>& argv) {
                             "max_abs_err", "rel_l2", "scratch_bytes", "message"});
   int passed = 0, failed = 0, unsupported = 0;
   std::vector<std::string> failures;
+  // What this device cannot run for lack of a capability (fp16 arithmetic, sub-groups,
+  // images): printed as "skipped: ..." lines, never dropped silently.
+  std::vector<std::string> skipped;
+  std::map<std::string, int> lackedCases;
   uint64_t caseSeed = seed;
   for (const Family* fam : families) {
     for (const auto& v : fam->variants()) {
@@ -99,6 +104,11 @@ int cmdCheck(const std::vector<std::string>& argv) {
       std::vector<ParamPoint> points = args.has("params")
                                            ? std::vector<ParamPoint>{v.parsePoint(args.get("params"))}
                                            : samplePoints(v, ctx.device(), extra, seed);
+      if (points.empty()) {
+        std::string why = v.deviceLimitReason(v.defaults(), ctx.device());
+        skipped.push_back(fam->name() + " " + v.name + ": " +
+                          (why.empty() ? "no parameter point this device can run" : why));
+      }
       for (const auto& p : points)
         for (const auto& f : formats)
           for (const auto& prob : shapeProblems.empty() ? fam->checkProblems(args.has("full")) : shapeProblems) {
@@ -108,6 +118,7 @@ int cmdCheck(const std::vector<std::string>& argv) {
             else if (r.status == Status::Unsupported) {
               ++unsupported;
               result += " (" + r.message.substr(0, r.message.find('\n')) + ")";
+              if (std::string cap = lackedCapability(r.message); !cap.empty()) ++lackedCases[cap];
             }
             else {
               ++failed;
@@ -124,6 +135,9 @@ int cmdCheck(const std::vector<std::string>& argv) {
     }
   }
   table.print(std::cout);
+  for (const auto& line : skipped) std::cout << "skipped: " << line << "\n";
+  for (const auto& [cap, n] : lackedCases)
+    std::cout << "skipped: " << cap << ": " << n << (n == 1 ? " case" : " cases") << " unsupported\n";
   for (const auto& f : failures) std::cout << "FAILED: " << f << "\n";
   const auto st = ctx.programs().stats();
   std::cout << "programs: " << st.builds << " built, " << st.diskHits << " from disk cache, "

@@ -12,6 +12,7 @@
 #include "cli/table.h"
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
+#include "tuning/check.h"
 #include "tuning/database.h"
 #include "tuning/shape_set.h"
 #include "tuning/tuner.h"
@@ -189,6 +190,13 @@ int cmdTune(const std::vector<std::string>& argv) {
     const std::string dbPath = dbDir + "/" + key + ".yaml";
     TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, dev);
     const auto space = tuningSpace(fam, dev, args.list("variant"));
+    // A variant this device cannot run at all for lack of a capability (fp16
+    // arithmetic, sub-groups) is left out of the space: say so rather than drop it.
+    const auto chosen = args.list("variant");
+    for (const auto& v : fam.variants())
+      if (chosen.empty() || std::find(chosen.begin(), chosen.end(), v.name) != chosen.end())
+        if (std::string cap = lackedCapability(v.deviceLimitReason(v.defaults(), dev)); !cap.empty())
+          std::cout << "skipped: " << fam.name() << " " << v.name << ": " << cap << "\n";
     if (space.empty()) throw Error("the " + fam.name() + " space is empty after constraints on " + dev.name);
     for (const auto& inst : instances) {
       const size_t budget = parseBudget(args.get("budget"), space.size());

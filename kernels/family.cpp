@@ -95,6 +95,11 @@ std::string VariantDef::violatedConstraint(const ParamPoint& p) const {
 }
 
 std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceInfo& dev) const {
+  for (const auto& ext : requiredExtensions) {
+    // OpenCL 3.0 reports sub-groups as a device query, not always as the extension.
+    const bool has = dev.hasExtension(ext) || (ext == "cl_khr_subgroups" && dev.subgroups);
+    if (!has) return "device lacks " + ext;
+  }
   if (workGroupSize) {
     size_t wg = workGroupSize(p);
     if (wg > dev.maxWorkGroupSize)

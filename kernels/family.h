@@ -57,6 +57,11 @@ struct VariantDef {
   std::function<size_t(const ParamPoint&)> localMemBytes;
   // Optional: a reason this device cannot run the point at all (empty = fine).
   std::function<std::string(const ParamPoint&, const DeviceInfo&)> deviceRule;
+  // Device capabilities the variant's kernels use beyond core OpenCL C, e.g.
+  // "cl_khr_fp16" (half arithmetic) or "cl_khr_subgroups" (the Adreno paths). A device
+  // without one makes every point unsupported with "device lacks <name>", which
+  // `sdspeed check` sums up as a visible "skipped: device lacks <name>" line.
+  std::vector<std::string> requiredExtensions;
 
   const ParamDef* param(const std::string& name) const;
   ParamPoint defaults() const;
@@ -67,7 +72,7 @@ struct VariantDef {
   ParamPoint parsePoint(const std::string& text) const;
   // Empty if the point satisfies every constraint, else the first violated one.
   std::string violatedConstraint(const ParamPoint& p) const;
-  // Empty if the device can run the point (work-group size, local memory).
+  // Empty if the device can run the point (extensions, work-group size, local memory).
   std::string deviceLimitReason(const ParamPoint& p, const DeviceInfo& dev) const;
 };
 

@@ -74,7 +74,7 @@ std::string TensorDesc::unsupportedReason(const DeviceInfo& dev) const {
              " bytes, over the device's max allocation of " + std::to_string(dev.maxAllocBytes);
     return {};
   }
-  if (!dev.imageSupport) return "device has no image support";
+  if (!dev.imageSupport) return "device lacks image support (CL_DEVICE_IMAGE_SUPPORT)";
   if (imageWidth() > dev.image2dMaxWidth || imageHeight() > dev.image2dMaxHeight)
     return "image2d " + std::to_string(imageWidth()) + "x" + std::to_string(imageHeight()) +
            " exceeds the device limit " + std::to_string(dev.image2dMaxWidth) + "x" +

@@ -9,6 +9,7 @@
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
+#include "tuning/check.h"
 #include "test_support.h"
 
 using namespace sdspeed;
@@ -193,6 +194,33 @@ TEST(VariantDef, HandMadeSpace) {
   EXPECT_EQ(got, (std::set<std::string>{"A=1,B=10", "A=1,B=20", "A=2,B=10", "A=2,B=20", "A=3,B=10"}));
   std::string msg = sdspeed_test::errorMessage([&] { v.parsePoint("A=3,B=20"); });
   EXPECT_NE(msg.find("violates A * B <= 40"), std::string::npos) << msg;
+}
+
+// Adreno-only paths (fp16 arithmetic, sub-groups) declare what they need; a device
+// without it cannot run any point, and `check` turns the reason into a skipped line.
+TEST(VariantDef, RequiredExtensionsAreCheckedAgainstTheDevice) {
+  VariantDef v;
+  v.name = "half_math";
+  v.params = {{"A", {1}, "a"}};
+  v.requiredExtensions = {"cl_khr_fp16", "cl_khr_subgroups"};
+  DeviceInfo dev;
+  dev.maxWorkGroupSize = 256;
+  dev.extensions = "cl_khr_fp64 cl_khr_fp16_extra";  // a longer name is not the extension
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), dev), "device lacks cl_khr_fp16");
+  EXPECT_TRUE(samplePoints(v, dev, 2, 1).empty());
+  dev.extensions = "cl_khr_fp64 cl_khr_fp16";
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), dev), "device lacks cl_khr_subgroups");
+  dev.subgroups = true;  // OpenCL 3.0: sub-groups as a device query, no extension name
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), dev), "");
+  EXPECT_EQ(samplePoints(v, dev, 2, 1).size(), 1u);
+}
+
+TEST(Check, LackedCapabilityOfAnUnsupportedReason) {
+  EXPECT_EQ(lackedCapability("device lacks cl_khr_fp16"), "device lacks cl_khr_fp16");
+  EXPECT_EQ(lackedCapability("x: device lacks image support (CL_DEVICE_IMAGE_SUPPORT)\nmore"),
+            "device lacks image support (CL_DEVICE_IMAGE_SUPPORT)");
+  EXPECT_EQ(lackedCapability("violates VEC*CACHE <= 64"), "");
+  EXPECT_EQ(lackedCapability("work-group of 1024 exceeds the device maximum 256"), "");
 }
 
 TEST(Registry, FindFamily) {

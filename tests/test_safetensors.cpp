@@ -17,6 +17,14 @@ using sdspeed::SafetensorsWriter;
 using sdspeed_test::errorMessage;
 using sdspeed_test::TempDir;
 
+// The compiler's IEEE binary16 type: GCC 12 has _Float16 in C++ on x86-64 but not on
+// arm64 (scripts/test-arm64), where __fp16 is the same IEEE format.
+#ifdef __aarch64__
+using Half = __fp16;
+#else
+using Half = _Float16;
+#endif
+
 namespace {
 
 const std::string kReference = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a/reference.safetensors";
@@ -207,7 +215,7 @@ TEST(Safetensors, ConvertsF16Bf16I32) {
   // Every subnormal and normal half round-trips through float -> half by the compiler.
   for (uint32_t bits = 0; bits < 0x7c00; ++bits) {
     float v = sdspeed::halfToFloat(static_cast<uint16_t>(bits));
-    _Float16 back = static_cast<_Float16>(v);
+    Half back = static_cast<Half>(v);
     uint16_t b;
     std::memcpy(&b, &back, 2);
     ASSERT_EQ(b, bits) << "half bits " << bits;

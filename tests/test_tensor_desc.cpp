@@ -171,7 +171,7 @@ TEST(TensorDesc, UnsupportedReason) {
   TensorDesc big{{1, 4, 8, 8}, StorageFormat::parse("f32.buffer.nchw")};  // 1024 bytes
   EXPECT_NE(big.unsupportedReason(dev).find("max allocation"), std::string::npos);
   TensorDesc img{{1, 4, 4, 4}, StorageFormat::parse("f32.image2d.nc4hw4")};
-  EXPECT_NE(img.unsupportedReason(dev).find("no image support"), std::string::npos);
+  EXPECT_NE(img.unsupportedReason(dev).find("device lacks image support"), std::string::npos);
   dev.imageSupport = true;
   dev.image2dMaxWidth = 4;
   dev.image2dMaxHeight = 4;

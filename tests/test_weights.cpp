@@ -24,6 +24,14 @@ using sdspeed_test::errorMessage;
 using sdspeed_test::TempDir;
 using Shape = std::vector<int64_t>;
 
+// The compiler's IEEE binary16 type: GCC 12 has _Float16 in C++ on x86-64 but not on
+// arm64 (scripts/test-arm64), where __fp16 is the same IEEE format.
+#ifdef __aarch64__
+using Half = __fp16;
+#else
+using Half = _Float16;
+#endif
+
 namespace {
 
 const std::string kTiny = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
@@ -308,7 +316,7 @@ TEST(Weights, HalfPrecisionWidensExactly) {
   std::vector<float> b = src->load("b.weight", {256, 256});
   int checked = 0;
   for (size_t i = 0; i < bits.size(); ++i) {
-    float want = static_cast<float>(std::bit_cast<_Float16>(bits[i]));
+    float want = static_cast<float>(std::bit_cast<Half>(bits[i]));
     if (std::isnan(want)) {
       EXPECT_TRUE(std::isnan(h[i])) << i;
     } else {

@@ -165,4 +165,10 @@ std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceInfo& dev,
   return out;
 }
 
+std::string lackedCapability(const std::string& reason) {
+  const size_t at = reason.find("device lacks ");
+  if (at == std::string::npos) return {};
+  return reason.substr(at, reason.find('\n', at) - at);
+}
+
 }  // namespace sdspeed

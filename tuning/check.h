@@ -70,4 +70,9 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
 std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceInfo& dev, int extra,
                                      uint64_t seed);
 
+// The capability part of an unsupported reason ("device lacks cl_khr_fp16", "device
+// lacks image support (...)"; first line only), or "" when the reason is something
+// else (a constraint, a size limit). `check` prints one "skipped: ..." line for each.
+std::string lackedCapability(const std::string& reason);
+
 }  // namespace sdspeed
