@@ -149,6 +149,9 @@ SDSPEED_CL_TRAMPOLINE(cl_int, clGetSupportedImageFormats,
 SDSPEED_CL_TRAMPOLINE(cl_int, clGetMemObjectInfo,
                       (cl_mem memobj, cl_mem_info param_name, INFO_PARAMS),
                       (memobj, param_name, INFO_ARGS))
+SDSPEED_CL_TRAMPOLINE(cl_int, clSetMemObjectDestructorCallback,
+                      (cl_mem memobj, void(CL_CALLBACK* pfn_notify)(cl_mem, void*), void* user_data),
+                      (memobj, pfn_notify, user_data))
 SDSPEED_CL_TRAMPOLINE(cl_int, clRetainMemObject, (cl_mem memobj), (memobj))
 SDSPEED_CL_TRAMPOLINE(cl_int, clReleaseMemObject, (cl_mem memobj), (memobj))
 
