@@ -22,7 +22,7 @@ const std::string kPlan = std::string(SDSPEED_SOURCE_DIR) + "/configs/ablation/p
 
 TEST_F(Cli, AblatePaperRowsOnTheTinyModel) {
   TempDir out;
-  const Result r = run({"ablate", "--model", kA, "--steps", "2", "--scheduler", "ddim", "--input-ids",
+  const Result r = run({"ablate", "--model", kA, "--steps", "1", "--scheduler", "ddim", "--input-ids",
                         kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
                         kRef + ":init_latents", "--ablation", kPlan, "--out", out.path(), "--db-dir",
                         std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"});
