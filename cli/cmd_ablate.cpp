@@ -256,7 +256,21 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
     std::cout << "usage: sdspeed ablate (--model DIR | --random-weights --model configs/models/sd15) [-W -H] [--steps N]\n"
                  "       [--ablation configs/ablation/paper.yaml] [--out results/ablation/<device-key>] [run options]\n"
                  "       sdspeed ablate --merge DIR... [--out DIR]\n"
+                 "       sdspeed ablate --replot DIR        (the plot from DIR/ablation.json)\n"
                  "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n";
+    return 0;
+  }
+  if (rawArgv.size() == 2 && rawArgv[0] == "--replot") {
+    // The plot again from a result folder's ablation.json (a device without gnuplot).
+    std::ifstream in(rawArgv[1] + "/ablation.json");
+    if (!in) throw Error(rawArgv[1] + "/ablation.json: cannot open (an `sdspeed ablate --out` folder?)");
+    json j;
+    try {
+      j = json::parse(in);
+    } catch (const json::exception& e) {
+      throw Error(rawArgv[1] + "/ablation.json: not valid JSON: " + e.what());
+    }
+    plot(j, rawArgv[1]);
     return 0;
   }
   if (!rawArgv.empty() && rawArgv[0] == "--merge") {
