@@ -321,7 +321,7 @@ TEST(Weights, HalfPrecisionWidensExactly) {
       EXPECT_TRUE(std::isnan(h[i])) << i;
     } else {
       ASSERT_EQ(std::bit_cast<uint32_t>(h[i]), std::bit_cast<uint32_t>(want)) << "f16 pattern " << i;
-      ASSERT_EQ(std::bit_cast<uint16_t>(static_cast<_Float16>(h[i])), bits[i]);  // round trip
+      ASSERT_EQ(std::bit_cast<uint16_t>(static_cast<Half>(h[i])), bits[i]);  // round trip
       ++checked;
     }
     ASSERT_EQ(std::bit_cast<uint32_t>(b[i]), static_cast<uint32_t>(bits[i]) << 16) << "bf16 pattern " << i;
