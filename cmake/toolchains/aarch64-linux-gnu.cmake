@@ -27,6 +27,9 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 # ICU data library they load in turn) through LD_LIBRARY_PATH in the guest.
 set(CMAKE_CROSSCOMPILING_EMULATOR
     qemu-aarch64 -L /usr/aarch64-linux-gnu
-    -E LD_LIBRARY_PATH=${SDSPEED_ARM64_SYSROOT}/usr/lib/aarch64-linux-gnu)
+    -E LD_LIBRARY_PATH=${SDSPEED_ARM64_SYSROOT}/usr/lib/aarch64-linux-gnu:${SDSPEED_ARM64_SYSROOT}/lib/aarch64-linux-gnu)
+# zlib1g (libpng's dependency) ships its runtime in /lib, not /usr/lib: the linker must
+# find it there when it checks libpng's own dependencies.
+set(CMAKE_EXE_LINKER_FLAGS_INIT "-Wl,-rpath-link,${SDSPEED_ARM64_SYSROOT}/lib/aarch64-linux-gnu")
 
 set(SDSPEED_OPENCL_DLOPEN ON CACHE BOOL "dlopen libOpenCL.so at run time")
