@@ -85,15 +85,20 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
       m.scratchBytes += st.memory.scratchBytes;
       m.weightBytes += st.memory.weightBytes;
       const GraphExecutor& ex = pipe.executor(c);
-      for (size_t i = 0; i < ex.choices().size(); ++i)
+      for (size_t i = 0; i < ex.choices().size(); ++i) {
         ++m.variants[ex.graph().nodes()[i].family->name() + "/" + ex.choices()[i].variant];
+        m.fallbacks += ex.choices()[i].source.find("fallback") != std::string::npos;
+      }
     }
     decoded = r.decoded;
   }
   m.peakBytes = ctx.memoryStats().peakBytes;
   if (baseline) {
-    for (size_t i = 0; i < decoded.size(); ++i)
-      m.maxAbs = std::max(m.maxAbs, std::abs(static_cast<double>(decoded[i]) - (*baseline)[i]));
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      // A NaN or infinite pixel makes the row's deviation infinite (std::max would drop NaN).
+      const double d = std::abs(static_cast<double>(decoded[i]) - (*baseline)[i]);
+      if (!(d <= m.maxAbs)) m.maxAbs = std::isfinite(d) ? d : std::numeric_limits<double>::infinity();
+    }
     m.psnrDb = psnrDb(decoded, *baseline);
   } else {
     m.psnrDb = std::numeric_limits<double>::infinity();
@@ -116,11 +121,12 @@ json rowJson(const AblationMeasurement& m) {
           {"scratch_bytes", m.scratchBytes},
           {"weight_bytes", m.weightBytes},
           {"peak_bytes", m.peakBytes},
-          {"max_abs_vs_baseline", m.maxAbs},
+          {"max_abs_vs_baseline", std::isfinite(m.maxAbs) ? json(m.maxAbs) : json("inf")},
           {"psnr_db_vs_baseline", std::isinf(m.psnrDb) ? json("inf") : json(m.psnrDb)},
           {"tolerance_max_abs", m.row.maxAbs},
           {"within_tolerance", m.withinTolerance},
-          {"variants_run", m.variants}};
+          {"variants_run", m.variants},
+          {"fallbacks", m.fallbacks}};
 }
 
 std::string markdown(const json& j) {
@@ -144,7 +150,8 @@ std::string markdown(const json& j) {
     o << "| " << r["row"].get<std::string>() << " | " << fmt(ms) << " | " << fmt(prev / ms) << "x | " << fmt(base / ms)
       << "x | " << fmt(r["pipeline_ms"].get<double>(), 1) << " | " << fmt(mib(r["activation_bytes"].get<uint64_t>()), 1)
       << " | " << fmt(mib(r["scratch_bytes"].get<uint64_t>()), 1) << " | " << fmt(mib(r["peak_bytes"].get<uint64_t>()), 1)
-      << " | " << sci(r["max_abs_vs_baseline"].get<double>()) << " | " << psnr << " | "
+      << " | " << (r["max_abs_vs_baseline"].is_string() ? std::string("inf") : sci(r["max_abs_vs_baseline"].get<double>()))
+      << " | " << psnr << " | "
       << (r["within_tolerance"].get<bool>() ? "yes" : "**no**") << " (<= " << sci(r["tolerance_max_abs"].get<double>())
       << ") |\n";
   }
@@ -152,7 +159,9 @@ std::string markdown(const json& j) {
   for (const auto& r : rows) {
     std::string v;
     for (const auto& [k, n] : r["variants_run"].items()) v += (v.empty() ? "" : ", ") + k + " x" + std::to_string(n.get<int>());
-    o << "- " << r["row"].get<std::string>() << ": " << v << "\n";
+    const int fb = r.value("fallbacks", 0);
+    o << "- " << r["row"].get<std::string>() << ": " << v
+      << (fb ? " (" + std::to_string(fb) + " ops outside the row's variants: none allowed could run them)" : "") << "\n";
   }
   return o.str();
 }
@@ -167,7 +176,9 @@ std::string csv(const json& j) {
     o << '"' << r["row"].get<std::string>() << "\"," << r["unet_ms_median"].get<double>() << ","
       << r["unet_ms_min"].get<double>() << "," << r["pipeline_ms"].get<double>() << ","
       << r["activation_bytes"].get<uint64_t>() << "," << r["scratch_bytes"].get<uint64_t>() << ","
-      << r["peak_bytes"].get<uint64_t>() << "," << r["max_abs_vs_baseline"].get<double>() << ","
+      << r["peak_bytes"].get<uint64_t>() << ","
+      << (r["max_abs_vs_baseline"].is_string() ? std::string("inf") : std::to_string(r["max_abs_vs_baseline"].get<double>()))
+      << ","
       << (r["psnr_db_vs_baseline"].is_string() ? "inf" : std::to_string(r["psnr_db_vs_baseline"].get<double>())) << ","
       << (r["within_tolerance"].get<bool>() ? 1 : 0) << ",\"" << v << "\"\n";
   }
@@ -202,18 +213,32 @@ void plot(const json& j, const std::string& dir) {
   if (std::system(("gnuplot '" + dir + "/ablation.gp'").c_str()) != 0) std::cout << "gnuplot failed: no plot\n";
 }
 
+// DIR/ablation.json, checked for what the table, the merge and the plot read.
+json loadResult(const std::string& dir) {
+  const std::string path = dir + "/ablation.json";
+  std::ifstream in(path);
+  if (!in) throw Error(path + ": cannot open (an `sdspeed ablate --out` folder?)");
+  json j;
+  try {
+    j = json::parse(in);
+  } catch (const json::exception& e) {
+    throw Error(path + ": not valid JSON: " + e.what());
+  }
+  auto bad = [&](const std::string& what) { throw Error(path + ": not an sdspeed ablate result (" + what + ")"); };
+  if (!j.is_object() || !j.contains("plan") || !j["plan"].is_string() || !j.contains("device") ||
+      !j["device"].is_string() || !j.contains("rows") || !j["rows"].is_array() || j["rows"].empty())
+    bad("want plan, device and a non-empty rows list");
+  for (const auto& r : j["rows"])
+    if (!r.is_object() || !r.contains("row") || !r["row"].is_string() || !r.contains("unet_ms_median") ||
+        !r["unet_ms_median"].is_number() || !r.contains("activation_bytes") || !r["activation_bytes"].is_number())
+      bad("a row without row, unet_ms_median or activation_bytes");
+  return j;
+}
+
 int merge(const std::vector<std::string>& dirs, const std::string& out) {
   if (dirs.empty()) throw Error("--merge needs result folders (each with ablation.json)");
   std::vector<json> all;
-  for (const auto& d : dirs) {
-    std::ifstream in(d + "/ablation.json");
-    if (!in) throw Error(d + "/ablation.json: cannot open (an `sdspeed ablate --out` folder?)");
-    try {
-      all.push_back(json::parse(in));
-    } catch (const json::exception& e) {
-      throw Error(d + "/ablation.json: not valid JSON: " + e.what());
-    }
-  }
+  for (const auto& d : dirs) all.push_back(loadResult(d));
   std::ostringstream o;
   o << "# Ablation across devices: UNet ms per iteration (speed-up vs baseline)\n\n| row |";
   for (const auto& j : all) o << " " << j["device"].get<std::string>() << " |";
@@ -262,15 +287,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   }
   if (rawArgv.size() == 2 && rawArgv[0] == "--replot") {
     // The plot again from a result folder's ablation.json (a device without gnuplot).
-    std::ifstream in(rawArgv[1] + "/ablation.json");
-    if (!in) throw Error(rawArgv[1] + "/ablation.json: cannot open (an `sdspeed ablate --out` folder?)");
-    json j;
-    try {
-      j = json::parse(in);
-    } catch (const json::exception& e) {
-      throw Error(rawArgv[1] + "/ablation.json: not valid JSON: " + e.what());
-    }
-    plot(j, rawArgv[1]);
+    plot(loadResult(rawArgv[1]), rawArgv[1]);
     return 0;
   }
   if (!rawArgv.empty() && rawArgv[0] == "--merge") {
@@ -321,7 +338,8 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
     std::cout << ": UNet " << fmt(m.unetMedianMs) << " ms/iter, pipeline " << fmt(m.pipelineMs, 1)
               << " ms, activations " << fmt(mib(m.activationBytes), 1) << " MiB, max abs " << sci(m.maxAbs)
               << (m.withinTolerance ? "" : " (OVER its tolerance " + sci(row.maxAbs) + ")") << "\n    ran: "
-              << variantsText(m.variants) << "\n";
+              << variantsText(m.variants) << (m.fallbacks ? ", " + std::to_string(m.fallbacks) + " fallbacks" : "")
+              << "\n";
     j["rows"].push_back(rowJson(m));
   }
   writeFileAtomically(out + "/ablation.json", j.dump(2) + "\n");

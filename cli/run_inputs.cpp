@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <random>
@@ -119,13 +120,27 @@ RunSetup runSetup(const Args& a) {
   s.latentH = s.height / vae.upscale();
   s.latentW = s.width / vae.upscale();
   s.steps = static_cast<int>(positive(a, "steps", 20));
-  try {
-    s.cfg = std::stof(a.get("cfg-scale", "7.5"));
-  } catch (const std::exception&) {
-    throw Error("--cfg-scale wants a number, got '" + a.get("cfg-scale") + "'");
+  {
+    const std::string v = a.get("cfg-scale", "7.5");
+    size_t used = 0;
+    try {
+      s.cfg = std::stof(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size() || !std::isfinite(s.cfg)) throw Error("--cfg-scale wants a number, got '" + v + "'");
   }
   s.batch = s.cfg > 1.0f ? 2 : 1;
-  s.seed = static_cast<uint64_t>(std::stoll(a.get("seed", "0")));
+  {
+    const std::string v = a.get("seed", "0");
+    size_t used = 0;
+    try {
+      if (!v.empty() && v[0] != '-') s.seed = std::stoull(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size()) throw Error("--seed wants a whole number 0..2^64-1, got '" + v + "'");
+  }
   if (a.get("rng", "torch") != "torch") throw Error("--rng: only 'torch' (torch.randn on the CPU) is implemented");
 
   s.schedulerPath = s.src.configDir + "/scheduler/scheduler_config.json";
@@ -144,7 +159,9 @@ RunSetup runSetup(const Args& a) {
 
   // Token ids: given, tokenized, or (random weights without a tokenizer) seeded.
   const int64_t tokens = clip.positions;
-  const std::string tokDir = s.model + "/tokenizer";
+  // The tokenizer beside the weights, else in the architecture folder (single file).
+  std::string tokDir = s.model + "/tokenizer";
+  if (!fs::exists(tokDir + "/vocab.json")) tokDir = s.src.configDir + "/tokenizer";
   if (a.has("input-ids")) {
     s.condIds = idsFromFile(a.get("input-ids"), "input-ids", tokens);
     if (a.has("uncond-input-ids")) s.uncondIds = idsFromFile(a.get("uncond-input-ids"), "uncond-input-ids", tokens);

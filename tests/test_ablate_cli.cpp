@@ -43,6 +43,7 @@ TEST_F(Cli, AblatePaperRowsOnTheTinyModel) {
     const auto& got = j.at("rows")[i];
     SCOPED_TRACE(row.name);
     EXPECT_TRUE(got.at("within_tolerance").get<bool>());
+    EXPECT_EQ(got.at("fallbacks").get<int>(), 0);  // every op ran one of the row's own variants
     EXPECT_LE(got.at("max_abs_vs_baseline").get<double>(), row.maxAbs);
     // Every op of a restricted family ran one of the row's allowed variants.
     for (const auto& [key, n] : got.at("variants_run").items()) {
@@ -78,6 +79,11 @@ TEST_F(Cli, AblateBadConfigIsOneLine) {
   std::ofstream(d.path() + "/bad2.yaml") << "format: 1\nrows:\n  - name: a\n    speed: fast\n";
   expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad2.yaml"}, {"bad2.yaml", "speed"});
   expectOneLineError({"ablate", "--merge", d.path()}, {"ablation.json"});
+  std::ofstream(d.path() + "/ablation.json") << "{\"rows\": 3}";
+  expectOneLineError({"ablate", "--merge", d.path()}, {"ablation.json", "not an sdspeed ablate result"});
+  expectOneLineError({"ablate", "--replot", d.path()}, {"ablation.json", "not an sdspeed ablate result"});
+  std::ofstream(d.path() + "/bad3.yaml") << "format: [1]\nrows: []\n";
+  expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad3.yaml"}, {"bad3.yaml"});
 }
 
 }  // namespace

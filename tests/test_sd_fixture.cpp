@@ -70,6 +70,7 @@ Context& context() {
 // whole test program.
 // "tiny-sd-a/single_file": the same model from its original-format checkpoint.
 Fixture& fixture(const std::string& name) {
+  context();  // constructed first, so destroyed after every fixture's pipeline
   static std::map<std::string, std::unique_ptr<Fixture>> all;
   auto& f = all[name];
   if (f) return *f;

@@ -176,7 +176,14 @@ TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) {
       paths.push_back(f.path());
   }
   std::sort(paths.begin(), paths.end());
-  for (const auto& path : paths) siblings_.emplace_back(path.stem().string(), TuningDatabase::load(path.string()));
+  for (const auto& path : paths) {
+    try {
+      siblings_.emplace_back(path.stem().string(), TuningDatabase::load(path.string()));
+    } catch (const Error&) {
+      // Another device's file: a fallback source only, so a malformed one is passed over
+      // (its own device reports the error when it is used there).
+    }
+  }
 }
 
 TunedChoice TunedChooser::choose(const Family& fam, const OpInstance& inst, const std::string& variant) const {

@@ -15,8 +15,13 @@ const StorageFormat kParamFormat{DType::F32, Storage::Buffer, Layout::NCHW};
 // The chosen point if the family can run it here, else why not.
 std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, const StorageFormat& f,
                    const DeviceInfo& dev) {
-  const VariantDef& v = fam.variant(c.variant);
-  return fam.unsupportedReason(v, v.parsePoint(c.params), *n.problem, f, dev);
+  try {
+    const VariantDef& v = fam.variant(c.variant);
+    return fam.unsupportedReason(v, v.parsePoint(c.params), *n.problem, f, dev);
+  } catch (const Error& e) {
+    // A database row naming a variant or parameter this build no longer has.
+    return std::string("stale tuned point: ") + e.what();
+  }
 }
 
 // The database's choice for the node; with an allowed list, the fastest allowed
@@ -48,8 +53,11 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
     if (!candidates.empty()) {
       // All timed: the fastest. Otherwise the last allowed one (lists put the newest
       // variant last, so an ablation row runs what it adds unless it is slower).
-      const bool allTimed =
-          std::all_of(candidates.begin(), candidates.end(), [](const TunedChoice& c) { return c.medianUs > 0; });
+      // Only exact entries of this device time this instance; a nearest shape's or another
+      // device's time says little about it.
+      const bool allTimed = std::all_of(candidates.begin(), candidates.end(), [](const TunedChoice& c) {
+        return c.medianUs > 0 && c.source == "exact";
+      });
       const TunedChoice& c = allTimed ? *std::min_element(candidates.begin(), candidates.end(),
                                                           [](const auto& a, const auto& b) { return a.medianUs < b.medianUs; })
                                       : candidates.back();
@@ -116,7 +124,19 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
   }
 }
 
-GraphExecutor::~GraphExecutor() = default;
+GraphExecutor::~GraphExecutor() {
+  // Kernels (which hold the buffers as arguments) first, then the tensors (sub-buffers
+  // and views), the arena last, after the queue has drained: the order drivers expect,
+  // whatever the members' declaration order.
+  try {
+    ctx_.finish();
+  } catch (const std::exception&) {
+  }
+  ops_.clear();
+  placeholders_.clear();
+  tensors_.clear();
+  arena_ = ClMem();
+}
 
 void GraphExecutor::allocate(const WeightSource& weights) {
   const auto& ts = graph_.tensors();

@@ -137,6 +137,8 @@ UNetConfig loadUNetConfig(const std::string& path) {
   requirePositive(c, u.heads, headsKey);
   u.crossAttentionDim = c.integer("cross_attention_dim", 1280);
   u.groups = c.integer("norm_num_groups", 32);
+  if (u.groups < 1 || u.inChannels < 1 || u.outChannels < 1 || u.crossAttentionDim < 1)
+    c.fail("norm_num_groups, in_channels, out_channels and cross_attention_dim must be positive");
   u.normEps = c.number("norm_eps", 1e-5);
   u.flipSinToCos = c.boolean("flip_sin_to_cos", true);
   u.freqShift = c.number("freq_shift", 0);
@@ -183,6 +185,8 @@ VaeConfig loadVaeConfig(const std::string& path) {
   v.layersPerBlock = c.integer("layers_per_block", 1);
   if (v.layersPerBlock < 1) c.fail("layers_per_block must be >= 1");
   v.groups = c.integer("norm_num_groups", 32);
+  if (v.groups < 1 || v.latentChannels < 1 || v.outChannels < 1)
+    c.fail("norm_num_groups, latent_channels and out_channels must be positive");
   v.scalingFactor = c.number("scaling_factor", 0.18215);
   v.usePostQuantConv = c.boolean("use_post_quant_conv", true);
   v.midAttention = c.boolean("mid_block_add_attention", true);

@@ -11,7 +11,17 @@
 
 namespace sdspeed {
 
+AblationPlan loadAblationPlanUnchecked(const std::string& path);
+
 AblationPlan loadAblationPlan(const std::string& path) {
+  try {
+    return loadAblationPlanUnchecked(path);
+  } catch (const YAML::Exception& e) {
+    throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": malformed ablation config: " + e.msg);
+  }
+}
+
+AblationPlan loadAblationPlanUnchecked(const std::string& path) {
   const YAML::Node root = loadYamlFile(path, "ablation config");
   AblationPlan plan;
   plan.path = path;

@@ -39,6 +39,7 @@ struct AblationMeasurement {
   double maxAbs = 0, psnrDb = 0;           // decoded image vs the first row's
   bool withinTolerance = true;
   std::map<std::string, int> variants;     // "family/variant" -> op count, all components
+  int fallbacks = 0;                       // ops that ran a variant outside the row's lists (none could run them)
 };
 
 // PSNR in dB of two decoded images in [-1, 1] after diffusers' (x / 2 + 0.5).clamp(0, 1);

@@ -1,0 +1,98 @@
+// The model graphs without a device: SD 1.5's real UNet and VAE decoder graphs from
+// configs/models/sd15 (op counts that are facts of the architecture), the activation
+// lifetimes the executor plans from, and every planner strategy on those graphs (no
+// two tensors alive together overlap; greedy-by-size never above naive and within
+// 1.5x of the lower bound).
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "pipeline/exec/graph_executor.h"
+#include "pipeline/model/sd_graphs.h"
+#include "test_support.h"
+
+namespace sdspeed {
+namespace {
+
+const std::string kSd15 = std::string(SDSPEED_SOURCE_DIR) + "/configs/models/sd15";
+
+std::map<std::string, int> familyCounts(const Graph& g) {
+  std::map<std::string, int> n;
+  for (const auto& node : g.nodes()) ++n[node.family->name()];
+  return n;
+}
+
+struct Sd15 : ::testing::Test {
+  UNetConfig unet = loadUNetConfig(kSd15 + "/unet/config.json");
+  VaeConfig vae = loadVaeConfig(kSd15 + "/vae/config.json");
+  ClipConfig clip = loadClipConfig(kSd15 + "/text_encoder/config.json");
+};
+
+TEST_F(Sd15, GraphsHaveTheArchitecturesOps) {
+  const auto u = familyCounts(buildUNetGraph(unet, 2, 64, 64, 77));
+  EXPECT_EQ(u.at("attention"), 32);  // 16 transformer blocks, self + cross attention each
+  EXPECT_EQ(u.at("concat"), 12);     // the 12 skip connections of the up path
+  EXPECT_EQ(u.at("upsample"), 3);
+  EXPECT_EQ(u.at("layernorm"), 48);  // 3 per transformer block
+  const auto v = familyCounts(buildVaeDecoderGraph(vae, 1, 64, 64));
+  EXPECT_EQ(v.at("attention"), 1);   // the mid block's single-head attention
+  EXPECT_EQ(v.at("upsample"), 3);
+  const auto t = familyCounts(buildTextEncoderGraph(clip, 2, 77, "text_model."));
+  EXPECT_EQ(t.at("attention"), 12);  // 12 layers
+  EXPECT_EQ(t.at("layernorm"), 25);  // 2 per layer + the final one
+}
+
+TEST_F(Sd15, UnfusedGraphsSplitTheActivations) {
+  const auto fused = familyCounts(buildUNetGraph(unet, 2, 64, 64, 77));
+  const auto unfused = familyCounts(buildUNetGraph(unet, 2, 64, 64, 77, GraphOptions{false}));
+  // Every GroupNorm+SiLU and every GEMM epilogue (GEGLU, the time embedding's SiLU) gains an
+  // activation op; the op counts of the big families stay.
+  EXPECT_GT(unfused.at("activation"), fused.at("activation") + 40);
+  EXPECT_EQ(unfused.at("conv"), fused.at("conv"));
+  EXPECT_EQ(unfused.at("attention"), fused.at("attention"));
+}
+
+// Every tensor an op reads or writes is alive at that op in the planner's records, views
+// included (their base's record), and the graph's outputs live to the last op.
+void expectLifetimesCover(const Graph& g, const StorageFormat& f) {
+  const ActivationUsage u = activationUsage(g, f);
+  std::map<int, TensorUsage> byTensor;
+  for (size_t k = 0; k < u.tensors.size(); ++k) byTensor[u.tensors[k]] = u.records[k];
+  for (size_t i = 0; i < g.nodes().size(); ++i)
+    for (int a : g.nodes()[i].args) {
+      if (a < 0 || g.tensor(a).kind != GraphTensor::Kind::Activation) continue;
+      const auto it = byTensor.find(g.storageOf(a));
+      ASSERT_NE(it, byTensor.end()) << g.nodes()[i].label;
+      EXPECT_LE(it->second.firstOp, static_cast<int>(i)) << g.nodes()[i].label;
+      EXPECT_GE(it->second.lastOp, static_cast<int>(i)) << g.nodes()[i].label;
+      const TensorDesc desc{g.tensor(g.storageOf(a)).shape, f};
+      EXPECT_EQ(it->second.bytes, desc.bytes());
+    }
+  for (const auto& [name, id] : g.outputs())
+    EXPECT_EQ(byTensor.at(g.storageOf(id)).lastOp, static_cast<int>(g.nodes().size()) - 1) << name;
+}
+
+TEST_F(Sd15, PlannerOnTheRealGraphs) {
+  const StorageFormat f = StorageFormat::parse("f16.buffer.nc4hw4");
+  for (const Graph& g : {buildUNetGraph(unet, 1, 64, 64, 77), buildVaeDecoderGraph(vae, 1, 64, 64),
+                         buildTextEncoderGraph(clip, 1, 77, "text_model.")}) {
+    SCOPED_TRACE(g.component());
+    expectLifetimesCover(g, f);
+    const ActivationUsage u = activationUsage(g, f);
+    const uint64_t lower = lowerBoundBytes(u.records);
+    uint64_t naive = 0;
+    for (PlanStrategy s : allPlanStrategies()) {
+      const MemoryPlan p = planMemory(u.records, s, 512);
+      validatePlan(u.records, p);  // throws if two tensors alive together overlap
+      EXPECT_GE(p.totalBytes(), lower) << planStrategyName(s);
+      if (s == PlanStrategy::Naive) naive = p.totalBytes();
+      if (s == PlanStrategy::GreedyBySize) {
+        EXPECT_LE(p.totalBytes(), naive);
+        EXPECT_LE(static_cast<double>(p.totalBytes()), 1.5 * static_cast<double>(lower));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sdspeed
