@@ -15,15 +15,8 @@ using sdspeed::StDType;
 using sdspeed::SafetensorsFile;
 using sdspeed::SafetensorsWriter;
 using sdspeed_test::errorMessage;
+using sdspeed_test::Half;
 using sdspeed_test::TempDir;
-
-// The compiler's IEEE binary16 type: GCC 12 has _Float16 in C++ on x86-64 but not on
-// arm64 (scripts/test-arm64), where __fp16 is the same IEEE format.
-#ifdef __aarch64__
-using Half = __fp16;
-#else
-using Half = _Float16;
-#endif
 
 namespace {
 

@@ -24,6 +24,15 @@
 
 namespace sdspeed_test {
 
+// The compiler's IEEE binary16 type: GCC 12 has _Float16 in C++ on x86-64 but not on
+// arm64 (scripts/test-arm64), where __fp16 is the same IEEE format.
+#ifdef __aarch64__
+using Half = __fp16;
+#else
+using Half = _Float16;
+#endif
+
+
 // PoCL keeps compiler files under POCL_CACHE_DIR in folders named by program hash;
 // with POCL_KERNEL_CACHE=0 (CI) two processes building the same program at once
 // delete each other's files and PoCL aborts ("Final linking of kernel ... failed").
