@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
@@ -24,6 +25,21 @@ std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, 
   }
 }
 
+// The variant's point this node can run: its tuned point (exact, nearest, device or
+// vendor default), else its declared defaults; empty when neither can run it (the
+// first refusal goes into `refused`).
+std::optional<TunedChoice> runnablePoint(const TunedChooser& chooser, const Family& fam, const OpInstance& inst,
+                                         const std::string& variant, const GraphNode& n, const StorageFormat& f,
+                                         const DeviceInfo& dev, std::string& refused) {
+  for (TunedChoice c :
+       {chooser.choose(fam, inst, variant), TunedChoice{variant, fam.variant(variant).defaults().text(), "defaults"}}) {
+    const std::string why = whyNot(fam, c, n, f, dev);
+    if (why.empty()) return c;
+    if (refused.empty()) refused = c.variant + " " + c.params + ": " + why;
+  }
+  return std::nullopt;
+}
+
 // The database's choice for the node; with an allowed list, the fastest allowed
 // variant when the database times every allowed one that can run the instance, else
 // the last allowed one that can (lists end with the newest variant); when nothing
@@ -40,16 +56,9 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
     if (why.empty()) return {inst.text(), c.variant, c.params, c.source};
     refused = c.variant + " " + c.params + ": " + why;
   } else {
-    std::vector<TunedChoice> candidates;  // per allowed variant: its tuned point, else its defaults
+    std::vector<TunedChoice> candidates;  // one per allowed variant that can run the instance
     for (const auto& v : allowed->second)
-      for (TunedChoice c : {chooser.choose(fam, inst, v), TunedChoice{v, fam.variant(v).defaults().text(), "defaults"}}) {
-        const std::string why = whyNot(fam, c, n, opt.format, dev);
-        if (why.empty()) {
-          candidates.push_back(c);
-          break;
-        }
-        if (refused.empty()) refused = c.variant + " " + c.params + ": " + why;
-      }
+      if (auto c = runnablePoint(chooser, fam, inst, v, n, opt.format, dev, refused)) candidates.push_back(*c);
     if (!candidates.empty()) {
       // All timed: the fastest. Otherwise the last allowed one (lists put the newest
       // variant last, so an ablation row runs what it adds unless it is slower).
@@ -64,15 +73,13 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
       return {inst.text(), c.variant, c.params, c.source};
     }
   }
+  std::string ignored;
   for (const auto& v : fam.variants())
-    for (const TunedChoice& a : {chooser.choose(fam, inst, v.name), TunedChoice{v.name, v.defaults().text(), "defaults"}})
-      if (whyNot(fam, a, n, opt.format, dev).empty())
-        return {inst.text(), a.variant, a.params, a.source + "; fallback, " + refused};
+    if (auto a = runnablePoint(chooser, fam, inst, v.name, n, opt.format, dev, ignored))
+      return {inst.text(), a->variant, a->params, a->source + "; fallback, " + refused};
   throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.name + " (" +
               refused + ")");
 }
-
-std::string slotKey(const Shape& s, bool activation) { return s.text() + (activation ? "a" : "p"); }
 
 }  // namespace
 
@@ -114,6 +121,7 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
   for (const auto& [fam, list] : opt_.variants)
     for (const auto& v : list) findFamily(fam).variant(v);  // unknown names: an Error here
   allocate(weights);  // first: a bad checkpoint fails before any program is built
+  bindArguments();
   const TunedChooser chooser(opt_.dbDir, ctx.device());
   for (const GraphNode& n : graph_.nodes()) {
     NodeChoice c = choose(chooser, n, opt_, ctx.device());
@@ -133,6 +141,7 @@ GraphExecutor::~GraphExecutor() {
   } catch (const std::exception&) {
   }
   ops_.clear();
+  args_.clear();
   placeholders_.clear();
   tensors_.clear();
   arena_ = ClMem();
@@ -192,13 +201,29 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   }
 }
 
-DeviceTensor* GraphExecutor::placeholder(const Shape& s, bool activation) {
-  auto& p = placeholders_[slotKey(s, activation)];
-  if (!p) {
-    p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{s, activation ? opt_.format : kParamFormat});
-    p->upload(std::vector<float>(static_cast<size_t>(s.elements()), 0.0f));
+// Each node's tensors in slot order, resolved once (run() is the hot path): unused slots
+// get a zero placeholder of the slot's shape, one per (shape, kind), shared by nodes.
+void GraphExecutor::bindArguments() {
+  std::map<std::pair<std::string, bool>, std::unique_ptr<DeviceTensor>> placeholders;
+  for (const GraphNode& n : graph_.nodes()) {
+    const auto slots = n.family->slots();
+    const auto shapes = n.family->shapes(*n.problem);
+    std::vector<DeviceTensor*> args;
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (n.args[s] >= 0) {
+        args.push_back(tensors_[static_cast<size_t>(n.args[s])].get());
+        continue;
+      }
+      auto& p = placeholders[{shapes[s].text(), slots[s].activation}];
+      if (!p) {
+        p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{shapes[s], slots[s].activation ? opt_.format : kParamFormat});
+        p->upload(std::vector<float>(static_cast<size_t>(shapes[s].elements()), 0.0f));
+      }
+      args.push_back(p.get());
+    }
+    args_.push_back(std::move(args));
   }
-  return p.get();
+  for (auto& [key, p] : placeholders) placeholders_.push_back(std::move(p));
 }
 
 void GraphExecutor::warmUp() {
@@ -231,14 +256,7 @@ RunTiming GraphExecutor::run(bool profile) {
   std::vector<std::vector<ClEvent>> events(profile ? nodes.size() : 0);
   ClEvent firstEvent, lastEvent;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    const GraphNode& n = nodes[i];
-    const auto slots = n.family->slots();
-    const auto shapes = n.family->shapes(*n.problem);
-    std::vector<DeviceTensor*> args;
-    for (size_t s = 0; s < slots.size(); ++s)
-      args.push_back(n.args[s] >= 0 ? tensors_[static_cast<size_t>(n.args[s])].get()
-                                    : placeholder(shapes[s], slots[s].activation));
-    std::vector<ClEvent> ev = ops_[i]->enqueue(args);
+    std::vector<ClEvent> ev = ops_[i]->enqueue(args_[i]);
     if (ev.empty()) continue;
     if (!firstEvent) firstEvent = ev.front();
     lastEvent = ev.back();

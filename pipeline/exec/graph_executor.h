@@ -23,7 +23,8 @@ struct ExecOptions {
   StorageFormat format;                            // activations (buffer storage)
   std::string dbDir = "configs/tuned";             // the tuning databases
   // family -> the variants allowed (a --variant override is a list of one): among
-  // them the database's fastest for each instance, else the first that can run it.
+  // them the database's fastest for each instance when it times all of them exactly,
+  // else the last allowed one that can run it.
   std::map<std::string, std::vector<std::string>> variants;
   // false: GroupNorm+SiLU and GEMM+activation run as separate kernels (the
   // ablation's baseline); graph building reads it.
@@ -87,7 +88,7 @@ class GraphExecutor {
 
  private:
   void allocate(const WeightSource& weights);
-  DeviceTensor* placeholder(const Shape& s, bool activation);
+  void bindArguments();
 
   Context& ctx_;
   const Graph& graph_;
@@ -95,7 +96,8 @@ class GraphExecutor {
   std::vector<NodeChoice> choices_;
   std::vector<std::unique_ptr<PreparedOp>> ops_;
   std::vector<std::unique_ptr<DeviceTensor>> tensors_;  // by graph tensor id (null for unused)
-  std::map<std::string, std::unique_ptr<DeviceTensor>> placeholders_;
+  std::vector<std::unique_ptr<DeviceTensor>> placeholders_;  // zero tensors for unused slots
+  std::vector<std::vector<DeviceTensor*>> args_;             // per node, in slot order
   ClMem arena_;
   ExecMemory memory_;
 };
