@@ -15,6 +15,7 @@
 #include "pipeline/run/sd_runner.h"
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
+#include "runtime/timing.h"
 #include "tuning/tuner.h"
 
 namespace sdspeed {
@@ -40,12 +41,6 @@ std::string sci(double v) {
 }
 
 double mib(uint64_t b) { return static_cast<double>(b) / (1 << 20); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string variantsText(const std::map<std::string, int>& v) {
   std::string s;
@@ -74,8 +69,9 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
     req.uncondIds = setup.uncondIds;
     req.initLatents = setup.initLatents;
     const DiffusionResult r = runDiffusion(pipe, *sched, req);
-    m.unetMedianMs = median(r.unetMs);
-    m.unetMinMs = *std::min_element(r.unetMs.begin(), r.unetMs.end());
+    const TimingStats unet = summarize(r.unetMs);  // steps >= 1: never empty
+    m.unetMedianMs = unet.medianMs;
+    m.unetMinMs = unet.minMs;
     m.pipelineMs = r.textMs + r.vaeMs;
     for (double u : r.unetMs) m.pipelineMs += u;
     m.wallMs = r.totalMs;

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "pipeline/model/sd_graphs.h"
+#include "runtime/timing.h"
 #include "tuning/tuner.h"
 
 namespace sdspeed {
@@ -24,12 +25,8 @@ std::string ms(double v) {
   return b;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+// Median/min/max of the UNet calls (runtime/timing.h), zeros for a run without any.
+TimingStats unetStats(const DiffusionResult& r) { return r.unetMs.empty() ? TimingStats{} : summarize(r.unetMs); }
 
 // "exact", "nearest ...", "device default", "vendor default (...)", "generic
 // default", "defaults; fallback, ..." -> the kind only.
@@ -105,9 +102,9 @@ void RunReport::print(std::ostream& os) const {
   const DiffusionResult& r = *result;
   os << "component      time (ms, device)\n";
   os << "text encoder   " << ms(r.textMs) << "\n";
+  const TimingStats unet = unetStats(r);
   if (!r.unetMs.empty()) {
-    os << "UNet / step    min " << ms(*std::min_element(r.unetMs.begin(), r.unetMs.end())) << "  median "
-       << ms(median(r.unetMs)) << "  max " << ms(*std::max_element(r.unetMs.begin(), r.unetMs.end())) << "  ("
+    os << "UNet / step    min " << ms(unet.minMs) << "  median " << ms(unet.medianMs) << "  max " << ms(unet.maxMs) << "  ("
        << r.unetMs.size() << " UNet calls, sum " << ms(std::accumulate(r.unetMs.begin(), r.unetMs.end(), 0.0)) << ")\n";
   }
   if (!r.decoded.empty()) os << "VAE decoder    " << ms(r.vaeMs) << "\n";
@@ -130,7 +127,7 @@ void RunReport::print(std::ostream& os) const {
     os << "]\n";
   }
   if (!r.profile.empty()) {
-    const double unetUs = 1000.0 * median(r.unetMs);
+    const double unetUs = 1000.0 * unet.medianMs;
     const double calls = static_cast<double>(r.unetMs.size());
     os << "\nUNet profile per iteration (median UNet " << ms(unetUs / 1000) << " ms; op instances, most costly first)\n";
     os << "  count   total ms   share  variant                 op instance\n";
@@ -178,9 +175,9 @@ nlohmann::json RunReport::json() const {
   j["variant_overrides"] = exec.variants;
   j["time_ms"] = {{"text_encoder", r.textMs},
                   {"unet_steps", r.unetMs},
-                  {"unet_min", r.unetMs.empty() ? 0 : *std::min_element(r.unetMs.begin(), r.unetMs.end())},
-                  {"unet_median", median(r.unetMs)},
-                  {"unet_max", r.unetMs.empty() ? 0 : *std::max_element(r.unetMs.begin(), r.unetMs.end())},
+                  {"unet_min", unetStats(r).minMs},
+                  {"unet_median", unetStats(r).medianMs},
+                  {"unet_max", unetStats(r).maxMs},
                   {"vae_decoder", r.vaeMs},
                   {"total_device", deviceTotalMs()},
                   {"total_wall", r.totalMs},

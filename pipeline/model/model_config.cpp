@@ -1,9 +1,8 @@
 #include "pipeline/model/model_config.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
@@ -16,12 +15,10 @@ using json = nlohmann::json;
 class Cfg {
  public:
   explicit Cfg(const std::string& path) : path_(path) {
-    std::ifstream in(path);
-    if (!in) throw Error(path + ": cannot open the model config");
-    std::stringstream ss;
-    ss << in.rdbuf();
+    std::string text;
+    if (!readFile(path, text)) throw Error(path + ": cannot open the model config");
     try {
-      j_ = json::parse(ss.str());
+      j_ = json::parse(text);
     } catch (const json::exception& e) {
       throw Error(path + ": not valid JSON: " + e.what());
     }
@@ -100,6 +97,12 @@ class Cfg {
   json j_;
 };
 
+// GroupNorm splits every block's channels into `groups` equal groups.
+void requireGroupsDivide(const Cfg& c, const std::vector<int64_t>& blockOut, int64_t groups) {
+  for (int64_t b : blockOut)
+    if (b % groups) c.fail("block_out_channels " + std::to_string(b) + " is not a multiple of norm_num_groups");
+}
+
 void requirePositive(const Cfg& c, const std::vector<int64_t>& v, const char* what) {
   if (v.empty()) c.fail(std::string(what) + " is empty");
   for (int64_t x : v)
@@ -150,8 +153,7 @@ UNetConfig loadUNetConfig(const std::string& path) {
   u.sampleSize = c.integer("sample_size", 64);
   const std::string mid = c.string("mid_block_type", "UNetMidBlock2DCrossAttn");
   if (mid != "UNetMidBlock2DCrossAttn") c.fail("mid_block_type '" + mid + "' is not supported");
-  for (int64_t b : u.blockOut)
-    if (b % u.groups) c.fail("block_out_channels " + std::to_string(b) + " is not a multiple of norm_num_groups");
+  requireGroupsDivide(c, u.blockOut, u.groups);
   for (size_t i = 0; i < nb; ++i)
     if (u.blockOut[i] % u.heads[i]) c.fail("block_out_channels[" + std::to_string(i) + "] is not a multiple of its heads");
   // Keys that change the computation in ways the graph does not implement.
@@ -195,8 +197,7 @@ VaeConfig loadVaeConfig(const std::string& path) {
   if (up.size() != v.blockOut.size()) c.fail("up_block_types needs one entry per block_out_channels entry");
   for (const auto& t : up)
     if (t != "UpDecoderBlock2D") c.fail("up block type '" + t + "' is not supported");
-  for (int64_t b : v.blockOut)
-    if (b % v.groups) c.fail("block_out_channels " + std::to_string(b) + " is not a multiple of norm_num_groups");
+  requireGroupsDivide(c, v.blockOut, v.groups);
   c.requireOneOf("act_fn", {"silu"});
   if (c.has("shift_factor")) c.fail("shift_factor is not supported (SD 1.x/2.x VAEs have none)");
   if (c.has("latents_mean") || c.has("latents_std")) c.fail("latents_mean/latents_std are not supported");

@@ -1,21 +1,18 @@
 #include "pipeline/run/sd_pipeline.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
 namespace {
 
 nlohmann::json readJson(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open the model config");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  if (!readFile(path, text)) throw Error(path + ": cannot open the model config");
   try {
-    return nlohmann::json::parse(ss.str());
+    return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(path + ": not valid JSON: " + e.what());
   }

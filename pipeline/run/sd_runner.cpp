@@ -1,21 +1,17 @@
 #include "pipeline/run/sd_runner.h"
 
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "pipeline/guidance.h"
+#include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
 
 std::string defaultSchedulerName(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(path + ": cannot open the scheduler config");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  std::string text;
+  if (!readFile(path, text)) throw Error(path + ": cannot open the scheduler config");
   const std::pair<const char*, const char*> names[] = {{"\"PNDMScheduler\"", "pndm"},
                                                        {"\"DDIMScheduler\"", "ddim"},
                                                        {"\"EulerDiscreteScheduler\"", "euler"},
