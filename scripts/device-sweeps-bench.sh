@@ -147,10 +147,15 @@ DEADLINE=${DEADLINE:-220}
 # 6. sdspeed-bench against PyTorch: every family with a PyTorch counterpart.
 cp "$W"/tuned/*.yaml configs/tuned/
 log "bench-vs-pytorch"
-# The GroupNorm subset, the token ops, the Linear layers and the convolutions (attention
-# was compared in visit 2; its flash kernel is timed by the sweep above instead).
-INSTANCES="bench/instances/sd15-512-groupnorm.txt bench/instances/sd15-512-tokens.txt bench/instances/sd15-512-linear.txt bench/instances/sd15-512-conv.txt" \
-SHAPES= OUT="$W/bench" BENCH=$BENCH TIMEOUT=${BENCH_TIMEOUT:-140} MIN_TIME=0.05 PEER_ONLY= $GPUCPU bash scripts/bench-vs-pytorch > "$W/bench-vs-pytorch.txt" 2>&1
+# Every family with a PyTorch counterpart: the GroupNorm subset, the token ops, the
+# Linear layers, the convolutions, attention (its flash kernel changed since visit 2)
+# and the elementwise helpers.
+INSTANCES=""
+for f in groupnorm tokens linear conv attention elementwise; do
+  [ -f bench/instances/sd15-512-$f.txt ] && INSTANCES="$INSTANCES bench/instances/sd15-512-$f.txt"
+done
+INSTANCES="$INSTANCES" \
+SHAPES= OUT="$W/bench" BENCH=$BENCH TIMEOUT=${BENCH_TIMEOUT:-170} MIN_TIME=0.05 PEER_ONLY= $GPUCPU bash scripts/bench-vs-pytorch > "$W/bench-vs-pytorch.txt" 2>&1
 log "bench-vs-pytorch exit $?"
 # 7. Complete the GPU recordings if phase a ran out of time (every measured point is reused).
 recordings -b
