@@ -13,7 +13,10 @@
 #     sdspeed-bench against PyTorch over every family PyTorch has (scripts/
 #     bench-vs-pytorch), completes the GPU recordings, waits for the PoCL recordings and
 #     packs everything.
-# DEADLINE (seconds into the call; a: 540, b: 220) cuts the steps so the call ends in time.
+#   bash scripts/device-sweeps-bench.sh c   (optional, device time permitting)
+#     tunes the families the H200 database lacks, then GroupNorm at every SD 1.5 instance.
+# DEADLINE (seconds into the call, default 540; pass it for each phase: a 520, b 530,
+# c what is left) cuts the steps so the call ends in time.
 # Work folder /tmp/visit (kept between the calls); results: $OUT/visit-<phase>.tgz and
 # $OUT/summary-<phase>.txt. Each step runs under `timeout`, so a slow one cannot eat the
 # call; the step's command line, output and exit status go to its log.
@@ -139,11 +142,33 @@ EOF
   exit 0
 fi
 
+# Phase c (optional, when device time is left after b): tune the families the H200
+# database has no entries for, at their SD 1.5 instances (the shape set; softmax, binary
+# and reshape are not in the pipeline's graph: one bench instance each), exhaustive
+# within a few seconds per instance, then GroupNorm's 25 instances with a random budget.
+if [ "$PHASE" = c ]; then
+  build || exit 1
+  devices
+  [ -d "$W/tuned" ] || { mkdir -p "$W/tuned" && cp configs/tuned/*.yaml "$W/tuned/"; }
+  T="tune --device $GPU --min-ms 5 --llc-mib 60 --threads 8 --db-dir $W/tuned --sweep-dir $W/sweeps-work"
+  S=configs/shapes/sd15-512.yaml
+  for fam in layernorm activation upsample concat embedding timestep; do
+    run tune-$fam.txt 40 $T --strategy exhaustive --seconds 5 --op $fam --shapes $S
+  done
+  run tune-softmax.txt 25 $T --strategy exhaustive --seconds 10 --op softmax --shape 16x1024x1x1024 --attrs scale=0.111803
+  run tune-binary.txt 25 $T --strategy exhaustive --seconds 10 --op binary --shape 2x320x64x64 --attrs fn=add
+  run tune-reshape.txt 25 $T --strategy exhaustive --seconds 10 --op reshape --shape 2x1920x1x4096 --attrs h=1
+  run tune-groupnorm-sd15.txt 200 $T --strategy random --budget 40 --seconds 6 --op groupnorm --shapes $S
+  { cat "$W/progress-c.txt"; for f in "$W"/tune-*.txt; do echo "== $(basename $f)"; grep -E 'measured|exit' "$f"; done; } > "$OUT/summary-c.txt"
+  tar czf "$OUT/visit-c.tgz" -C "$W" --exclude='pocl-warm*' . 2>/dev/null
+  cat "$OUT/summary-c.txt"
+  exit 0
+fi
+
 # Phase b.
 build || exit 1
 devices
 [ -d "$W/tuned" ] || { mkdir -p "$W/tuned" && cp configs/tuned/*.yaml "$W/tuned/"; }
-DEADLINE=${DEADLINE:-220}
 # 6. sdspeed-bench against PyTorch: every family with a PyTorch counterpart.
 cp "$W"/tuned/*.yaml configs/tuned/
 log "bench-vs-pytorch"
