@@ -88,6 +88,60 @@ if len(recs) == 1:
     check(recs[0]["bytes"] == 4 * (2 * 4096 * 320 + 2560 * 320 + 2560 + 2 * 4096 * 1280),
           "gemm bytes %d" % recs[0]["bytes"])
 
+# The elementwise families: every line of the instance file parses and prints back as
+# written (canonical: attributes sorted, all written); tensors and sdspeed's minBytes.
+elementwise = os.path.join(src, "bench", "instances", "sd15-512-elementwise.txt")
+with open(elementwise) as f:
+    want = [l.strip() for l in f if l.strip() and not l.startswith("#")]
+out = run(os.path.join(peers, "pytorch_ops.py"), "--dry-run", "--instances", elementwise)
+recs = {r["instance"]: r for r in (json.loads(l) for l in out.splitlines())}
+check(list(recs) == want, "elementwise instances: %s\nwant: %s" % (list(recs), want))
+check({w.split()[0] for w in want} == {"binary", "upsample", "concat", "reshape", "embedding", "timestep"},
+      "elementwise families: %s" % sorted({w.split()[0] for w in want}))
+r = recs.get("concat 2x640x64x64 c2=320 f32.buffer.nchw")
+# a 2x640x64x64 + b 2x320x64x64 + y 2x960x64x64, f32: 4 * 4096 * 2 * (640 + 320 + 960) = 62914560.
+check(r and r["bytes"] == 62914560 and r["output"] == [2, 960, 64, 64], "concat record %s" % r)
+r = recs.get("embedding 2x768x1x77 positions=77 vocab=49408 f32.buffer.nchw")
+# EmbeddingFamily::minBytes, all f32: ids 2*77 = 154, the token rows read min(154, 49408) = 154
+# and 77 position rows of 768, the output 2*768*77 = 118272:
+# 4 * (154 + (154 + 77) * 768 + 118272) = 4 * (154 + 177408 + 118272) = 1183336 (not the 152 MB table).
+check(r and r["bytes"] == 1183336 and r["output"] == [2, 77, 768] and r["inputs"]["tok"] == [49408, 768],
+      "embedding record %s" % r)
+r = recs.get("binary 2x320x64x64 broadcast=1 fn=add f32.buffer.nchw")
+# a and y 2x320x64x64 (2621440 each), b 2x320x1x1 (640): 4 * (2 * 2621440 + 640) = 20974080.
+check(r and r["bytes"] == 20974080 and r["inputs"]["b"] == [2, 320, 1, 1], "binary record %s" % r)
+r = recs.get("timestep 2x320x1x1 flip_sin_to_cos=1 freq_shift=0 f32.buffer.nchw")
+check(r and r["bytes"] == 4 * (2 + 2 * 320) and r["output"] == [2, 320], "timestep record %s" % r)
+r = recs.get("reshape 2x320x64x64 h=1 f32.buffer.nchw")
+check(r and r["output"] == [2, 320, 1, 4096] and r["bytes"] == 2 * 4 * 2621440, "reshape record %s" % r)
+
+# Defaults completed as sdspeed's makeProblem does; f16 runs keep the parameter buffers
+# (t, ids, tables) in f32; sdspeed's attribute rules.
+out = run(os.path.join(peers, "pytorch_ops.py"), "--dry-run", "binary 2x3x4x5", "upsample 1x3x4x5",
+          "concat 1x3x4x5", "reshape 2x6x3x10 h=5", "embedding 2x6x1x5 vocab=3 positions=7",
+          "timestep 3x7x1x1 freq_shift=1.0 flip_sin_to_cos=0", "timestep 2x320x1x1 f16.buffer.nchw")
+recs = [json.loads(l) for l in out.splitlines()]
+check([r["instance"] for r in recs] == [
+    "binary 2x3x4x5 broadcast=0 fn=add f32.buffer.nchw",
+    "upsample 1x3x4x5 scale=2 f32.buffer.nchw",
+    "concat 1x3x4x5 c2=3 f32.buffer.nchw",
+    "reshape 2x6x3x10 h=5 f32.buffer.nchw",
+    "embedding 2x6x1x5 positions=7 vocab=3 f32.buffer.nchw",
+    "timestep 3x7x1x1 flip_sin_to_cos=0 freq_shift=1 f32.buffer.nchw",
+    "timestep 2x320x1x1 flip_sin_to_cos=1 freq_shift=0 f16.buffer.nchw",
+], "defaulted instances: %s" % [r["instance"] for r in recs])
+if len(recs) == 7:
+    check(recs[1]["output"] == [1, 3, 8, 10], "upsample output %s" % recs[1]["output"])
+    check(recs[3]["output"] == [2, 6, 5, 6], "reshape output %s" % recs[3]["output"])
+    # vocab 3 < B*S = 10: 3 token rows; 4 * (10 + (3 + 5) * 6 + 2 * 6 * 5) = 472.
+    check(recs[4]["bytes"] == 472, "small embedding bytes %d" % recs[4]["bytes"])
+    check(recs[6]["bytes"] == 4 * 2 + 2 * 2 * 320, "f16 timestep bytes %d" % recs[6]["bytes"])
+for bad in ("binary 1x4x2x2 fn=sub", "upsample 1x4x2x2 scale=0", "reshape 1x4x3x5 h=2",
+            "embedding 1x8x1x9 positions=7", "timestep 2x8x1x1 freq_shift=4"):
+    r = subprocess.run([sys.executable, os.path.join(peers, "pytorch_ops.py"), "--dry-run", bad],
+                       capture_output=True, text=True)
+    check(r.returncode != 0 and "Error" in r.stderr, "'%s' was accepted: %s" % (bad, r.stdout))
+
 for f in failures:
     print("FAIL:", f)
 print("test_peers: %d failure(s)" % len(failures))

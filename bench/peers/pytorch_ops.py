@@ -35,6 +35,25 @@ dtype: PyTorch uses its own contiguous layouts, tokens as [B, S, C]):
       padding P (default K // 2), + temb [N, O, 1, 1] + residual [N, O, Ho, Wo];
       cuDNN without TF32, cudnn.benchmark on (cuDNN times its algorithms once per
       shape and keeps the fastest, as a tuned inference setup would).
+  binary NxCxHxW broadcast=0|1 fn=add|mul ...
+      a + b or a * b on NCHW; broadcast=1: b is [N, C, 1, 1] (the ResNet time-
+      embedding add, diffusers' hidden + temb[:, :, None, None]), else a's shape.
+  upsample NxCxHxW scale=F ...      F.interpolate(x, scale_factor=F, mode="nearest")
+      (diffusers Upsample2D), x [N, C, H, W] -> [N, C, F*H, F*W].
+  concat NxCxHxW c2=C2 ...          torch.cat([a, b], dim=1), a [N, C, H, W],
+      b [N, C2, H, W] (the UNet's skip connections; c2 defaults to C).
+  reshape NxCxHxW h=H2 ...          sdspeed's copy of the logical NCHW array into
+      [N, C, H2, H*W/H2] (image <-> tokens; free in buffer storage, a copy kernel in
+      image2d): x.reshape(N, C, H2, H*W // H2).clone(), the same bytes copied.
+  embedding BxCx1xS positions=P vocab=V ...
+      CLIP's input embeddings: F.embedding(ids, tok) + pos[:S], ids [B, S] (int64,
+      uniform in [0, V)), tok [V, C], pos [P, C] -> [B, S, C]. Bytes as sdspeed counts
+      them: the ids, the token rows they select (at most B*S), S position rows and the
+      output, not the whole token table; ids and tables as f32 parameters.
+  timestep Bxdimx1x1 flip_sin_to_cos=0|1 freq_shift=S ...
+      diffusers' get_timestep_embedding(t, dim, flip_sin_to_cos, S) (scale 1,
+      max_period 10000) on t [B] (f32, in [0.5, 999.5]), -> [B, dim] (cast to the
+      instance's dtype, as diffusers' UNet does); t an f32 parameter.
 Given as arguments, one per line in --instances FILE, or from a shape-set YAML
 (--shapes; PyYAML if installed, else a reader for the one-line flow mappings that
 configs/shapes/*.yaml use), whose attributes are completed with sdspeed's defaults
@@ -62,8 +81,31 @@ DEFAULTS = {
     "attention": {"causal": "0", "heads": "1", "mask": "0"},  # kv defaults to S
     "gemm": {"bias": "1", "epilogue": "none", "residual": "0"},  # n is required
     "conv": {"bias": "1", "k": "3", "residual": "0", "stride": "1", "temb": "0"},  # cout: C, pad: k // 2
+    # The elementwise helper families (kernels/<family>/<family>_family.cpp makeProblem).
+    "binary": {"broadcast": "0", "fn": "add"},
+    "upsample": {"scale": "2"},
+    "concat": {},  # c2: C
+    "reshape": {"h": "1"},
+    "embedding": {"positions": "77", "vocab": "49408"},  # CLIP ViT-L/14
+    "timestep": {"flip_sin_to_cos": "1", "freq_shift": "0"},  # SD 1.5's Timesteps(320, True, 0)
 }
 TEXT_ATTRS = {"fn", "epilogue"}  # not numbers
+# Integer attributes sdspeed reads with AttrReader::getInt and prints with
+# std::to_string, as (low, high); per family (softmax's scale is a float, upsample's not).
+INT_ATTRS = {
+    "binary": {"broadcast": (0, 1)},
+    "upsample": {"scale": (1, 8)},
+    "concat": {"c2": (1, 1 << 20)},
+    "reshape": {"h": (1, None)},  # high: H*W
+    "embedding": {"vocab": (1, 1 << 24), "positions": (1, 1 << 20)},
+    "timestep": {"flip_sin_to_cos": (0, 1)},
+}
+# Float attributes sdspeed prints with attrText (the shortest %.Ng that reads back).
+EXACT_ATTRS = {"timestep": {"freq_shift"}}
+CHOICES = {"binary": {"fn": ("add", "mul")}}
+# Tensors sdspeed keeps as f32 parameter buffers whatever the run's dtype (slots with
+# activation=false), for the byte count; PyTorch gets ids as int64 and t as f32.
+PARAM_TENSORS = {"embedding": {"ids", "tok", "pos"}, "timestep": {"t"}}
 FORMATS = re.compile(r"^(f32|f16)\.(buffer|image2d)\.(nchw|nc4hw4)$")
 MAX_ROTATIONS = 64
 
@@ -75,6 +117,27 @@ def canonical_number(text):
     except ValueError:
         return text
     return "%g" % value
+
+
+def attr_text(value):
+    """sdspeed's attrText: the shortest %.Ng (N = 1..17) that reads back exactly."""
+    for prec in range(1, 18):
+        text = "%.*g" % (prec, value)
+        if float(text) == value:
+            break
+    return text
+
+
+def canonical_int(family, name, text, low, high):
+    """sdspeed's AttrReader::getInt: an integer in [low, high], printed plainly."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not re.match(r"^-?[0-9]+$", text) or value < low or (high is not None and value > high):
+        raise ValueError("bad %s attribute %s=%s (want an integer in [%d, %s])"
+                         % (family, name, text, low, high if high is not None else "..."))
+    return str(value)
 
 
 class Instance:
@@ -94,8 +157,28 @@ class Instance:
         if family == "conv":
             merged.setdefault("cout", str(shape[1]))
             merged.setdefault("pad", str(int(merged["k"]) // 2))
-        self.attrs = {k: (v if k in TEXT_ATTRS else canonical_number(v)) for k, v in merged.items()}
+        if family == "concat":
+            merged.setdefault("c2", str(shape[1]))
+        ints, exact = INT_ATTRS.get(family, {}), EXACT_ATTRS.get(family, set())
+        attrs = {}
+        for k, v in merged.items():
+            if k in TEXT_ATTRS:
+                attrs[k] = v
+            elif k in ints:
+                attrs[k] = canonical_int(family, k, v, *ints[k])
+            elif k in exact:
+                try:
+                    attrs[k] = attr_text(float(v))
+                except ValueError:
+                    raise ValueError("bad %s attribute %s=%s (want a number)" % (family, k, v)) from None
+            else:
+                attrs[k] = canonical_number(v)
+        for k, choices in CHOICES.get(family, {}).items():
+            if attrs[k] not in choices:
+                raise ValueError("bad %s attribute %s=%s (known: %s)" % (family, k, attrs[k], ", ".join(choices)))
+        self.attrs = attrs
         self.format = fmt
+        check_elementwise(self)
 
     @property
     def dtype_name(self):
@@ -133,6 +216,24 @@ def parse_shape(text):
     if len(dims) != 4 or min(dims) <= 0:
         raise ValueError("bad shape '%s' (want NxCxHxW)" % text)
     return dims
+
+
+def check_elementwise(inst):
+    """The shape rules of sdspeed's makeProblem for the elementwise helper families."""
+    n, c, h, w = inst.shape
+    a = inst.attrs
+    if inst.family == "reshape" and (h * w) % int(a["h"]):
+        raise ValueError("bad reshape attribute h=%s: does not divide H*W = %d" % (a["h"], h * w))
+    if inst.family == "embedding":
+        if h != 1:
+            raise ValueError("embedding: the output is a token tensor [B, C, 1, S]: " + inst.text())
+        if w > int(a["positions"]):
+            raise ValueError("embedding: %d tokens but positions=%s" % (w, a["positions"]))
+    if inst.family == "timestep":
+        if h != 1 or w != 1:
+            raise ValueError("timestep: the output is [B, dim, 1, 1]: " + inst.text())
+        if not c // 2 - float(a["freq_shift"]) > 0:
+            raise ValueError("timestep: dim / 2 - freq_shift must be positive: " + inst.text())
 
 
 def read_shape_set(path):
@@ -223,13 +324,53 @@ def tensors_of(inst):
         if a["residual"] != "0":
             ins.append(("residual", (n, cout, ho, wo)))
         return ins, (n, cout, ho, wo)
+    if inst.family == "binary":
+        b_shape = (n, c, 1, 1) if a["broadcast"] != "0" else (n, c, h, w)
+        return [("a", (n, c, h, w)), ("b", b_shape)], (n, c, h, w)
+    if inst.family == "upsample":
+        s = int(a["scale"])
+        return [("x", (n, c, h, w))], (n, c, h * s, w * s)
+    if inst.family == "concat":
+        c2 = int(a["c2"])
+        return [("a", (n, c, h, w)), ("b", (n, c2, h, w))], (n, c + c2, h, w)
+    if inst.family == "reshape":
+        h2 = int(a["h"])
+        return [("x", (n, c, h, w))], (n, c, h2, h * w // h2)
+    if inst.family == "embedding":  # y is B x C x 1 x S: tokens [B, S, C]
+        return [("ids", (n, w)), ("tok", (int(a["vocab"]), c)), ("pos", (int(a["positions"]), c))], (n, w, c)
+    if inst.family == "timestep":  # y is B x dim x 1 x 1
+        return [("t", (n,))], (n, c)
     raise ValueError(inst.family)
 
 
 def bytes_per_run(inst):
+    """sdspeed's Family::minBytes: every input and the output once, activations in the
+    run's dtype, parameter buffers of PARAM_TENSORS in f32; the embedding counts only
+    the token rows it reads (EmbeddingFamily::minBytes)."""
     ins, out = tensors_of(inst)
     size = 2 if inst.dtype_name == "float16" else 4
-    return size * (sum(math.prod(s) for _, s in ins) + math.prod(out))
+    params = PARAM_TENSORS.get(inst.family, set())
+    if inst.family == "embedding":
+        b, s = ins[0][1]
+        rows = min(b * s, int(inst.attrs["vocab"]))
+        return 4 * (b * s + (rows + s) * out[2]) + size * math.prod(out)
+    return sum((4 if name in params else size) * math.prod(shape) for name, shape in ins) + size * math.prod(out)
+
+
+def make_inputs(inst, torch, device, dtype):
+    """One set of the run's inputs: normal random activations and tables; token ids
+    uniform in [0, vocab) (int64); timesteps uniform in [0.5, 999.5) (f32), as sdspeed's
+    makeInputs draws them."""
+    ins, _ = tensors_of(inst)
+    out = []
+    for name, shape in ins:
+        if inst.family == "embedding" and name == "ids":
+            out.append(torch.randint(0, int(inst.attrs["vocab"]), shape, device=device, dtype=torch.long))
+        elif inst.family == "timestep" and name == "t":
+            out.append(torch.rand(*shape, device=device, dtype=torch.float32) * 999.0 + 0.5)
+        else:
+            out.append(torch.randn(*shape, device=device, dtype=dtype))
+    return out
 
 
 def rotations_for(bytes_run, llc_bytes):
@@ -338,6 +479,45 @@ def op_functions(inst, torch, F):
             return y
 
         return [("conv", conv)]
+    if fam == "binary":
+        if a["fn"] == "mul":
+            return [("binary", lambda x, b: x * b)]
+        return [("binary", lambda x, b: x + b)]
+    if fam == "upsample":
+        scale = float(a["scale"])
+        return [("upsample", lambda x: F.interpolate(x, scale_factor=scale, mode="nearest"))]
+    if fam == "concat":
+        return [("concat", lambda x, b: torch.cat([x, b], dim=1))]
+    if fam == "reshape":
+        _, out = tensors_of(inst)
+        # reshape of a contiguous tensor is a view; clone() makes the copy sdspeed's kernel does.
+        return [("reshape", lambda x: x.reshape(out).clone())]
+    if fam == "embedding":
+        s_len = inst.shape[3]
+        # transformers' CLIPTextEmbeddings: token_embedding(ids) + position_embedding(0..S-1);
+        # the positions 0..S-1 are a slice of the table, no gather needed.
+        return [("embedding", lambda ids, tok, pos: F.embedding(ids, tok) + pos[:s_len])]
+    if fam == "timestep":
+        dim = inst.shape[1]
+        flip, shift = a["flip_sin_to_cos"] != "0", float(a["freq_shift"])
+        dtype = getattr(torch, inst.dtype_name)
+
+        def get_timestep_embedding(timesteps):  # diffusers.models.embeddings, scale 1, max_period 10000
+            half_dim = dim // 2
+            exponent = -math.log(10000) * torch.arange(start=0, end=half_dim, dtype=torch.float32,
+                                                       device=timesteps.device)
+            exponent = exponent / (half_dim - shift)
+            emb = torch.exp(exponent)
+            emb = timesteps[:, None].float() * emb[None, :]
+            emb = 1 * emb  # scale * emb: diffusers runs it with scale = 1
+            emb = torch.cat([torch.sin(emb), torch.cos(emb)], dim=-1)
+            if flip:
+                emb = torch.cat([emb[:, half_dim:], emb[:, :half_dim]], dim=-1)
+            if dim % 2 == 1:
+                emb = F.pad(emb, (0, 1, 0, 0))
+            return emb.to(dtype)  # the UNet's t_emb.to(dtype=sample.dtype)
+
+        return [("timestep", get_timestep_embedding)]
     raise ValueError(fam)
 
 
@@ -446,11 +626,9 @@ def main(argv=None):
     try:
         for inst in instances:
             dtype = getattr(torch, inst.dtype_name)
-            ins, _ = tensors_of(inst)
             rotations = rotations_for(bytes_per_run(inst), llc_bytes)
             with torch.no_grad():
-                input_sets = [[torch.randn(*shape, device=device, dtype=dtype) for _, shape in ins]
-                              for _ in range(rotations)]
+                input_sets = [make_inputs(inst, torch, device, dtype) for _ in range(rotations)]
                 for op, fn in op_functions(inst, torch, F):
                     graphs = not args.no_graphs
                     try:
