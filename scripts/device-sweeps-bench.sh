@@ -1,27 +1,29 @@
 #!/usr/bin/env bash
-# Device visit for issues #4, #6 and #7 on an nvidia-h200 machine, in two calls of at
-# most 10 minutes on the same warm machine (the second right after the first):
+# Device visit for issues #6 and #7 on an nvidia-h200 machine, in calls of at most 10
+# minutes on the same warm machine (each right after the one before):
 #   bash scripts/device-sweeps-bench.sh a
 #     build sdspeed + sdspeed-bench; start the PoCL recordings in the background
 #     (setsid, CPU cores 8-15, PoCL limited to 8 threads); on the GPU (host side on cores
-#     0-7): sdspeed check of layernorm, softmax, activation and the elementwise helpers
-#     (quick set, then --full); the exhaustive flash sweep at S = L = 4096, D = 40 in
-#     NCHW and NC4HW4; the standalone GEGLU against a copy of the same bytes; the
+#     0-7): the exhaustive flash sweep at S = L = 4096, D = 40 in NCHW and NC4HW4; the
 #     exhaustive replay recordings of groupnorm (at 2x320x64x64: the H200 database's
-#     GroupNorm entry), attention and gemm.
+#     GroupNorm entry), attention (the UNet's D = 80 self-attention, NC4HW4) and gemm; a
+#     random search of the D = 160 self-attention (NC4HW4). SKIP_DONE=0 also runs visit 2's
+#     checks of the small families and the GEGLU-against-copy bench.
 #   bash scripts/device-sweeps-bench.sh b
-#     sdspeed-bench against PyTorch over every family PyTorch has (scripts/
-#     bench-vs-pytorch), completes the GPU recordings, waits for the PoCL recordings and
-#     packs everything.
+#     sdspeed-bench against PyTorch over every family (scripts/bench-vs-pytorch), completes
+#     the GPU recordings, waits for the PoCL recordings and packs everything.
 #   bash scripts/device-sweeps-bench.sh c   (optional, device time permitting)
-#     tunes the families the H200 database lacks, then GroupNorm at every SD 1.5 instance.
+#     tunes the families the H200 database lacks at the bench's instances, then GroupNorm
+#     at every SD 1.5 instance.
 # DEADLINE (seconds into the call, default 540; pass it for each phase: a 520, b 530,
 # c what is left) cuts the steps so the call ends in time.
 # Work folder /tmp/visit (kept between the calls); results: $OUT/visit-<phase>.tgz and
 # $OUT/summary-<phase>.txt. Each step runs under `timeout`, so a slow one cannot eat the
 # call; the step's command line, output and exit status go to its log.
 set -uo pipefail
-PHASE=${1:?usage: device-sweeps-bench.sh a|b}
+shopt -s nullglob  # a summary loop over logs a phase did not write prints nothing
+PHASE=${1:?usage: device-sweeps-bench.sh a|b|c}
+case "$PHASE" in a|b|c) ;; *) echo "usage: device-sweeps-bench.sh a|b|c (got '$PHASE')"; exit 2;; esac
 OUT=${OUT:-$PWD/out}
 W=/tmp/visit
 mkdir -p "$W" "$OUT"
@@ -29,6 +31,9 @@ export SDSPEED_CACHE_DIR=/tmp/sdspeed-cache
 # The device copy has no usable .git: the commit comes from .device-commit
 # (`git rev-parse --short=12 HEAD > .device-commit` before the visit).
 [ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
+if [ -d .git ] && [ -n "${SDSPEED_COMMIT:-}" ] && ! git rev-parse --short=12 HEAD 2>/dev/null | grep -q "^${SDSPEED_COMMIT:0:7}"; then
+  echo "warning: .device-commit ($SDSPEED_COMMIT) is not HEAD ($(git rev-parse --short=12 HEAD)): rewrite it before the visit"
+fi
 BIN=${BIN:-build-dev/cli/sdspeed}
 BENCH=${BENCH:-build-dev/bench/sdspeed-bench}
 GPUCPU="taskset -c ${GPU_CORES:-0-7}"  # the GPU side's host work
@@ -143,23 +148,34 @@ EOF
 fi
 
 # Phase c (optional, when device time is left after b): tune the families the H200
-# database has no entries for, at their SD 1.5 instances (the shape set; softmax, binary
-# and reshape are not in the pipeline's graph: one bench instance each), exhaustive
-# within a few seconds per instance, then GroupNorm's 25 instances with a random budget.
+# database has no entries for, at the bench's instances (bench/instances/sd15-512-tokens.txt
+# and -elementwise.txt, one instance per line), exhaustive within a few seconds each,
+# then GroupNorm at the shape set's 25 instances with a random budget. The checked-in
+# sweeps seed the work folder: `tune` rebuilds an instance's database entry from the
+# sweep folder it is given, so the exhaustive GroupNorm recording must be in it.
 if [ "$PHASE" = c ]; then
   build || exit 1
   devices
   [ -d "$W/tuned" ] || { mkdir -p "$W/tuned" && cp configs/tuned/*.yaml "$W/tuned/"; }
-  T="tune --device $GPU --min-ms 5 --llc-mib 60 --threads 8 --db-dir $W/tuned --sweep-dir $W/sweeps-work"
-  S=configs/shapes/sd15-512.yaml
-  for fam in layernorm activation upsample concat embedding timestep; do
-    run tune-$fam.txt 40 $T --strategy exhaustive --seconds 5 --op $fam --shapes $S
+  mkdir -p "$W/sweeps-work/nvidia-h200-580"
+  for f in results/sweeps/nvidia-h200-580/*.csv; do
+    [ -e "$W/sweeps-work/nvidia-h200-580/$(basename "$f")" ] || cp "$f" "$W/sweeps-work/nvidia-h200-580/"
   done
-  run tune-softmax.txt 25 $T --strategy exhaustive --seconds 10 --op softmax --shape 16x1024x1x1024 --attrs scale=0.111803
-  run tune-binary.txt 25 $T --strategy exhaustive --seconds 10 --op binary --shape 2x320x64x64 --attrs fn=add
-  run tune-reshape.txt 25 $T --strategy exhaustive --seconds 10 --op reshape --shape 2x1920x1x4096 --attrs h=1
-  run tune-groupnorm-sd15.txt 200 $T --strategy random --budget 40 --seconds 6 --op groupnorm --shapes $S
-  { cat "$W/progress-c.txt"; for f in "$W"/tune-*.txt; do echo "== $(basename $f)"; grep -E 'measured|exit' "$f"; done; } > "$OUT/summary-c.txt"
+  T="tune --device $GPU --min-ms 5 --llc-mib 60 --threads 8 --db-dir $W/tuned --sweep-dir $W/sweeps-work"
+  n=0
+  # An instance line: "family NxCxHxW k=v ... storage" -> --op, --shape, --attrs, --storage.
+  grep -h -v -e '^#' -e '^[[:space:]]*$' bench/instances/sd15-512-tokens.txt bench/instances/sd15-512-elementwise.txt |
+    grep -v -E '^(gemm|attention|groupnorm|conv) ' > "$W/instances-c.txt"
+  while read -r fam shape rest; do
+    words=($rest); storage=${words[-1]}; attrs=$(IFS=,; echo "${words[*]:0:${#words[@]}-1}")
+    n=$((n + 1))
+    run tune-c$n-$fam.txt 25 $T --strategy exhaustive --seconds 8 --op "$fam" --shape "$shape" \
+      ${attrs:+--attrs "$attrs"} --storage "$storage" < /dev/null
+  done < "$W/instances-c.txt"
+  run tune-groupnorm-sd15.txt 200 $T --strategy random --budget 40 --seconds 6 --op groupnorm \
+    --shapes configs/shapes/sd15-512.yaml
+  { cat "$W/progress-c.txt"; for f in "$W"/tune-c[0-9]*.txt "$W"/tune-groupnorm-sd15.txt; do
+      echo "== $(basename $f)"; grep -E 'measured|exit' "$f"; done; } > "$OUT/summary-c.txt"
   tar czf "$OUT/visit-c.tgz" -C "$W" --exclude='pocl-warm*' . 2>/dev/null
   cat "$OUT/summary-c.txt"
   exit 0
@@ -190,5 +206,5 @@ log "PoCL done: $([ -e "$W/pocl.done" ] && echo yes || echo NO)"
 { cat "$W/progress-a.txt" "$W/progress-b.txt" "$W/pocl-progress.txt" 2>/dev/null
   for f in "$W"/tune-rec-*-b.txt "$W"/pocl-tune-*.txt; do echo "== $(basename $f)"; grep -E 'measured|exit' "$f"; done
   grep -E 'exit status' "$W/bench/run.log"; } > "$OUT/summary-b.txt"
-tar czf "$OUT/visit-b.tgz" -C "$W" --exclude='pocl-warm' . 2>/dev/null
+tar czf "$OUT/visit-b.tgz" -C "$W" --exclude='pocl-warm*' . 2>/dev/null
 cat "$OUT/summary-b.txt"; tail -60 "$W/bench/comparison.md" 2>/dev/null

@@ -118,7 +118,14 @@ def make_table(context, sdspeed, pytorch, torch_versions, devices, skipped):
         words = best["label"].split(" ")  # "params=tuned|default POINT ..." (sdspeed-bench)
         variant = best["variant"]
         if len(words) >= 2 and words[0].startswith("params="):
-            variant += " (%s %s)" % (words[0][len("params="):], words[1])
+            # "source=" says where tuned parameters came from: the instance's own entry
+            # (exact) or a fallback (nearest shape, device default: another instance's).
+            source = " ".join(words[2:]).split("source=", 1)[1] if "source=" in best["label"] else "exact"
+            source = "nearest shape" if source.startswith("nearest") else source.split(" (")[0].strip()
+            how = words[0][len("params="):]
+            if how == "tuned" and source != "exact":
+                how = "tuned: %s," % source
+            variant += " (%s %s)" % (how, words[1])
         lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
             family, shape, variant, fmt_us(best["median_us"]), fmt_us(peer_us), ratio,
             ceiling_fraction(best, context)))
