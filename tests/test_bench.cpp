@@ -113,7 +113,18 @@ TEST_F(Bench, EveryInstanceAndVariantWithCountersAndContext) {
     EXPECT_TRUE(std::regex_match(ctx.value(std::string("source_hash_") + fam, ""), std::regex("[0-9a-f]{12}"))) << fam;
   EXPECT_EQ(ctx.value("shapes", ""), kShapes);
   const bool haveCeil = fs::exists(kSource + "/configs/devices/" + key + ".yaml");
-  const bool haveDb = fs::exists(kSource + "/configs/tuned/" + key + ".yaml");
+  const std::string dbPath = kSource + "/configs/tuned/" + key + ".yaml";
+  const bool haveDb = fs::exists(dbPath);
+  // The families this device's checked-in database has entries for: their variants run
+  // tuned parameters (exact or a fallback), the others their declared defaults.
+  std::set<std::string> tunedFamilies;
+  if (haveDb) {
+    std::ifstream db(dbPath);
+    const std::regex entry("^\\s*- instance: ([a-z_]+) .*");
+    std::smatch m;
+    for (std::string line; std::getline(db, line);)
+      if (std::regex_match(line, m, entry)) tunedFamilies.insert(m[1]);
+  }
   EXPECT_EQ(ctx.contains("copy_gb_per_s"), haveCeil);
 
   const auto benches = byName(r.report);
@@ -133,11 +144,10 @@ TEST_F(Bench, EveryInstanceAndVariantWithCountersAndContext) {
     const double us = b.at("real_time").get<double>();
     EXPECT_GT(us, 0);
     EXPECT_GT(b.at("iterations").get<double>(), 0);
-    // Label: params=tuned|default and the point; groupnorm is tuned when this device
-    // has a database (the repository's PoCL one holds groupnorm entries only).
+    // Label: params=tuned|default and the point.
     const std::string label = b.value("label", "");
-    const bool isGroupNorm = name.rfind("groupnorm/", 0) == 0;
-    EXPECT_EQ(label.rfind(isGroupNorm && haveDb ? "params=tuned " : "params=default ", 0), 0u) << label;
+    const bool tuned = tunedFamilies.count(name.substr(0, name.find('/'))) > 0;
+    EXPECT_EQ(label.rfind(tuned ? "params=tuned " : "params=default ", 0), 0u) << label;
     EXPECT_NE(label.find("WG="), std::string::npos) << label;
     // Rates over the iteration (manual) time, from the op's bytes and FLOPs.
     const double bytes = b.at("bytes").get<double>(), flops = b.at("flops").get<double>();
