@@ -361,6 +361,28 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   EXPECT_EQ(c.source, "vendor default (pocl-cpu-3: exact)");
 }
 
+// Every checked-in database (configs/tuned/) loads, is named by its device key, and
+// names only known variants with parameter points their variants accept: a hand edit or
+// a merge of visit results that broke one fails here, not in a pipeline run on the device.
+TEST(TuningDatabase, CheckedInDatabasesLoadWithKnownVariantsAndPoints) {
+  int files = 0;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned")) {
+    if (f.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(f.path().string());
+    ++files;
+    const TuningDatabase db = TuningDatabase::load(f.path().string());
+    EXPECT_EQ(db.deviceKey, f.path().stem().string());
+    EXPECT_FALSE(db.entries().empty());
+    for (const auto& e : db.entries()) {
+      const Family& fam = findFamily(e.instance.family);
+      EXPECT_EQ(e.variants.count(e.best), 1u) << e.instance.text();
+      for (const auto& [name, v] : e.variants)
+        EXPECT_NO_THROW(fam.variant(name).parsePoint(v.params)) << e.instance.text() << " " << name;
+    }
+  }
+  EXPECT_GE(files, 3);
+}
+
 // The tuner issue's claim, on every recording in tests/data/sweeps/<device-key>/<family>.csv
 // (full exhaustive sweeps of one instance, any family, any device; the family is read
 // from the rows, the device key from the folder):
