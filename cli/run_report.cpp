@@ -173,11 +173,12 @@ nlohmann::json RunReport::json() const {
   j["run"] = {{"width", width}, {"height", height}, {"steps", steps}, {"scheduler", scheduler}, {"batch", batch},
               {"seed", seed}, {"format", exec.format.name()}, {"planner", exec.planner}, {"image", image}};
   j["variant_overrides"] = exec.variants;
+  const TimingStats unet = unetStats(r);
   j["time_ms"] = {{"text_encoder", r.textMs},
                   {"unet_steps", r.unetMs},
-                  {"unet_min", unetStats(r).minMs},
-                  {"unet_median", unetStats(r).medianMs},
-                  {"unet_max", unetStats(r).maxMs},
+                  {"unet_min", unet.minMs},
+                  {"unet_median", unet.medianMs},
+                  {"unet_max", unet.maxMs},
                   {"vae_decoder", r.vaeMs},
                   {"total_device", deviceTotalMs()},
                   {"total_wall", r.totalMs},

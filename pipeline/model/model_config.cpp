@@ -10,20 +10,28 @@ namespace {
 
 using json = nlohmann::json;
 
+}  // namespace
+
+json readModelConfigJson(const std::string& path) {
+  std::string text;
+  if (!readFile(path, text)) throw Error(path + ": cannot open the model config");
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    throw Error(path + ": not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) throw Error(path + ": a model config must be a JSON object");
+  return j;
+}
+
+namespace {
+
 // A config.json with typed getters: a missing or null key takes diffusers' default,
 // a present key of the wrong type is an Error naming file and key.
 class Cfg {
  public:
-  explicit Cfg(const std::string& path) : path_(path) {
-    std::string text;
-    if (!readFile(path, text)) throw Error(path + ": cannot open the model config");
-    try {
-      j_ = json::parse(text);
-    } catch (const json::exception& e) {
-      throw Error(path + ": not valid JSON: " + e.what());
-    }
-    if (!j_.is_object()) throw Error(path + ": a model config must be a JSON object");
-  }
+  explicit Cfg(const std::string& path) : path_(path), j_(readModelConfigJson(path)) {}
   bool has(const char* k) const { return j_.contains(k) && !j_[k].is_null(); }
   int64_t integer(const char* k, int64_t def) const {
     if (!has(k)) return def;

@@ -6,10 +6,16 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 namespace sdspeed {
+
+// A model's config.json, parsed: an Error naming the file when it cannot be read, is not
+// JSON or is not an object. (The loaders below read through it; the single-file
+// checkpoint's key map takes the raw JSON.)
+nlohmann::json readModelConfigJson(const std::string& path);
 
 struct UNetConfig {
   std::string path;  // the config.json it came from (for error messages)

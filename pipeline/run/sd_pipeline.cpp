@@ -1,22 +1,9 @@
 #include "pipeline/run/sd_pipeline.h"
 
-#include <nlohmann/json.hpp>
-
-#include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
 namespace {
-
-nlohmann::json readJson(const std::string& path) {
-  std::string text;
-  if (!readFile(path, text)) throw Error(path + ": cannot open the model config");
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(path + ": not valid JSON: " + e.what());
-  }
-}
 
 // Each of b matrices rows x cols -> cols x rows: [B, S, C] (torch's token layout) <->
 // [B, C, 1, S] (the graph's token tensors).
@@ -63,8 +50,8 @@ SdPipeline::~SdPipeline() = default;
 std::unique_ptr<WeightSource> SdPipeline::weightsFor(const std::string& component) const {
   if (src_.random) return randomWeights(src_.seed, component);
   if (!src_.singleFile.empty())
-    return openSingleFileWeights(src_.singleFile, component, readJson(src_.configDir + "/unet/config.json"),
-                                 readJson(src_.configDir + "/vae/config.json"));
+    return openSingleFileWeights(src_.singleFile, component, readModelConfigJson(src_.configDir + "/unet/config.json"),
+                                 readModelConfigJson(src_.configDir + "/vae/config.json"));
   return openFolderWeights(src_.weightsDir, component);
 }
 
