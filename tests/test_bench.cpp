@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "test_support.h"
+#include "tuning/database.h"
 
 using sdspeed_test::TempDir;
 using nlohmann::json;
@@ -119,11 +120,8 @@ TEST_F(Bench, EveryInstanceAndVariantWithCountersAndContext) {
   // tuned parameters (exact or a fallback), the others their declared defaults.
   std::set<std::string> tunedFamilies;
   if (haveDb) {
-    std::ifstream db(dbPath);
-    const std::regex entry("^\\s*- instance: ([a-z_]+) .*");
-    std::smatch m;
-    for (std::string line; std::getline(db, line);)
-      if (std::regex_match(line, m, entry)) tunedFamilies.insert(m[1]);
+    const sdspeed::TuningDatabase db = sdspeed::TuningDatabase::load(dbPath);
+    for (const auto& e : db.entries()) tunedFamilies.insert(e.instance.family);
   }
   EXPECT_EQ(ctx.contains("copy_gb_per_s"), haveCeil);
 
