@@ -87,7 +87,9 @@ ProgressFn progressPrinter() {
       std::cout << "\r\033[K" << line << std::flush;
       if (done == budget) std::cout << "\n";
     } else {
-      std::cout << line << "\n";
+      // Flushed line by line: a log file must keep every line of a sweep that a
+      // timeout kills (a block-buffered log of a killed sweep was empty).
+      std::cout << line << std::endl;
     }
   };
 }
@@ -200,7 +202,8 @@ int cmdTune(const std::vector<std::string>& argv) {
     if (space.empty()) throw Error("the " + fam.name() + " space is empty after constraints on " + dev.name);
     for (const auto& inst : instances) {
       const size_t budget = parseBudget(args.get("budget"), space.size());
-      std::cout << inst.text() << ": " << strategyName << ", " << budget << " of " << space.size() << " points\n";
+      std::cout << inst.text() << ": " << strategyName << ", " << budget << " of " << space.size() << " points"
+                << std::endl;
       auto strategy = makeStrategy(strategyName, space, budget, seed);
       DeviceEvaluator eval(ctx, fam, inst, space, cache, policy, seed);
       if (strategyName == "exhaustive") eval.prebuildAll(threads);

@@ -86,13 +86,28 @@ cl_program ProgramCache::get(const std::string& label, const std::string& source
                              const std::string& options) {
   const std::string key = keyFor(source, options);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    // Wait while another thread builds this key; if its build failed, this thread
+    // builds it again and throws the compiler log itself.
+    built_.wait(lock, [&] { return building_.count(key) == 0; });
     auto it = programs_.find(key);
     if (it != programs_.end()) {
       ++stats_.memoryHits;
       return it->second.get();
     }
+    building_.insert(key);
   }
+  struct Done {  // clears the in-flight mark however the build ends
+    ProgramCache& cache;
+    const std::string& key;
+    ~Done() {
+      {
+        std::lock_guard<std::mutex> lock(cache.mu_);
+        cache.building_.erase(key);
+      }
+      cache.built_.notify_all();
+    }
+  } done{*this, key};
   // Build outside the lock so several threads compile in parallel.
   ClProgram program;
   bool fromDisk = false;
@@ -107,12 +122,8 @@ cl_program ProgramCache::get(const std::string& label, const std::string& source
   }
   std::lock_guard<std::mutex> lock(mu_);
   auto [it, inserted] = programs_.emplace(key, std::move(program));
-  if (inserted) {
-    (fromDisk ? stats_.diskHits : stats_.builds)++;
-    records_.push_back({label, key, source, options});
-  } else {
-    ++stats_.memoryHits;  // another thread built the same program meanwhile
-  }
+  (fromDisk ? stats_.diskHits : stats_.builds)++;
+  records_.push_back({label, key, source, options});
   return it->second.get();
 }
 

@@ -4,8 +4,10 @@
 // same sweep does not compile again. A build failure throws with the compiler log.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,7 +34,10 @@ class ProgramCache {
   // cacheDir empty: no disk cache.
   ProgramCache(cl_context ctx, const DeviceInfo& dev, std::string cacheDir);
 
-  // Thread-safe; builds may run concurrently from several threads.
+  // Thread-safe; builds of different programs run concurrently from several threads,
+  // and a thread asking for a program another thread is building waits for that build
+  // instead of compiling it a second time (a sweep's builder threads and its timing
+  // thread often ask for the same point at once; a GPU compiler can take seconds).
   cl_program get(const std::string& label, const std::string& source, const std::string& options);
 
   std::string keyFor(const std::string& source, const std::string& options) const;
@@ -54,6 +59,8 @@ class ProgramCache {
   DeviceInfo dev_;
   std::string dir_;
   mutable std::mutex mu_;
+  std::condition_variable built_;
+  std::set<std::string> building_;  // keys being built now
   std::map<std::string, ClProgram> programs_;
   std::vector<ProgramRecord> records_;
   ProgramCacheStats stats_;

@@ -15,6 +15,10 @@
 #   bash scripts/device-sweeps-bench.sh c   (optional, device time permitting)
 #     tunes the families the H200 database lacks at the bench's instances, then GroupNorm
 #     at every SD 1.5 instance.
+#   bash scripts/device-sweeps-bench.sh d   (repeat until its summary says 437 of 437)
+#     the exhaustive GEMM replay recording at `gemm 2x640x1x1024 n=1920 bias=0` on all 16
+#     cores (14 builder threads); no PoCL work beside it. A call cut off by DEADLINE
+#     resumes from the sweep cache in the next call.
 # DEADLINE (seconds into the call, default 540; pass it for each phase: a 520, b 530,
 # c what is left) cuts the steps so the call ends in time.
 # Work folder /tmp/visit (kept between the calls); results: $OUT/visit-<phase>.tgz and
@@ -22,8 +26,8 @@
 # call; the step's command line, output and exit status go to its log.
 set -uo pipefail
 shopt -s nullglob  # a summary loop over logs a phase did not write prints nothing
-PHASE=${1:?usage: device-sweeps-bench.sh a|b|c}
-case "$PHASE" in a|b|c) ;; *) echo "usage: device-sweeps-bench.sh a|b|c (got '$PHASE')"; exit 2;; esac
+PHASE=${1:?usage: device-sweeps-bench.sh a|b|c|d}
+case "$PHASE" in a|b|c|d) ;; *) echo "usage: device-sweeps-bench.sh a|b|c|d (got '$PHASE')"; exit 2;; esac
 OUT=${OUT:-$PWD/out}
 W=/tmp/visit
 mkdir -p "$W" "$OUT"
@@ -144,6 +148,24 @@ EOF
     cat "$W/pocl-progress.txt" 2>/dev/null; } > "$OUT/summary-a.txt"
   tar czf "$OUT/visit-a.tgz" -C "$W" --exclude='pocl-warm*' . 2>/dev/null
   cat "$OUT/summary-a.txt"
+  exit 0
+fi
+
+# Phase d: the GEMM replay recording. --seconds stops the sweep between points 30 s
+# before the deadline; `timeout` is the backstop. Everything measured is in the sweep
+# cache the moment it is measured, so a second `d` continues.
+if [ "$PHASE" = d ]; then
+  build || exit 1
+  devices
+  [ -d "$W/tuned" ] || { mkdir -p "$W/tuned" && cp configs/tuned/*.yaml "$W/tuned/"; }
+  left=$((DEADLINE - (SECONDS - T0) - 30))
+  GPUCPU="taskset -c 0-15" run tune-rec-gemm-d.txt $((left + 25)) tune --device $GPU --strategy exhaustive \
+    --min-ms 5 --llc-mib 60 --threads 14 --db-dir $W/tuned --sweep-dir $W/sweeps-rec --seconds $left \
+    --op gemm --shape 2x640x1x1024 --attrs n=1920,bias=0
+  { cat "$W/progress-d.txt"; grep -E 'points$|measured|exit' "$W/tune-rec-gemm-d.txt"
+    echo "rows: $(grep -c '^gemm 2x640x1x1024' "$W/sweeps-rec/nvidia-h200-580/gemm.csv" 2>/dev/null)"; } > "$OUT/summary-d.txt"
+  tar czf "$OUT/visit-d.tgz" -C "$W" --exclude='pocl-warm*' . 2>/dev/null
+  cat "$OUT/summary-d.txt"; tail -3 "$W/tune-rec-gemm-d.txt"
   exit 0
 fi
 

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <thread>
 
 #include "runtime/cl_error.h"
 #include "runtime/context.h"
@@ -204,6 +205,35 @@ TEST(ProgramCache, MemoryHitOnSecondBuild) {
   EXPECT_EQ(recs[0].source, src);
   EXPECT_EQ(recs[0].key, ctx.programs().keyFor(src, "-cl-std=CL1.2"));
   runFill(ctx, a, 3.5f);
+}
+
+// A sweep's builder threads and its timing thread ask for the same program at once:
+// it is compiled once, the others wait for it (before, each compiled its own copy).
+TEST(ProgramCache, ConcurrentRequestsBuildOnce) {
+  SDSPEED_SEEDED_RNG(rng);
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  const std::string src = uniqueSource(rng());
+  std::vector<cl_program> got(6, nullptr);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < got.size(); ++t)
+    threads.emplace_back([&, t] { got[t] = ctx.programs().get("test.fill", src, ""); });
+  for (auto& t : threads) t.join();
+  for (cl_program p : got) EXPECT_EQ(p, got[0]);
+  const auto st = ctx.programs().stats();
+  EXPECT_EQ(st.builds, 1);
+  EXPECT_EQ(st.memoryHits, static_cast<int>(got.size()) - 1);
+  EXPECT_EQ(ctx.programs().records().size(), 1u);
+  runFill(ctx, got[0], 2.5f);
+}
+
+// A failed build is not left marked as in flight: the next request builds it again
+// and gets the compiler's error too, instead of waiting forever.
+TEST(ProgramCache, FailedBuildCanBeRequestedAgain) {
+  SDSPEED_SEEDED_RNG(rng);
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  const std::string src = "// " + std::to_string(rng()) + "\n__kernel void broken(__global float* o) { o[0] = q_undeclared; }\n";
+  for (int attempt = 0; attempt < 2; ++attempt)
+    EXPECT_THROW(ctx.programs().get("test.broken", src, ""), ClError) << "attempt " << attempt;
 }
 
 TEST(ProgramCache, SecondContextLoadsFromDisk) {
