@@ -70,7 +70,7 @@ TEST(Budget, CountsAndFractions) {
 TEST(Strategies, EachVisitsDistinctPointsAndUnknownNameFails) {
   GroupNormFamily fam;
   const auto space = tuningSpace(fam, fakeDevice(CL_DEVICE_TYPE_GPU, 256));
-  for (const char* name : {"exhaustive", "random", "anneal"}) {
+  for (const char* name : {"exhaustive", "random", "anneal", "model"}) {
     auto st = makeStrategy(name, space, space.size(), 3);
     std::set<size_t> seen;
     for (size_t i = 0; i < space.size(); ++i) {
@@ -385,15 +385,12 @@ TEST(TuningDatabase, CheckedInDatabasesLoadWithKnownVariantsAndPoints) {
 
 // The tuner issue's claim, on every recording in tests/data/sweeps/<device-key>/<family>.csv
 // (full exhaustive sweeps of one instance, any family, any device; the family is read
-// from the rows, the device key from the folder):
-// with 25% of the points, anneal gets within 5% of the exhaustive best in at least 18
-// of 20 seeds, and more often than random search with the same budget.
-// Known shortfalls, kept in the test at the level they reach so that a change that
-// makes them worse fails (results/sweeps/README.md has the analysis): the PoCL GEMM
-// space has a single point within 5% of its best (the runner-up is 1.115x), two
-// parameter steps from the runner-up's basin; anneal reaches it in 15 of 20 seeds.
-const std::map<std::string, int> kShortfalls = {{"pocl-cpu-3/gemm.csv", 15}};
-TEST(Replay, AnnealBeatsRandomOnRecordedSweeps) {
+// from the rows, the device key from the folder): with 25% of the points, the
+// model-guided strategy gets within 5% of the exhaustive best in at least 18 of 20
+// seeds, and more often than random search with the same budget. "More often" is
+// compared over 100 seeds each: over 20, random search's own spread decides it (on
+// the H200 GEMM recording random reached 20 of seeds 1-20, and 66 of seeds 21-120).
+TEST(Replay, ModelGuidedBeatsRandomOnRecordedSweeps) {
   DeviceInfo any = fakeDevice(CL_DEVICE_TYPE_GPU, SIZE_MAX);
   any.localMemBytes = UINT64_MAX;
   std::set<std::string> families, devices;
@@ -430,9 +427,9 @@ TEST(Replay, AnnealBeatsRandomOnRecordedSweeps) {
     // The recording is the whole space (no point of it missing from the family's).
     ASSERT_EQ(space.size(), recorded.size()) << file.path();
     const size_t budget = space.size() / 4;
-    auto successes = [&](const std::string& strategy) {
+    auto successes = [&](const std::string& strategy, uint64_t firstSeed, uint64_t lastSeed) {
       int ok = 0;
-      for (uint64_t seed = 1; seed <= 20; ++seed) {
+      for (uint64_t seed = firstSeed; seed <= lastSeed; ++seed) {
         auto st = makeStrategy(strategy, space, budget, seed);
         SearchResult res = runSearch(space, *st, budget, 0, replayEvaluator(rec.rows(), inst, space));
         EXPECT_LE(res.rows.size(), budget);
@@ -440,14 +437,16 @@ TEST(Replay, AnnealBeatsRandomOnRecordedSweeps) {
       }
       return ok;
     };
-    const int anneal = successes("anneal"), random = successes("random");
-    RecordProperty(name, std::to_string(anneal) + "/20 vs random " + std::to_string(random) + "/20");
-    std::cout << name << ": " << space.size() << " points, anneal " << anneal << "/20, random " << random
-              << "/20 within 5% at a 25% budget\n";
-    const auto shortfall = kShortfalls.find(name);
-    EXPECT_GE(anneal, shortfall == kShortfalls.end() ? 18 : shortfall->second)
-        << file.path() << " (random: " << random << ")";
-    EXPECT_GT(anneal, random) << file.path();
+    const int model20 = successes("model", 1, 20), model100 = model20 + successes("model", 21, 100);
+    const int random20 = successes("random", 1, 20), random100 = random20 + successes("random", 21, 100);
+    const int anneal20 = successes("anneal", 1, 20);
+    RecordProperty(name, std::to_string(model20) + "/20 (100 seeds: " + std::to_string(model100) + ") vs random " +
+                             std::to_string(random20) + "/20 (" + std::to_string(random100) + ")");
+    std::cout << name << ": " << space.size() << " points; within 5% at a 25% budget: model " << model20
+              << "/20 (" << model100 << "/100), random " << random20 << "/20 (" << random100 << "/100), anneal "
+              << anneal20 << "/20\n";
+    EXPECT_GE(model20, 18) << file.path();
+    EXPECT_GT(model100, random100) << file.path();
     families.insert(fam.name());
     devices.insert(path.parent_path() == root ? name.substr(0, name.find('-' + fam.name()))
                                               : path.parent_path().filename().string());

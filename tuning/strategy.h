@@ -37,9 +37,11 @@ class Strategy {
   virtual void report(size_t index, double cost) = 0;
 };
 
-// "exhaustive", "random" or "anneal" (simulated annealing over parameter
-// neighbourhoods); budget: how many points the driver will let it measure (it may
-// use this to plan its cooling). Throws Error for an unknown name.
+// "exhaustive", "random", "anneal" (simulated annealing over parameter
+// neighbourhoods) or "model" (the anneal walk and a Gaussian-process surrogate's
+// expected improvement taking turns: tuning/surrogate.h); budget: how many points the
+// driver will let it measure (anneal plans its cooling with it). Throws Error for an
+// unknown name.
 std::unique_ptr<Strategy> makeStrategy(const std::string& name, const std::vector<Candidate>& space,
                                        size_t budget, uint64_t seed);
 
