@@ -209,7 +209,10 @@ int cmdTune(const std::vector<std::string>& argv) {
                 << std::endl;
       auto strategy = makeStrategy(strategyName, space, budget, seed);
       DeviceEvaluator eval(ctx, fam, inst, space, cache, policy, seed);
-      if (strategyName == "exhaustive") eval.prebuildAll(threads);
+      // Exhaustive and random search know their order: build the budget's points ahead.
+      std::vector<size_t> order = strategy->plannedOrder();
+      if (order.size() > budget) order.resize(budget);
+      if (!order.empty()) eval.prebuild(order, threads);
       SearchResult res = runSearch(space, *strategy, budget, seconds,
                                    [&](size_t i, bool& reused) { return eval(i, reused); }, progressPrinter());
       failures += res.failed;

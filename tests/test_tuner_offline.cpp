@@ -84,6 +84,24 @@ TEST(Strategies, EachVisitsDistinctPointsAndUnknownNameFails) {
   EXPECT_THROW(makeStrategy("greedy", space, 1, 1), Error);
 }
 
+// The order `tune` builds ahead is the order the strategy then proposes.
+TEST(Strategies, PlannedOrderIsTheProposalOrder) {
+  GroupNormFamily fam;
+  const auto space = tuningSpace(fam, fakeDevice(CL_DEVICE_TYPE_GPU, 256));
+  for (const char* name : {"exhaustive", "random"}) {
+    auto st = makeStrategy(name, space, space.size(), 5);
+    const auto planned = st->plannedOrder();
+    ASSERT_EQ(planned.size(), space.size()) << name;
+    for (size_t k = 0; k < planned.size(); ++k) {
+      auto idx = st->next();
+      ASSERT_TRUE(idx);
+      EXPECT_EQ(*idx, planned[k]) << name << " at " << k;
+      st->report(*idx, 1.0);
+    }
+  }
+  for (const char* name : {"anneal", "model"}) EXPECT_TRUE(makeStrategy(name, space, 10, 5)->plannedOrder().empty());
+}
+
 TEST(OpInstance, TextRoundTripsAndIsStable) {
   GroupNormFamily fam;
   auto prob = fam.makeProblem(parseShape("2x320x64x64"), {{"g", "32"}, {"silu", "1"}});
@@ -387,9 +405,11 @@ TEST(TuningDatabase, CheckedInDatabasesLoadWithKnownVariantsAndPoints) {
 // (full exhaustive sweeps of one instance, any family, any device; the family is read
 // from the rows, the device key from the folder): with 25% of the points, the
 // model-guided strategy gets within 5% of the exhaustive best in at least 18 of 20
-// seeds, and more often than random search with the same budget. "More often" is
-// compared over 100 seeds each: over 20, random search's own spread decides it (on
-// the H200 GEMM recording random reached 20 of seeds 1-20, and 66 of seeds 21-120).
+// seeds, and more often than random search with the same budget. Random search's rate
+// is its exact probability (drawing `budget` of N points without replacement, q of
+// them within 5%: 1 - C(N-q, budget) / C(N, budget)), not 20 seeds of it: those spread
+// too much (on the H200 GEMM recording, where the probability is 0.76, random search
+// reached 20 of seeds 1-20 and 66 of seeds 21-120).
 TEST(Replay, ModelGuidedBeatsRandomOnRecordedSweeps) {
   DeviceInfo any = fakeDevice(CL_DEVICE_TYPE_GPU, SIZE_MAX);
   any.localMemBytes = UINT64_MAX;
@@ -437,16 +457,21 @@ TEST(Replay, ModelGuidedBeatsRandomOnRecordedSweeps) {
       }
       return ok;
     };
-    const int model20 = successes("model", 1, 20), model100 = model20 + successes("model", 21, 100);
-    const int random20 = successes("random", 1, 20), random100 = random20 + successes("random", 21, 100);
-    const int anneal20 = successes("anneal", 1, 20);
-    RecordProperty(name, std::to_string(model20) + "/20 (100 seeds: " + std::to_string(model100) + ") vs random " +
-                             std::to_string(random20) + "/20 (" + std::to_string(random100) + ")");
-    std::cout << name << ": " << space.size() << " points; within 5% at a 25% budget: model " << model20
-              << "/20 (" << model100 << "/100), random " << random20 << "/20 (" << random100 << "/100), anneal "
-              << anneal20 << "/20\n";
-    EXPECT_GE(model20, 18) << file.path();
-    EXPECT_GT(model100, random100) << file.path();
+    size_t qualifying = 0;
+    for (const auto& r : rec.rows()) qualifying += r.status == Status::Ok && r.medianUs <= 1.05 * best;
+    double randomMiss = 1;
+    for (size_t i = 0; i < budget; ++i)
+      randomMiss *= static_cast<double>(space.size() - qualifying - std::min(i, space.size() - qualifying)) /
+                    static_cast<double>(space.size() - i);
+    const double randomRate = 1 - randomMiss;
+    const int model = successes("model", 1, 20), anneal = successes("anneal", 1, 20),
+              random = successes("random", 1, 20);
+    RecordProperty(name, std::to_string(model) + "/20 vs random's probability " + std::to_string(randomRate));
+    std::cout << name << ": " << space.size() << " points, " << qualifying
+              << " within 5% of the best; within 5% at a 25% budget: model " << model << "/20, anneal " << anneal
+              << "/20, random " << random << "/20 (probability " << randomRate << ")\n";
+    EXPECT_GE(model, 18) << file.path();
+    EXPECT_GT(model / 20.0, randomRate) << file.path();
     families.insert(fam.name());
     devices.insert(path.parent_path() == root ? name.substr(0, name.find('-' + fam.name()))
                                               : path.parent_path().filename().string());

@@ -27,6 +27,11 @@ class Exhaustive : public Strategy {
   explicit Exhaustive(size_t n) : n_(n) {}
   std::optional<size_t> next() override { return i_ < n_ ? std::optional<size_t>(i_++) : std::nullopt; }
   void report(size_t, double) override {}
+  std::vector<size_t> plannedOrder() const override {
+    std::vector<size_t> all(n_);
+    for (size_t i = 0; i < n_; ++i) all[i] = i;
+    return all;
+  }
 
  private:
   size_t n_, i_ = 0;
@@ -41,6 +46,7 @@ class RandomOrder : public Strategy {
   }
   std::optional<size_t> next() override { return i_ < order_.size() ? std::optional<size_t>(order_[i_++]) : std::nullopt; }
   void report(size_t, double) override {}
+  std::vector<size_t> plannedOrder() const override { return order_; }
 
  private:
   std::vector<size_t> order_;

@@ -35,6 +35,9 @@ class Strategy {
   // The next unmeasured candidate, or nullopt when the strategy has nothing left.
   virtual std::optional<size_t> next() = 0;
   virtual void report(size_t index, double cost) = 0;
+  // The whole order of proposals when it does not depend on the costs (exhaustive,
+  // random), so their programs can be built ahead; empty for adaptive strategies.
+  virtual std::vector<size_t> plannedOrder() const { return {}; }
 };
 
 // "exhaustive", "random", "anneal" (simulated annealing over parameter

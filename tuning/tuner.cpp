@@ -76,12 +76,13 @@ DeviceEvaluator::~DeviceEvaluator() {
   for (auto& t : builders_) t.join();
 }
 
-void DeviceEvaluator::prebuildAll(int threads) {
+void DeviceEvaluator::prebuild(const std::vector<size_t>& order, int threads) {
   auto next = std::make_shared<std::atomic<size_t>>(0);
+  auto shared = std::make_shared<std::vector<size_t>>(order);
   for (int t = 0; t < std::max(1, threads); ++t)
-    builders_.emplace_back([this, next] {
-      for (size_t i = (*next)++; i < space_.size() && !stop_; i = (*next)++) {
-        const Candidate& c = space_[i];
+    builders_.emplace_back([this, next, shared] {
+      for (size_t k = (*next)++; k < shared->size() && !stop_; k = (*next)++) {
+        const Candidate& c = space_[(*shared)[k]];
         if (cache_.find(rowFor(c).key())) continue;  // measured before: no build needed
         try {
           if (fam_.unsupportedReason(*c.variant, c.point, *problem_, instance_.format, ctx_.device()).empty())

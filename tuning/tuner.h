@@ -38,14 +38,15 @@ SearchResult runSearch(const std::vector<Candidate>& space, Strategy& strategy, 
 
 // Evaluates candidates of one op instance on ctx's device, through `cache`.
 // Programs of the upcoming candidates are built ahead in parallel threads when the
-// order is known (`prebuildAll`).
+// order is known (`prebuild`: exhaustive and random search; anneal and model choose
+// each point from the last one's time, so their builds run as they go).
 class DeviceEvaluator {
  public:
   DeviceEvaluator(Context& ctx, const Family& fam, const OpInstance& instance, const std::vector<Candidate>& space,
                   SweepCache& cache, const TimingPolicy& policy, uint64_t seed);
   ~DeviceEvaluator();
   SweepRow operator()(size_t index, bool& reused);
-  void prebuildAll(int threads);
+  void prebuild(const std::vector<size_t>& order, int threads);
 
  private:
   SweepRow rowFor(const Candidate& c) const;  // identity and provenance, no result yet
