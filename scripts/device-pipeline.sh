@@ -5,6 +5,9 @@
 #   bash scripts/device-pipeline.sh c   (a later visit: VAE convs tuned, the run with the VAE
 #                                        profile, and issue #4's checks and GEGLU vs copy)
 #   bash scripts/device-pipeline.sh d   (the run and the ablation again, warm-up in setup)
+#   bash scripts/device-pipeline.sh e   (the run and the ablation with the database of the
+#                                        2026-12-03 tuning visit: D = 80/160 attention, LayerNorm,
+#                                        softmax and the helpers tuned, the exhaustive GEMM entry)
 # 1. builds sdspeed with the pipeline (tests off: the device image has no ICU/libpng
 #    guarantee; the tokenizer and PNG output are then compiled out);
 # 2. short random-search tunes of the UNet's heaviest op instances so the tuning
@@ -56,7 +59,7 @@ if [ "$PHASE" = c ]; then
   step 30 bench-copy $S bench --op reshape --shape 2x1920x1x4096 --attrs h=1 --points all --llc-mib 60
   finish
 fi
-if [ "$PHASE" = d ]; then
+if [ "$PHASE" = d ] || [ "$PHASE" = e ]; then
   # Visit 3: the run and the ablation again with the warm-up run in setup (visit 2 showed
   # the VAE decoder's 2.3 s were one-time costs: its kernels sum to ~60 ms).
   step 150 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
