@@ -17,6 +17,8 @@ import sys
 
 import numpy as np
 
+erf = np.frompyfunc(math.erf, 1, 1)
+
 RECORDINGS = ["tests/data/sweeps/nvidia-h200-580/attention.csv", "tests/data/sweeps/nvidia-h200-580/gemm.csv",
               "tests/data/sweeps/nvidia-h200-580/groupnorm.csv", "tests/data/sweeps/pocl-cpu-3/attention.csv",
               "tests/data/sweeps/pocl-cpu-3/gemm.csv", "tests/data/sweeps/pocl-cpu-3/groupnorm.csv",
@@ -32,9 +34,14 @@ def load(f):
     return pts
 
 
+_ENCODED = {}
+
+
 def encode(pts):
     """Variant ids and, per point, each parameter's position in its sorted value list
     scaled to [0, 1] (a one-value parameter sits at 0)."""
+    if id(pts) in _ENCODED:
+        return _ENCODED[id(pts)]
     variants = sorted({v for v, _, _ in pts})
     vals = {}
     for v, p, _ in pts:
@@ -49,6 +56,7 @@ def encode(pts):
         for k, x in p.items():
             vs = vals[(v, k)]
             X[i, names.index(k)] = vs.index(x) / max(1, len(vs) - 1)
+    _ENCODED[id(pts)] = (vid, X)
     return vid, X
 
 
@@ -204,7 +212,8 @@ def model_search(pts, budget, rng, ell=0.3, cross=0.2, noise=0.05, init_frac=0.1
             if ll > best_ll:
                 best_ll, best = ll, (e, L, alpha)
         e, L, alpha = best
-        un = np.array([i for i in range(n) if i not in set(measured)])
+        mset = set(measured)
+        un = np.array([i for i in range(n) if i not in mset])
         Ks = kernel(vid[un], X[un], vid[m], X[m], e, cross)
         mu = Ks @ alpha
         v = np.linalg.solve(L, Ks.T)
@@ -212,7 +221,7 @@ def model_search(pts, budget, rng, ell=0.3, cross=0.2, noise=0.05, init_frac=0.1
         s = np.sqrt(var)
         fbest = yn[ok].min() if ok.any() else yn.min()
         z = (fbest - mu - xi) / s
-        ei = s * (z * 0.5 * (1 + np.vectorize(math.erf)(z / math.sqrt(2))) + np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi))
+        ei = s * (z * 0.5 * (1 + erf(z / math.sqrt(2)).astype(float)) + np.exp(-0.5 * z * z) / math.sqrt(2 * math.pi))
         measured.append(int(un[int(np.argmax(ei))]))
     return measured
 
