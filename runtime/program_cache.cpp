@@ -121,7 +121,8 @@ cl_program ProgramCache::get(const std::string& label, const std::string& source
     if (!path.empty()) storeBinary(program.get(), path);
   }
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = programs_.emplace(key, std::move(program));
+  // Only this thread builds `key` (the others wait above), so the insert is new.
+  auto it = programs_.emplace(key, std::move(program)).first;
   (fromDisk ? stats_.diskHits : stats_.builds)++;
   records_.push_back({label, key, source, options});
   return it->second.get();

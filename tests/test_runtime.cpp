@@ -5,6 +5,7 @@
 
 #include <Eigen/Core>
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -208,15 +209,22 @@ TEST(ProgramCache, MemoryHitOnSecondBuild) {
 }
 
 // A sweep's builder threads and its timing thread ask for the same program at once:
-// it is compiled once, the others wait for it (before, each compiled its own copy).
+// it is compiled once, the others wait for it. `builds` counts compiles (every one,
+// whether or not another thread got there first), so a cache that let each thread
+// compile its own copy shows builds > 1 here.
 TEST(ProgramCache, ConcurrentRequestsBuildOnce) {
   SDSPEED_SEEDED_RNG(rng);
   Context ctx(testDevice(), ContextOptions{"", ""});
   const std::string src = uniqueSource(rng());
   std::vector<cl_program> got(6, nullptr);
   std::vector<std::thread> threads;
+  std::atomic<bool> go{false};  // all threads ask at once, not one after another
   for (size_t t = 0; t < got.size(); ++t)
-    threads.emplace_back([&, t] { got[t] = ctx.programs().get("test.fill", src, ""); });
+    threads.emplace_back([&, t] {
+      while (!go) std::this_thread::yield();
+      got[t] = ctx.programs().get("test.fill", src, "");
+    });
+  go = true;
   for (auto& t : threads) t.join();
   for (cl_program p : got) EXPECT_EQ(p, got[0]);
   const auto st = ctx.programs().stats();

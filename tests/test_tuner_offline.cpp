@@ -472,6 +472,9 @@ TEST(Replay, ModelGuidedBeatsRandomOnRecordedSweeps) {
               << "/20, random " << random << "/20 (probability " << randomRate << ")\n";
     EXPECT_GE(model, 18) << file.path();
     EXPECT_GT(model / 20.0, randomRate) << file.path();
+    // Anneal alone stays a strategy users pick: it must still beat random search (it
+    // reaches 18 of 20 everywhere but the PoCL GEMM needle, where it gets 15).
+    EXPECT_GT(anneal / 20.0, randomRate) << file.path();
     families.insert(fam.name());
     devices.insert(path.parent_path() == root ? name.substr(0, name.find('-' + fam.name()))
                                               : path.parent_path().filename().string());

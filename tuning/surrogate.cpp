@@ -56,12 +56,15 @@ void GpSurrogate::add(size_t index, double cost) {
 }
 
 std::vector<double> GpSurrogate::standardizedTargets() const {
+  // A zero time (a no-op kernel under a coarse timer) must not become log(0) = -inf
+  // and turn every prediction into NaN: times are floored at 1e-9.
+  auto logTime = [](double c) { return std::log(std::max(c, 1e-9)); };
   double worst = -INFINITY;
   for (double c : cost_)
-    if (std::isfinite(c)) worst = std::max(worst, std::log(c));
+    if (std::isfinite(c)) worst = std::max(worst, logTime(c));
   if (!std::isfinite(worst)) worst = 0;
   std::vector<double> y;
-  for (double c : cost_) y.push_back(std::isfinite(c) ? std::log(c) : worst + std::log(2.0));
+  for (double c : cost_) y.push_back(std::isfinite(c) ? logTime(c) : worst + std::log(2.0));
   double mean = 0, var = 0;
   for (double v : y) mean += v;
   mean /= static_cast<double>(y.size());

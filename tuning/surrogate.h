@@ -6,8 +6,8 @@
 // times say little about another's); points of one variant by
 // cross + (1 - cross) * exp(-|x - y|^2 / (2 ell^2)), where x holds each parameter's
 // position in its sorted value list scaled to [0, 1] (so "next value up" is a step of
-// 1/(n-1) whatever the values are). The settings (ell 0.5, cross 0.2, noise 0.05 on
-// standardized log-times) were chosen offline on the replay recordings:
+// 1/(n-1) whatever the values are). The settings (ell 0.5, cross 0.2, a noise variance
+// of 0.05 on standardized log-times) were chosen offline on the replay recordings:
 // `python3 scripts/dev/surrogate-study.py` (results/sweeps/README.md).
 //
 // The kernel matrix depends only on which points were measured, not on their times,
@@ -26,7 +26,7 @@ namespace sdspeed {
 struct SurrogateSettings {
   double lengthScale = 0.5;
   double cross = 0.2;
-  double noise = 0.05;
+  double noise = 0.05;  // a variance, added to the kernel's diagonal
 };
 
 class GpSurrogate {

@@ -77,13 +77,16 @@ DeviceEvaluator::~DeviceEvaluator() {
 }
 
 void DeviceEvaluator::prebuild(const std::vector<size_t>& order, int threads) {
+  // Points measured before need no build. Filtered here, before any builder starts:
+  // SweepCache is not thread-safe, and the timing thread appends to it meanwhile.
+  auto todo = std::make_shared<std::vector<size_t>>();
+  for (size_t i : order)
+    if (!cache_.find(rowFor(space_[i]).key())) todo->push_back(i);
   auto next = std::make_shared<std::atomic<size_t>>(0);
-  auto shared = std::make_shared<std::vector<size_t>>(order);
   for (int t = 0; t < std::max(1, threads); ++t)
-    builders_.emplace_back([this, next, shared] {
-      for (size_t k = (*next)++; k < shared->size() && !stop_; k = (*next)++) {
-        const Candidate& c = space_[(*shared)[k]];
-        if (cache_.find(rowFor(c).key())) continue;  // measured before: no build needed
+    builders_.emplace_back([this, next, todo] {
+      for (size_t k = (*next)++; k < todo->size() && !stop_; k = (*next)++) {
+        const Candidate& c = space_[(*todo)[k]];
         try {
           if (fam_.unsupportedReason(*c.variant, c.point, *problem_, instance_.format, ctx_.device()).empty())
             fam_.prebuild(ctx_, *c.variant, c.point, instance_.format);
