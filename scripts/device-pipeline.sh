@@ -59,6 +59,24 @@ if [ "$PHASE" = c ]; then
   step 30 bench-copy $S bench --op reshape --shape 2x1920x1x4096 --attrs h=1 --points all --llc-mib 60
   finish
 fi
+if [ "$PHASE" = f ]; then
+  step 150 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
+  [ -x $S ] || { tail -40 "$R/build.txt"; finish; }
+  n=0
+  # The profile's costliest GEMM instances (results/pipeline/h200-sd15-512-random.txt).
+  for g in "2x320x1x4096 n=2560,epilogue=geglu,bias=1" "2x1280x1x256 n=10240,epilogue=geglu,bias=1" \
+           "2x640x1x1024 n=5120,epilogue=geglu,bias=1" "2x1280x1x256 n=1280,bias=0" \
+           "2x5120x1x256 n=1280,bias=1,residual=1"; do
+    n=$((n + 1)); set -- $g
+    step 80 tune-gemm-$n $S tune --op gemm --shape $1 --attrs $2 --storage f32.buffer.nc4hw4 --strategy model \
+      --budget 60 --seconds 65 --min-ms 5 --llc-mib 60
+  done
+  cp configs/tuned/nvidia-*.yaml "$R/"
+  cp results/sweeps/nvidia-h200-580/gemm.csv "$R/gemm.csv"
+  step 100 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
+    --report "$R/run-sd15.json" -o "$R/sd15.png"
+  finish
+fi
 if [ "$PHASE" = d ] || [ "$PHASE" = e ]; then
   # Visit 3: the run and the ablation again with the warm-up run in setup (visit 2 showed
   # the VAE decoder's 2.3 s were one-time costs: its kernels sum to ~60 ms).
