@@ -68,8 +68,8 @@ if [ "$PHASE" = f ]; then
            "2x640x1x1024 n=5120,epilogue=geglu,bias=1" "2x1280x1x256 n=1280,bias=0" \
            "2x5120x1x256 n=1280,bias=1,residual=1"; do
     n=$((n + 1)); set -- $g
-    step 80 tune-gemm-$n $S tune --op gemm --shape $1 --attrs $2 --storage f32.buffer.nc4hw4 --strategy model \
-      --budget 60 --seconds 65 --min-ms 5 --llc-mib 60
+    step 65 tune-gemm-$n $S tune --op gemm --shape $1 --attrs $2 --storage f32.buffer.nc4hw4 --strategy model \
+      --budget 60 --seconds 55 --min-ms 5 --llc-mib 60
   done
   cp configs/tuned/nvidia-*.yaml "$R/"
   cp results/sweeps/nvidia-h200-580/gemm.csv "$R/gemm.csv"
