@@ -23,9 +23,8 @@ namespace {
 double bowl(const Candidate& c) {
   double d2 = 0;
   for (const auto& p : c.variant->params) {
-    std::vector<int> values = p.values;
-    std::sort(values.begin(), values.end());
-    const double at = static_cast<double>(std::find(values.begin(), values.end(), c.point[p.name]) - values.begin());
+    const std::vector<int> values = ascendingValues(p);
+    const double at = static_cast<double>(ascendingPosition(values, c.point[p.name]));
     const double mid = static_cast<double>(values.size() - 1) / 2.0;
     d2 += (at - mid) * (at - mid);
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 
 #include "runtime/cl_error.h"
 #include "tuning/surrogate.h"
@@ -20,6 +21,16 @@ std::vector<Candidate> tuningSpace(const Family& fam, const DeviceInfo& dev, con
   return out;
 }
 
+std::vector<int> ascendingValues(const ParamDef& p) {
+  std::vector<int> values = p.values;
+  std::sort(values.begin(), values.end());
+  return values;
+}
+
+size_t ascendingPosition(const std::vector<int>& ascending, int value) {
+  return static_cast<size_t>(std::find(ascending.begin(), ascending.end(), value) - ascending.begin());
+}
+
 namespace {
 
 class Exhaustive : public Strategy {
@@ -29,7 +40,7 @@ class Exhaustive : public Strategy {
   void report(size_t, double) override {}
   std::vector<size_t> plannedOrder() const override {
     std::vector<size_t> all(n_);
-    for (size_t i = 0; i < n_; ++i) all[i] = i;
+    std::iota(all.begin(), all.end(), size_t{0});
     return all;
   }
 
@@ -136,10 +147,8 @@ class Anneal : public Strategy {
     if (params.empty()) return uniformIndex(rng_, space_.size());
     for (int attempt = 0; attempt < 32; ++attempt) {
       const ParamDef& def = params[uniformIndex(rng_, params.size())];
-      std::vector<int> values = def.values;
-      std::sort(values.begin(), values.end());
-      const int cur = c.point[def.name];
-      const auto pos = static_cast<size_t>(std::find(values.begin(), values.end(), cur) - values.begin());
+      const std::vector<int> values = ascendingValues(def);
+      const size_t pos = ascendingPosition(values, c.point[def.name]);
       const bool up = uniformIndex(rng_, 2) == 1;
       if ((up && pos + 1 >= values.size()) || (!up && pos == 0)) continue;
       auto map = c.point.values();

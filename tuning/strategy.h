@@ -48,6 +48,11 @@ class Strategy {
 std::unique_ptr<Strategy> makeStrategy(const std::string& name, const std::vector<Candidate>& space,
                                        size_t budget, uint64_t seed);
 
+// A parameter's values in ascending order, and a value's place among them: the order
+// in which anneal's moves step ("the next value up") and the surrogate places points.
+std::vector<int> ascendingValues(const ParamDef& p);
+size_t ascendingPosition(const std::vector<int>& ascending, int value);
+
 // A uniform index in [0, n) from a 64-bit generator, the same on every platform
 // (std::uniform_int_distribution is not specified bit for bit).
 inline size_t uniformIndex(std::mt19937_64& rng, size_t n) { return static_cast<size_t>(rng() % n); }

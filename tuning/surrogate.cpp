@@ -19,9 +19,8 @@ GpSurrogate::GpSurrogate(const std::vector<Candidate>& space, SurrogateSettings 
     variant_[i] = ids.emplace(c.variant, static_cast<int>(ids.size())).first->second;
     pos_[i].assign(dims.size(), 0.0);
     for (const auto& p : c.variant->params) {
-      std::vector<int> values = p.values;
-      std::sort(values.begin(), values.end());
-      const auto at = std::find(values.begin(), values.end(), c.point[p.name]) - values.begin();
+      const std::vector<int> values = ascendingValues(p);
+      const size_t at = ascendingPosition(values, c.point[p.name]);
       pos_[i][dims[p.name]] =
           values.size() > 1 ? static_cast<double>(at) / static_cast<double>(values.size() - 1) : 0.0;
     }
@@ -38,11 +37,10 @@ double GpSurrogate::kernel(size_t a, size_t b) const {
 void GpSurrogate::add(size_t index, double cost) {
   if (isMeasured_[index]) return;
   // New Cholesky row: l = L^-1 k(measured, index) (kept in v_[index]), d = sqrt(k + noise - |l|^2).
-  const std::vector<double> l = v_[index];
+  const std::vector<double> l = v_[index];  // a copy: v_[index] grows below
   const double d = std::sqrt(std::max(1e-12, kernel(index, index) + s_.noise - vNorm2_[index]));
-  std::vector<double> row = l;
-  row.push_back(d);
-  L_.push_back(std::move(row));
+  L_.push_back(l);
+  L_.back().push_back(d);
   for (size_t j = 0; j < v_.size(); ++j) {
     double dot = 0;
     for (size_t k = 0; k < l.size(); ++k) dot += l[k] * v_[j][k];
@@ -84,13 +82,14 @@ std::vector<double> GpSurrogate::solveLower(const std::vector<double>& rhs) cons
   return z;
 }
 
-void GpSurrogate::predict(size_t index, double& mean, double& sd) const {
+void GpSurrogate::posterior(size_t index, const std::vector<double>& z, double& mean, double& sd) const {
   mean = 0;
-  if (!measured_.empty()) {
-    const std::vector<double> z = solveLower(standardizedTargets());
-    for (size_t k = 0; k < z.size(); ++k) mean += v_[index][k] * z[k];
-  }
+  for (size_t k = 0; k < z.size(); ++k) mean += v_[index][k] * z[k];
   sd = std::sqrt(std::max(1e-12, kernel(index, index) - vNorm2_[index]));
+}
+
+void GpSurrogate::predict(size_t index, double& mean, double& sd) const {
+  posterior(index, measured_.empty() ? std::vector<double>{} : solveLower(standardizedTargets()), mean, sd);
 }
 
 long GpSurrogate::bestExpectedImprovement() const {
@@ -101,14 +100,13 @@ long GpSurrogate::bestExpectedImprovement() const {
   for (size_t k = 0; k < y.size(); ++k)
     if (std::isfinite(cost_[k])) best = std::min(best, y[k]);
   if (!std::isfinite(best)) best = *std::min_element(y.begin(), y.end());
-  const std::vector<double> z = solveLower(y);  // mean(j) = v_j . z
+  const std::vector<double> z = solveLower(y);
   long pick = -1;
   double pickEi = -INFINITY;
   for (size_t j = 0; j < v_.size(); ++j) {
     if (isMeasured_[j]) continue;
-    double mean = 0;
-    for (size_t k = 0; k < z.size(); ++k) mean += v_[j][k] * z[k];
-    const double sd = std::sqrt(std::max(1e-12, kernel(j, j) - vNorm2_[j]));
+    double mean = 0, sd = 0;
+    posterior(j, z, mean, sd);
     const double u = (best - mean) / sd;
     const double ei = sd * (u * 0.5 * std::erfc(-u / std::sqrt(2.0)) + std::exp(-0.5 * u * u) / std::sqrt(2 * M_PI));
     if (ei > pickEi) {

@@ -50,6 +50,8 @@ class GpSurrogate {
   double kernel(size_t a, size_t b) const;
   std::vector<double> standardizedTargets() const;
   std::vector<double> solveLower(const std::vector<double>& rhs) const;
+  // Posterior mean (v . z, with z = L^-1 y) and standard deviation of one candidate.
+  void posterior(size_t index, const std::vector<double>& z, double& mean, double& sd) const;
 
   SurrogateSettings s_;
   std::vector<int> variant_;               // per candidate: variant id
