@@ -1,5 +1,7 @@
 #include "kernels/family.h"
 
+#include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "runtime/cl_error.h"
@@ -237,5 +239,52 @@ ClEvent enqueueLaunch(cl_command_queue q, const Launch& l) {
 }
 
 size_t roundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
+
+int setRegionArgs(cl_kernel k, int index, const BufferRegion& r, size_t elementBytes) {
+  if (r.offset % elementBytes != 0 || r.offset / elementBytes > std::numeric_limits<cl_uint>::max())
+    throw Error("a scratch region at byte offset " + std::to_string(r.offset) +
+                " is not a 32-bit element offset of " + std::to_string(elementBytes) + "-byte elements");
+  setArg(k, index, r.mem);
+  setArg(k, index + 1, static_cast<cl_uint>(r.offset / elementBytes));
+  return index + 2;
+}
+
+void OpScratch::setSizes(std::vector<uint64_t> bytes) {
+  sizes_ = std::move(bytes);
+  bound_.clear();
+  own_.clear();
+}
+
+uint64_t OpScratch::total() const {
+  uint64_t t = 0;
+  for (uint64_t b : sizes_) t += b;
+  return t;
+}
+
+void OpScratch::bind(const std::vector<BufferRegion>& regions) {
+  if (regions.size() != sizes_.size())
+    throw Error("an op with " + std::to_string(sizes_.size()) + " scratch regions was given " +
+                std::to_string(regions.size()));
+  for (const auto& r : regions)
+    if (!r.mem) throw Error("a scratch region without memory");
+  bound_ = regions;
+  own_.clear();
+}
+
+BufferRegion OpScratch::at(Context& ctx, size_t index) {
+  if (index >= sizes_.size()) throw Error("scratch region " + std::to_string(index) + " was not declared");
+  if (!bound_.empty()) return bound_[index];
+  if (own_.size() != sizes_.size()) {
+    own_.clear();
+    for (uint64_t b : sizes_) own_.push_back(ctx.createBuffer(std::max<uint64_t>(b, 4)));
+  }
+  return {own_[index].get(), 0};
+}
+
+size_t PreparedOp::scratchBytes() const {
+  size_t t = 0;
+  for (uint64_t b : scratchRegions()) t += b;
+  return t;
+}
 
 }  // namespace sdspeed

@@ -116,6 +116,35 @@ struct Launch {
   size_t local[3] = {1, 1, 1};
 };
 
+// A part of a device buffer: where a planner put an op's scratch region (or an op's
+// own buffer, at offset 0). Kernels take it as SD_REGION (kernels/common/prelude.cl).
+struct BufferRegion {
+  cl_mem mem = nullptr;
+  uint64_t offset = 0;  // bytes, a multiple of the kernel's element size
+};
+// Sets a SD_REGION argument pair (memory object, element offset) at index; returns the next index.
+int setRegionArgs(cl_kernel k, int index, const BufferRegion& r, size_t elementBytes);
+
+// An op's scratch: the regions it needs only while it runs (Winograd tiles, im2col
+// columns, attention scores, split-reduction partials). Whoever runs the op may place
+// them (bind: the executor puts them in its activation arena, alive for that op
+// alone); an op nobody binds allocates its own buffers on first use (check, bench,
+// tune), so a standalone op behaves as before.
+class OpScratch {
+ public:
+  void setSizes(std::vector<uint64_t> bytes);  // drops any binding and own buffers
+  const std::vector<uint64_t>& sizes() const { return sizes_; }
+  uint64_t total() const;
+  // One region per size, in order; throws Error on a count or size mismatch.
+  void bind(const std::vector<BufferRegion>& regions);
+  BufferRegion at(Context& ctx, size_t index);  // the bound region, else an own buffer
+
+ private:
+  std::vector<uint64_t> sizes_;
+  std::vector<BufferRegion> bound_;
+  std::vector<ClMem> own_;
+};
+
 // A family with its program built for one (variant, point, format): binds tensors
 // and enqueues the op's kernels, returning one event per kernel.
 class PreparedOp {
@@ -123,7 +152,22 @@ class PreparedOp {
   virtual ~PreparedOp() = default;
   // tensors: in the order of Family::slots(); the written ones are outputs.
   virtual std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& tensors) = 0;
-  virtual size_t scratchBytes() const { return 0; }
+  // The op's scratch regions (bytes each) and their placement (see OpScratch); call
+  // bindScratch before the first enqueue, after any setDerivedWeightsPerCall.
+  virtual std::vector<uint64_t> scratchRegions() const { return {}; }
+  virtual void bindScratch(const std::vector<BufferRegion>& regions) {
+    if (!regions.empty()) throw Error("this op has no scratch to bind");
+  }
+  size_t scratchBytes() const;  // the sum of scratchRegions()
+  // Weights in another layout that the op derives from its weight tensor (Winograd's
+  // transformed weights, packed GEMM weights). Resident (default): made on the first
+  // call and kept, derivedWeightBytes() per weight tensor. Per call: made into a
+  // scratch region at every call (fewer bytes held, a transform kernel per call).
+  virtual uint64_t derivedWeightBytes() const { return 0; }
+  virtual void setDerivedWeightsPerCall(bool perCall) {
+    if (perCall) throw Error("this op derives no weights");
+  }
+  virtual bool derivedWeightsPerCall() const { return false; }
 };
 
 // An op that is one kernel launch: the slots' tensors are its first arguments, in

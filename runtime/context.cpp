@@ -144,6 +144,18 @@ void Context::readImage(cl_mem img, void* data, size_t width, size_t height) {
           "clEnqueueReadImage");
 }
 
-void Context::finish() { clCheck(clFinish(queue_.get()), "clFinish"); }
+cl_command_queue Context::copyQueue() {
+  if (!copyQueue_) {
+    cl_int err = CL_SUCCESS;
+    copyQueue_ = ClQueue(clCreateCommandQueue(context_.get(), device_.id, CL_QUEUE_PROFILING_ENABLE, &err));
+    clCheck(err, "clCreateCommandQueue (copy queue)");
+  }
+  return copyQueue_.get();
+}
+
+void Context::finish() {
+  clCheck(clFinish(queue_.get()), "clFinish");
+  if (copyQueue_) clCheck(clFinish(copyQueue_.get()), "clFinish (copy queue)");
+}
 
 }  // namespace sdspeed

@@ -25,6 +25,9 @@ class Context {
   const DeviceInfo& device() const { return device_; }
   cl_context handle() const { return context_.get(); }
   cl_command_queue queue() const { return queue_.get(); }
+  // A second in-order queue on the same device for uploads that overlap the kernels
+  // of queue() (weight streaming); made on first use.
+  cl_command_queue copyQueue();
   ProgramCache& programs() { return *programs_; }
   const KernelSources& sources() const { return sources_; }
 
@@ -59,6 +62,7 @@ class Context {
   KernelSources sources_;
   ClContext context_;
   ClQueue queue_;
+  ClQueue copyQueue_;
   std::unique_ptr<ProgramCache> programs_;
   struct Tracker;
   std::shared_ptr<Tracker> tracker_;

@@ -216,6 +216,8 @@ SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueCopyBuffer,
                       (cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset,
                        size_t dst_offset, size_t size, WAIT_PARAMS),
                       (q, src, dst, src_offset, dst_offset, size, WAIT_ARGS))
+SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueMarkerWithWaitList, (cl_command_queue q, WAIT_PARAMS), (q, WAIT_ARGS))
+SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueBarrierWithWaitList, (cl_command_queue q, WAIT_PARAMS), (q, WAIT_ARGS))
 SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueFillBuffer,
                       (cl_command_queue q, cl_mem buffer, const void* pattern,
                        size_t pattern_size, size_t offset, size_t size, WAIT_PARAMS),

@@ -87,19 +87,24 @@ DeviceTensor::DeviceTensor(Context& ctx, const TensorDesc& desc, bool withCanary
   }
 }
 
-DeviceTensor::DeviceTensor(Context& ctx, const TensorDesc& desc, ClMem memory)
-    : ctx_(&ctx), desc_(desc), canary_(false), mem_(std::move(memory)) {
+DeviceTensor::DeviceTensor(Context& ctx, const TensorDesc& desc, ClMem memory, uint64_t offsetBytes)
+    : ctx_(&ctx), desc_(desc), canary_(false), mem_(std::move(memory)), offset_(offsetBytes) {
   if (desc_.format.storage != Storage::Buffer) throw Error("a tensor in shared memory must be a buffer tensor");
+  if (offset_ % desc_.elementBytes() != 0)
+    throw Error("a tensor offset of " + std::to_string(offset_) + " bytes is not a whole number of elements");
+  if (offset_ / desc_.elementBytes() > std::numeric_limits<cl_uint>::max())
+    throw Error("a tensor offset of " + std::to_string(offset_) + " bytes does not fit a kernel's 32-bit element offset");
   size_t size = 0;
   clCheck(clGetMemObjectInfo(mem_.get(), CL_MEM_SIZE, sizeof(size), &size, nullptr), "clGetMemObjectInfo");
-  if (size < desc_.bytes())
-    throw Error("a " + desc_.shape.text() + " tensor needs " + std::to_string(desc_.bytes()) + " bytes, its memory has " +
-                std::to_string(size));
+  if (size < offset_ + desc_.bytes())
+    throw Error("a " + desc_.shape.text() + " tensor at offset " + std::to_string(offset_) + " needs " +
+                std::to_string(offset_ + desc_.bytes()) + " bytes, its memory has " + std::to_string(size));
 }
 
 void DeviceTensor::writeBytes(const std::vector<uint8_t>& bytes) {
+  ++version_;
   if (desc_.format.storage == Storage::Buffer)
-    ctx_->writeBuffer(mem_.get(), bytes.data(), bytes.size());
+    ctx_->writeBuffer(mem_.get(), bytes.data(), bytes.size(), offset_);
   else
     ctx_->writeImage(mem_.get(), bytes.data(), desc_.imageWidth(), desc_.imageHeight());
 }
@@ -109,7 +114,7 @@ void DeviceTensor::upload(const std::vector<float>& nchw) { writeBytes(packTenso
 std::vector<uint8_t> DeviceTensor::downloadBytes() const {
   std::vector<uint8_t> bytes(desc_.bytes());
   if (desc_.format.storage == Storage::Buffer)
-    ctx_->readBuffer(mem_.get(), bytes.data(), bytes.size());
+    ctx_->readBuffer(mem_.get(), bytes.data(), bytes.size(), offset_);
   else
     ctx_->readImage(mem_.get(), bytes.data(), desc_.imageWidth(), desc_.imageHeight());
   return bytes;
@@ -127,13 +132,13 @@ void DeviceTensor::poison() {
 void DeviceTensor::writeCanary() {
   if (!canary_) return;
   std::vector<uint8_t> c(kCanaryBytes, kCanaryByte);
-  ctx_->writeBuffer(mem_.get(), c.data(), c.size(), desc_.bytes());
+  ctx_->writeBuffer(mem_.get(), c.data(), c.size(), offset_ + desc_.bytes());
 }
 
 bool DeviceTensor::canaryIntact() const {
   if (!canary_) return true;
   std::vector<uint8_t> c(kCanaryBytes);
-  ctx_->readBuffer(mem_.get(), c.data(), c.size(), desc_.bytes());
+  ctx_->readBuffer(mem_.get(), c.data(), c.size(), offset_ + desc_.bytes());
   for (uint8_t b : c)
     if (b != kCanaryByte) return false;
   return true;
@@ -146,7 +151,10 @@ int DeviceTensor::setArgs(cl_kernel kernel, int index) const {
   clCheck(clSetKernelArg(kernel, index, sizeof(cl_mem), &m), "clSetKernelArg");
   for (int i = 0; i < 3; ++i)
     clCheck(clSetKernelArg(kernel, index + 1 + i, sizeof(cl_int), &dims[i]), "clSetKernelArg");
-  return index + 4;
+  if (desc_.format.storage != Storage::Buffer) return index + 4;
+  const cl_uint elementOffset = static_cast<cl_uint>(offset_ / desc_.elementBytes());
+  clCheck(clSetKernelArg(kernel, index + 4, sizeof(cl_uint), &elementOffset), "clSetKernelArg");
+  return index + 5;
 }
 
 }  // namespace sdspeed

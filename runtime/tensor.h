@@ -27,12 +27,17 @@ class DeviceTensor {
   // withCanary: allocate kCanaryBytes past the end of a buffer (ignored for images,
   // whose out-of-range writes cannot land in memory we own).
   DeviceTensor(Context& ctx, const TensorDesc& desc, bool withCanary = false);
-  // A tensor in memory someone else allocated (a planner's sub-buffer, or another
-  // tensor's memory seen with another shape); a buffer of at least desc.bytes().
-  DeviceTensor(Context& ctx, const TensorDesc& desc, ClMem memory);
+  // A tensor in memory someone else allocated (a planner's arena, or another tensor's
+  // memory seen with another shape), starting offsetBytes into that buffer, which must
+  // hold offsetBytes + desc.bytes(); offsetBytes is a multiple of the element size.
+  DeviceTensor(Context& ctx, const TensorDesc& desc, ClMem memory, uint64_t offsetBytes = 0);
 
   const TensorDesc& desc() const { return desc_; }
   cl_mem mem() const { return mem_.get(); }
+  uint64_t offsetBytes() const { return offset_; }
+  // Counts the host writes into the tensor: a cache of something derived from its
+  // contents (conv's transformed weights) is stale once this moves.
+  uint64_t version() const { return version_; }
   bool hasCanary() const { return canary_; }
 
   void upload(const std::vector<float>& nchw);
@@ -42,7 +47,8 @@ class DeviceTensor {
   void writeCanary();
   bool canaryIntact() const;
 
-  // Sets X_PARAMS (memory object, C, HW, W) at arg index `index`; returns the next index.
+  // Sets X_PARAMS (memory object, C, HW, W, and for buffers the element offset) at arg
+  // index `index`; returns the next index.
   int setArgs(cl_kernel kernel, int index) const;
 
  private:
@@ -52,6 +58,8 @@ class DeviceTensor {
   TensorDesc desc_;
   bool canary_;
   ClMem mem_;
+  uint64_t offset_ = 0;
+  uint64_t version_ = 0;
 };
 
 }  // namespace sdspeed

@@ -71,10 +71,16 @@ std::string tensorAccessors(const std::string& X, const StorageFormat& f, Access
     return o.str();
   }
 
+  // A buffer tensor is a memory object and an element offset into it: the executor
+  // places every planned tensor in one arena and passes its offset, instead of a
+  // sub-buffer per tensor (sub-buffers cost NVIDIA's driver time per launch; see
+  // README "The planner costs nothing"). X_data is the tensor's first element.
   o << "#define " << X << "_PARAMS __global " << (access == Access::Read ? "const " : "") << T
-    << "* " << X << "_data, const int " << X << "_C, const int " << X << "_HW, const int " << X
-    << "_W\n";
-  o << "#define " << X << "_ARGS " << X << "_data, " << X << "_C, " << X << "_HW, " << X << "_W\n";
+    << "* " << X << "_base, const int " << X << "_C, const int " << X << "_HW, const int " << X
+    << "_W, const uint " << X << "_OFF\n";
+  o << "#define " << X << "_ARGS " << X << "_base, " << X << "_C, " << X << "_HW, " << X << "_W, " << X
+    << "_OFF\n";
+  o << "#define " << X << "_data (" << X << "_base + " << X << "_OFF)\n";
   if (f.layout == Layout::NCHW) {
     o << "#define " << X << "_IDX(n, c, hw) (((size_t)(n) * " << X << "_C + (c)) * " << X
       << "_HW + (hw))\n";

@@ -1,6 +1,7 @@
 // Generates the OpenCL accessor macros through which a kernel reaches a tensor, from
 // the tensor's StorageFormat. For a tensor named X the kernel writes:
-//   X_PARAMS                 in its parameter list (memory object + C, HW, W ints)
+//   X_PARAMS                 in its parameter list (memory object + C, HW, W ints; for
+//                            buffers also X_OFF, the tensor's first element in it)
 //   X_ARGS                   to pass the tensor on to a helper function taking X_PARAMS
 //   X_LOAD(n, c, hw)         one element as float          (every format)
 //   X_STORE(n, c, hw, v)     one element                   (buffers only: an image

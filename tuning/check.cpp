@@ -41,7 +41,7 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
   std::unique_ptr<PreparedOp> op;
   try {
     op = fam.prepare(ctx, v, p, prob, f);
-    r.scratchBytes = op->scratchBytes();
+    r.scratchBytes = op->scratchBytes() + op->derivedWeightBytes();
   } catch (const UnsupportedError& e) {
     r.status = Status::Unsupported;
     r.message = e.what();

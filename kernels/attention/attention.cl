@@ -35,8 +35,9 @@ inline float2 attn_combine(float2 a, float2 b) {  // (max, sum of exp(x - max))
 
 // Grid (ceil(L / TT) * T, ceil(S / TT) * T, B*H), local (T, T, 1).
 __kernel __attribute__((reqd_work_group_size(T, T, 1)))
-void attn_scores(q_PARAMS, k_PARAMS, mask_PARAMS, __global float* scores, const int H, const float scale,
+void attn_scores(q_PARAMS, k_PARAMS, mask_PARAMS, SD_REGION(float, scores), const int H, const float scale,
                  const int causal, const int hasMask) {
+  __global float* scores = SD_AT(scores);
   __local float4 Qs[TT][KS + 1];  // + 1: rows of Ks read by neighbouring work-items
   __local float4 Ks[TT][KS + 1];  // fall in different banks
   const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * T + tx;
@@ -76,7 +77,9 @@ void attn_scores(q_PARAMS, k_PARAMS, mask_PARAMS, __global float* scores, const 
 // Grid (SWG, B*H*S): one work-group per score row. Every row gets (max, 1/sum);
 // normalize != 0 also rewrites the row as probabilities (the naive softmax).
 __kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
-void attn_row_softmax(__global float* scores, __global float2* stats, const int L, const int normalize) {
+void attn_row_softmax(SD_REGION(float, scores), SD_REGION(float2, stats), const int L, const int normalize) {
+  __global float2* stats = SD_AT(stats);
+  __global float* scores = SD_AT(scores);
   __local float2 buf[SWG];
   const int lid = get_local_id(0);
   const size_t row = get_global_id(1);
@@ -101,8 +104,10 @@ void attn_row_softmax(__global float* scores, __global float2* stats, const int 
 // computes R rows x R head slices of the output. useStats: the scores are raw and
 // stats holds (max, 1/sum) per row (PARTIAL); else they are probabilities (NAIVE).
 __kernel __attribute__((reqd_work_group_size(T, T, 1)))
-void attn_pv(v_PARAMS, out_PARAMS, __global const float* scores, __global const float2* stats, const int H,
+void attn_pv(v_PARAMS, out_PARAMS, SD_REGION(const float, scores), SD_REGION(const float2, stats), const int H,
              const int useStats) {
+  __global const float2* stats = SD_AT(stats);
+  __global const float* scores = SD_AT(scores);
   __local float Ps[TT][KL];
   __local float4 Vs[KL][TT];
   __local float Mx[TT];  // the tile rows' maxima (useStats)

@@ -297,10 +297,11 @@ class AttentionOp : public PreparedOp {
     launches_.push_back({kernels_[0].get(), 3, {(L + tile - 1) / tile * t, (S + tile - 1) / tile * t, bh}, {t, t, 1}});
     launches_.push_back({kernels_[1].get(), 2, {swg, bh * S, 1}, {swg, 1, 1}});
     launches_.push_back({kernels_[2].get(), 3, {(d4 + tile - 1) / tile * t, (S + tile - 1) / tile * t, bh}, {t, t, 1}});
-    scratchBytes_ = AttentionFamily::scratchBytes(v, p);
-    scores_ = ctx.createBuffer(bh * S * L * sizeof(float));
-    stats_ = ctx.createBuffer(bh * S * 2 * sizeof(float));
+    scratch_.setSizes({bh * S * L * sizeof(float), bh * S * 2 * sizeof(float)});  // scores, row statistics
   }
+
+  std::vector<uint64_t> scratchRegions() const override { return scratch_.sizes(); }
+  void bindScratch(const std::vector<BufferRegion>& regions) override { scratch_.bind(regions); }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
     if (!checkedLimits_) {
@@ -319,26 +320,26 @@ class AttentionOp : public PreparedOp {
       setArg(k, i++, causal);
       setArg(k, i++, hasMask);
     } else {
-      cl_mem scores = scores_.get(), stats = stats_.get();
+      const BufferRegion scores = scratch_.at(ctx_, 0), stats = scratch_.at(ctx_, 1);
       cl_kernel k = kernels_[0].get();
       int i = t[0]->setArgs(k, 0);
       i = t[1]->setArgs(k, i);
       i = t[3]->setArgs(k, i);
-      setArg(k, i++, scores);
+      i = setRegionArgs(k, i, scores, sizeof(float));
       setArg(k, i++, H);
       setArg(k, i++, scale);
       setArg(k, i++, causal);
       setArg(k, i++, hasMask);
       k = kernels_[1].get();
-      setArg(k, 0, scores);
-      setArg(k, 1, stats);
-      setArg(k, 2, static_cast<cl_int>(p_.keys));
-      setArg(k, 3, static_cast<cl_int>(naive_));
+      i = setRegionArgs(k, 0, scores, sizeof(float));
+      i = setRegionArgs(k, i, stats, 2 * sizeof(float));
+      setArg(k, i++, static_cast<cl_int>(p_.keys));
+      setArg(k, i++, static_cast<cl_int>(naive_));
       k = kernels_[2].get();
       i = t[2]->setArgs(k, 0);
       i = t[4]->setArgs(k, i);
-      setArg(k, i++, scores);
-      setArg(k, i++, stats);
+      i = setRegionArgs(k, i, scores, sizeof(float));
+      i = setRegionArgs(k, i, stats, 2 * sizeof(float));
       setArg(k, i++, H);
       setArg(k, i++, static_cast<cl_int>(!naive_));
     }
@@ -347,16 +348,13 @@ class AttentionOp : public PreparedOp {
     return events;
   }
 
-  size_t scratchBytes() const override { return scratchBytes_; }
-
  private:
   Context& ctx_;
   AttentionProblem p_;
   bool flash_, naive_, checkedLimits_ = false;
   std::vector<ClKernel> kernels_;
   std::vector<Launch> launches_;
-  ClMem scores_, stats_;
-  size_t scratchBytes_ = 0;
+  OpScratch scratch_;
 };
 
 }  // namespace

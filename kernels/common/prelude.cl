@@ -82,3 +82,10 @@ inline float2 sd_reduce2(float2 v, __local float2* buf, const int n_items) {
   barrier(CLK_LOCAL_MEM_FENCE);  // buf is reused right after
   return total;
 }
+
+// A scratch or derived-weights argument: a memory object and an element offset into it
+// (the executor places ops' scratch in its activation arena; a standalone op passes its
+// own buffer at offset 0). SD_REGION(T, X) in the parameter list; the kernel body starts
+// with `__global T* X = SD_AT(X);`.
+#define SD_REGION(T, X) __global T* X##_region, const uint X##_off
+#define SD_AT(X) (X##_region + X##_off)

@@ -105,7 +105,8 @@ void conv_direct(x_PARAMS, weight_PARAMS, bias_PARAMS, temb_PARAMS, residual_PAR
 
 #if defined(IM2COL) || defined(CONV1X1)
 // Grid (roundUp(CoutP, 64), Cin*K*K): Wt[k][co] = weight[co][k], zero for co >= Cout.
-__kernel void conv_pack_weights(weight_PARAMS, __global float* Wt, const int Cout, const int CoutP) {
+__kernel void conv_pack_weights(weight_PARAMS, SD_REGION(float, Wt), const int Cout, const int CoutP) {
+  __global float* Wt = SD_AT(Wt);
   const int co = get_global_id(0), k = get_global_id(1), KK = weight_HW;
   if (co >= CoutP) return;
   Wt[(size_t)k * CoutP + co] = co < Cout ? weight_LOAD(co, k / KK, k % KK) : 0.0f;
@@ -115,8 +116,9 @@ __kernel void conv_pack_weights(weight_PARAMS, __global float* Wt, const int Cou
 #ifdef IM2COL
 // Grid (roundUp(PP, 64), Cin*K*K, N): col[n][k][p], k = ci*K*K + ky*K + kx, p = oy*Wo + ox
 // (zero for the padding and for p >= Ho*Wo).
-__kernel void conv_im2col(x_PARAMS, __global float* col, const int H, const int W, const int Wo, const int HoWo,
+__kernel void conv_im2col(x_PARAMS, SD_REGION(float, col), const int H, const int W, const int Wo, const int HoWo,
                           const int PP, const int K, const int stride, const int pad) {
+  __global float* col = SD_AT(col);
   const int p = get_global_id(0), k = get_global_id(1), n = get_global_id(2);
   if (p >= PP) return;
   const int KK = K * K, ci = k / KK, t = k % KK, ky = t / K, kx = t % K;
@@ -136,18 +138,25 @@ __kernel void conv_im2col(x_PARAMS, __global float* col, const int H, const int 
 #define WX (TN / RN)
 #define WY (TM / RM)
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
-void conv_gemm(__global const float* A, const int aStride, const int Mp, const int K,
+void conv_gemm(SD_REGION(const float, A), const int aStride, const int Mp, const int K,
 #ifdef CONV1X1
                x_PARAMS,
 #else
-               __global const float* B, const int ldb,
+               SD_REGION(const float, B), const int ldb,
 #endif
 #ifdef WINO
-               __global float* C
+               SD_REGION(float, C)
 #else
                bias_PARAMS, temb_PARAMS, residual_PARAMS, y_PARAMS, const int flags
 #endif
 ) {
+  __global const float* A = SD_AT(A);
+#ifndef CONV1X1
+  __global const float* B = SD_AT(B);
+#endif
+#ifdef WINO
+  __global float* C = SD_AT(C);
+#endif
   __local float4 As[KT][TM / 4];
   __local float4 Bs[KT][TN / 4];
   const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * WX + tx;
@@ -264,7 +273,8 @@ __constant float AT[WM][ALPHA] = {{1, 1, 1, 1, 1, 32, 32, 0},   {0, 1, -1, 2, -2
 #endif
 
 // Grid (roundUp(CoutP, 64), Cin): U[xi][ci][co] = (G g G^T)[xi], zero for co >= Cout.
-__kernel void conv_wino_weights(weight_PARAMS, __global float* U, const int Cout, const int CoutP) {
+__kernel void conv_wino_weights(weight_PARAMS, SD_REGION(float, U), const int Cout, const int CoutP) {
+  __global float* U = SD_AT(U);
   const int co = get_global_id(0), ci = get_global_id(1), Cin = weight_C;
   if (co >= CoutP) return;
   float g[3][3], t[ALPHA][3];
@@ -280,8 +290,9 @@ __kernel void conv_wino_weights(weight_PARAMS, __global float* U, const int Cout
 // Grid (roundUp(TP, 64), Cin): V[xi][c][t] = (B^T d B)[xi] for the ALPHA x ALPHA input
 // tile d of tile t (t = (n * tilesH + th) * tilesW + tw, origin (th*WM - pad, tw*WM - pad)),
 // zero for t >= T. One channel per work-item: ALPHA^2 floats of state.
-__kernel void conv_wino_input(x_PARAMS, __global float* V, const int H, const int W, const int tilesH,
+__kernel void conv_wino_input(x_PARAMS, SD_REGION(float, V), const int H, const int W, const int tilesH,
                               const int tilesW, const int T, const int TP, const int pad) {
+  __global float* V = SD_AT(V);
   const int t = get_global_id(0), c = get_global_id(1), Cin = x_C;
   if (t >= TP) return;
   float tmp[ALPHA][ALPHA];  // B^T d
@@ -311,9 +322,10 @@ __kernel void conv_wino_input(x_PARAMS, __global float* V, const int H, const in
 
 // Grid (roundUp(T, 64), ceil(Cout / 4)): Y = A^T M A for one tile and 4 output channels
 // (float4: images store whole slices), then the epilogue.
-__kernel void conv_wino_output(__global const float* M, bias_PARAMS, temb_PARAMS, residual_PARAMS, y_PARAMS,
+__kernel void conv_wino_output(SD_REGION(const float, M), bias_PARAMS, temb_PARAMS, residual_PARAMS, y_PARAMS,
                                const int Wo, const int tilesH, const int tilesW, const int T, const int TP,
                                const int CoutP, const int flags) {
+  __global const float* M = SD_AT(M);
   const int t = get_global_id(0), s = get_global_id(1);
   if (t >= T) return;
   const int n = t / (tilesH * tilesW), r = t % (tilesH * tilesW);

@@ -401,8 +401,7 @@ class ConvOp : public PreparedOp {
       gemm(static_cast<size_t>(tilesP_), static_cast<size_t>((m + 2) * (m + 2)));
       add("conv_wino_output", 2, {roundUp(static_cast<size_t>(tiles_), kTransformWg), coutP / 4, 1},
           {kTransformWg, 1, 1});
-      input_ = ctx.createBuffer(scratch_.input);
-      output_ = ctx.createBuffer(scratch_.output);
+      resetScratch();
       return;
     }
     const size_t K = cin * static_cast<size_t>(d.kernel * d.kernel);
@@ -414,12 +413,25 @@ class ConvOp : public PreparedOp {
       pp_ = static_cast<cl_int>(up4(static_cast<int64_t>(Ho * Wo)));
       add("conv_im2col", 3, {roundUp(static_cast<size_t>(pp_), kTransformWg), K, N}, {kTransformWg, 1, 1});
       gemm(static_cast<size_t>(pp_), N);
-      input_ = ctx.createBuffer(scratch_.input);
     } else {
       kind_ = Kind::Conv1x1;
       gemm(Ho * Wo, N);
     }
+    resetScratch();
   }
+
+  // Regions, in order: the input planes (im2col columns or Winograd's V), the output
+  // planes (Winograd's M), and, with per-call derived weights, the GEMM's weights.
+  std::vector<uint64_t> scratchRegions() const override { return scratchSet_.sizes(); }
+  void bindScratch(const std::vector<BufferRegion>& regions) override { scratchSet_.bind(regions); }
+  uint64_t derivedWeightBytes() const override { return kind_ == Kind::Direct ? 0 : scratch_.weights; }
+  void setDerivedWeightsPerCall(bool perCall) override {
+    if (perCall && kind_ == Kind::Direct) throw Error("the direct convolution derives no weights");
+    perCallWeights_ = perCall;
+    cache_.clear();
+    resetScratch();
+  }
+  bool derivedWeightsPerCall() const override { return perCallWeights_; }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
     if (!checkedLimits_) {
@@ -441,51 +453,49 @@ class ConvOp : public PreparedOp {
       events.push_back(enqueueLaunch(ctx_.queue(), launches_[0]));
       return events;
     }
-    cl_mem weights = preparedWeights(*t[1]);
+    const BufferRegion weights = preparedWeights(*t[1], events);
     size_t next = 0;
     if (kind_ == Kind::Winograd) {
       cl_kernel k = kernels_[next].get();
-      cl_mem V = input_.get(), M = output_.get();
+      const BufferRegion V = scratchSet_.at(ctx_, 0), M = scratchSet_.at(ctx_, 1);
       int i = t[0]->setArgs(k, 0);
-      setArg(k, i++, V);
+      i = setRegionArgs(k, i, V, sizeof(float));
       for (cl_int a : {H, W, tilesH_, tilesW_, tiles_, tilesP_, pad}) setArg(k, i++, a);
       events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
       k = kernels_[next].get();
-      i = 0;
-      setArg(k, i++, weights);
+      i = setRegionArgs(k, 0, weights, sizeof(float));
       setArg(k, i++, static_cast<cl_int>(d.cin * coutP_));
       setArg(k, i++, coutP_);
       setArg(k, i++, static_cast<cl_int>(d.cin));
-      setArg(k, i++, V);
+      i = setRegionArgs(k, i, V, sizeof(float));
       setArg(k, i++, tilesP_);
-      setArg(k, i++, M);
+      i = setRegionArgs(k, i, M, sizeof(float));
       events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
       k = kernels_[next].get();
-      i = 0;
-      setArg(k, i++, M);
+      i = setRegionArgs(k, 0, M, sizeof(float));
       for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
       for (cl_int a : {Wo, tilesH_, tilesW_, tiles_, tilesP_, coutP_, flags_}) setArg(k, i++, a);
       events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
       return events;
     }
     const cl_int Kdim = static_cast<cl_int>(d.cin * d.kernel * d.kernel);
-    cl_mem col = input_.get();
+    BufferRegion col;
     if (kind_ == Kind::Im2col) {
+      col = scratchSet_.at(ctx_, 0);
       cl_kernel k = kernels_[next].get();
       int i = t[0]->setArgs(k, 0);
-      setArg(k, i++, col);
+      i = setRegionArgs(k, i, col, sizeof(float));
       const cl_int HoWo = static_cast<cl_int>(d.outHeight() * d.outWidth());
       for (cl_int a : {H, W, Wo, HoWo, pp_, K, stride, pad}) setArg(k, i++, a);
       events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
     }
     cl_kernel k = kernels_[next].get();
-    int i = 0;
-    setArg(k, i++, weights);
+    int i = setRegionArgs(k, 0, weights, sizeof(float));
     setArg(k, i++, static_cast<cl_int>(0));
     setArg(k, i++, coutP_);
     setArg(k, i++, Kdim);
     if (kind_ == Kind::Im2col) {
-      setArg(k, i++, col);
+      i = setRegionArgs(k, i, col, sizeof(float));
       setArg(k, i++, pp_);
     } else {
       i = t[0]->setArgs(k, i);
@@ -496,8 +506,6 @@ class ConvOp : public PreparedOp {
     return events;
   }
 
-  size_t scratchBytes() const override { return scratch_.total(); }
-
  private:
   enum class Kind { Direct, Im2col, Conv1x1, Winograd };
 
@@ -507,28 +515,63 @@ class ConvOp : public PreparedOp {
     launches_.push_back(l);
   }
 
-  // The weights in the GEMM's layout, transformed on the first use of this buffer.
-  cl_mem preparedWeights(const DeviceTensor& w) {
+  void resetScratch() {
+    std::vector<uint64_t> sizes;
+    if (kind_ == Kind::Winograd) sizes = {scratch_.input, scratch_.output};
+    if (kind_ == Kind::Im2col) sizes = {scratch_.input};
+    if (perCallWeights_) sizes.push_back(scratch_.weights);
+    scratchSet_.setSizes(std::move(sizes));
+  }
+
+  // Enqueues the transform of w into the GEMM's layout (packing or Winograd's G g G^T).
+  void transformWeights(const DeviceTensor& w, const BufferRegion& out, std::vector<ClEvent>& events) {
+    cl_kernel k = prep_.kernel;
+    int i = w.setArgs(k, 0);
+    i = setRegionArgs(k, i, out, sizeof(float));
+    setArg(k, i++, static_cast<cl_int>(p_.dims.cout));
+    setArg(k, i++, coutP_);
+    events.push_back(enqueueLaunch(ctx_.queue(), prep_));  // in-order queue: done before the GEMM reads it
+  }
+
+  // The weights in the GEMM's layout. Per call: transformed now into the last scratch
+  // region (its time is part of the op's). Resident: transformed on the first use of
+  // this weight tensor and kept; the key is the tensor's memory, offset and version,
+  // so weights rewritten from the host are transformed again, never served stale. Up to
+  // kCacheEntries tensors are kept (the timing loop rotates through several copies;
+  // a cache smaller than the rotation would time the transform on every call).
+  BufferRegion preparedWeights(const DeviceTensor& w, std::vector<ClEvent>& events) {
+    if (perCallWeights_) {
+      const BufferRegion r = scratchSet_.at(ctx_, scratchSet_.sizes().size() - 1);
+      transformWeights(w, r, events);
+      return r;
+    }
     for (const auto& e : cache_)
-      if (e.source.get() == w.mem()) return e.prepared.get();
-    if (cache_.size() >= 16) cache_.erase(cache_.begin());
+      if (e.source.get() == w.mem() && e.offset == w.offsetBytes() && e.version == w.version())
+        return {e.prepared.get(), 0};
+    for (auto it = cache_.begin(); it != cache_.end(); ++it)
+      if (it->source.get() == w.mem() && it->offset == w.offsetBytes()) {
+        cache_.erase(it);  // the same tensor with new contents
+        break;
+      }
+    if (cache_.size() >= kCacheEntries) cache_.erase(cache_.begin());
     Entry e;
     clCheck(clRetainMemObject(w.mem()), "clRetainMemObject");
     e.source = ClMem(w.mem());
+    e.offset = w.offsetBytes();
+    e.version = w.version();
     e.prepared = ctx_.createBuffer(scratch_.weights);
-    cl_kernel k = prep_.kernel;
-    int i = w.setArgs(k, 0);
-    cl_mem out = e.prepared.get();
-    setArg(k, i++, out);
-    setArg(k, i++, static_cast<cl_int>(p_.dims.cout));
-    setArg(k, i++, coutP_);
-    enqueueLaunch(ctx_.queue(), prep_);  // in-order queue: done before the GEMM reads it
+    const BufferRegion r{e.prepared.get(), 0};
+    std::vector<ClEvent> setup;  // a one-time cost, not part of the op's time
+    transformWeights(w, r, setup);
     cache_.push_back(std::move(e));
-    return out;
+    return r;
   }
+
+  static constexpr size_t kCacheEntries = 64;  // runtime/timing.h rotates up to 64 sets
 
   struct Entry {
     ClMem source, prepared;
+    uint64_t offset = 0, version = 0;
   };
 
   Context& ctx_;
@@ -542,7 +585,8 @@ class ConvOp : public PreparedOp {
   std::vector<Launch> launches_;
   ClKernel prepKernel_;
   Launch prep_;
-  ClMem input_, output_;
+  OpScratch scratchSet_;
+  bool perCallWeights_ = false;
   std::vector<Entry> cache_;
 };
 

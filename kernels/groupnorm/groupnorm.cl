@@ -63,7 +63,8 @@ inline floatV gn_actV(floatV v, int flags) { return (flags & GN_SILU) ? v / (1.0
 // Grid (SPLIT * WG, N * G): work-group (chunk, n*G+g) writes the shifted sums of its
 // share of group g to partials[(ng * SPLIT + chunk) * 2 + {0, 1}].
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
-void gn_stats(x_PARAMS, const int G, __global float* partials) {
+void gn_stats(x_PARAMS, const int G, SD_REGION(float, partials)) {
+  __global float* partials = SD_AT(partials);
   __local float2 red[WG];
   const int chunk = get_group_id(0), ng = get_group_id(1);
   const int n = ng / G, g = ng % G, cpg = x_C / G, c0 = g * cpg;
@@ -86,7 +87,8 @@ void gn_stats(x_PARAMS, const int G, __global float* partials) {
 // partial sums of the (up to 4) groups of the slice into mean and rstd.
 __kernel __attribute__((reqd_work_group_size(NWG, 1, 1)))
 void gn_normalize(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const int G,
-                  const float eps, const int flags, __global const float* partials) {
+                  const float eps, const int flags, SD_REGION(const float, partials)) {
+  __global const float* partials = SD_AT(partials);
   __local float shift[4], offset[4], rstd[4];
   const int hw = get_global_id(0), s = get_global_id(1), n = get_global_id(2);
   const int lid = get_local_id(0), cpg = x_C / G;
@@ -234,7 +236,8 @@ void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, cons
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gn_split(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const int G,
               const float eps, const int flags, __global int* counters,
-              __global float* partials, const int target) {
+              SD_REGION(float, partials), const int target) {
+  __global float* partials = SD_AT(partials);
   __local float2 red[WG];
   __local float sums[2 * SPLIT];
   __local int arrived;

@@ -100,8 +100,7 @@ class GroupNormOp : public PreparedOp {
       stats_ = ctx.createKernel(program, "gn_stats");
       normalize_ = ctx.createKernel(program, "gn_normalize");
       const size_t split = p["SPLIT"], wg = p["WG"], nwg = p["NWG"];
-      scratchBytes_ = static_cast<size_t>(s.n * prob.attrs.groups) * split * 2 * sizeof(float);
-      partials_ = ctx.createBuffer(scratchBytes_);
+      scratch_.setSizes({static_cast<size_t>(s.n * prob.attrs.groups) * split * 2 * sizeof(float)});
       launches_.push_back({stats_.get(), 2, {split * wg, static_cast<size_t>(s.n * prob.attrs.groups), 1}, {wg, 1, 1}});
       launches_.push_back({normalize_.get(), 3,
                            {roundUp(static_cast<size_t>(s.hw()), nwg), static_cast<size_t>(s.slices()),
@@ -113,9 +112,9 @@ class GroupNormOp : public PreparedOp {
       counters_ = ctx.createBuffer(groups * sizeof(cl_int));
       std::vector<cl_int> zeros(groups, 0);
       ctx.writeBuffer(counters_.get(), zeros.data(), zeros.size() * sizeof(cl_int));
-      scratchBytes_ = groups * parts * 2 * sizeof(float);
-      partials_ = ctx.createBuffer(scratchBytes_);
-      scratchBytes_ += groups * sizeof(cl_int);
+      // The partials are scratch; the counters persist between launches (they count
+      // up across calls, see enqueue), so they stay the op's own, 4 bytes a group.
+      scratch_.setSizes({groups * parts * 2 * sizeof(float)});
       launches_.push_back({onePass_.get(), 2, {parts * wg, groups, 1}, {wg, 1, 1}});
     } else {
       onePass_ = ctx.createKernel(program, "gn_one_pass");
@@ -136,15 +135,15 @@ class GroupNormOp : public PreparedOp {
     if (twoPass_) {
       int i = t[0]->setArgs(stats_.get(), 0);
       setArg(stats_.get(), i++, G);
-      cl_mem part = partials_.get();
-      setArg(stats_.get(), i++, part);
+      const BufferRegion part = scratch_.at(ctx_, 0);
+      i = setRegionArgs(stats_.get(), i, part, sizeof(float));
       cl_kernel k = normalize_.get();
       i = 0;
       for (int slot = 0; slot < 5; ++slot) i = t[slot]->setArgs(k, i);
       setArg(k, i++, G);
       setArg(k, i++, eps);
       setArg(k, i++, flags_);
-      setArg(k, i++, part);
+      i = setRegionArgs(k, i, part, sizeof(float));
     } else {
       cl_kernel k = onePass_.get();
       int i = 0;
@@ -156,7 +155,7 @@ class GroupNormOp : public PreparedOp {
         // The counters grow by SPLIT per launch; wait for this launch's total.
         ++sequence_;
         setArg(k, i++, counters_.get());
-        setArg(k, i++, partials_.get());
+        i = setRegionArgs(k, i, scratch_.at(ctx_, 0), sizeof(float));
         setArg(k, i++, static_cast<cl_int>(sequence_ * point_["SPLIT"]));
       }
     }
@@ -164,7 +163,8 @@ class GroupNormOp : public PreparedOp {
     return events;
   }
 
-  size_t scratchBytes() const override { return scratchBytes_; }
+  std::vector<uint64_t> scratchRegions() const override { return scratch_.sizes(); }
+  void bindScratch(const std::vector<BufferRegion>& regions) override { scratch_.bind(regions); }
 
  private:
   Context& ctx_;
@@ -174,8 +174,8 @@ class GroupNormOp : public PreparedOp {
   cl_int flags_ = 0;
   int64_t sequence_ = 0;
   ClKernel stats_, normalize_, onePass_;
-  ClMem partials_, counters_;
-  size_t scratchBytes_ = 0;
+  ClMem counters_;
+  OpScratch scratch_;
   std::vector<Launch> launches_;
 };
 

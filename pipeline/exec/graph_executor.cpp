@@ -114,21 +114,174 @@ std::map<std::string, uint64_t> planSizes(const ActivationUsage& usage, uint64_t
   return out;
 }
 
+namespace {
+
+std::string gib(uint64_t bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3f GB (%.0f MiB)", static_cast<double>(bytes) * 1e-9, static_cast<double>(bytes) / (1 << 20));
+  return b;
+}
+
+}  // namespace
+
+// The planner's records: activations (views folded into their base), then streamed
+// weights (alive from the op before their first reader, so the upload overlaps that
+// op), then every op's scratch regions (alive for that op alone) when planned.
+struct GraphExecutor::Layout {
+  struct Owner {
+    enum class Kind { Tensor, Scratch } kind;
+    int id;      // graph tensor, or node
+    int region;  // scratch region of the node
+  };
+  std::vector<TensorUsage> records;
+  std::vector<Owner> owners;
+};
+
+GraphExecutor::Layout GraphExecutor::layout() const {
+  Layout l;
+  const ActivationUsage act = activationUsage(graph_, opt_.format);
+  l.records = act.records;
+  for (int id : act.tensors) l.owners.push_back({Layout::Owner::Kind::Tensor, id, 0});
+  const auto& nodes = graph_.nodes();
+  std::vector<int> first(graph_.tensors().size(), -1), last(graph_.tensors().size(), -1);
+  for (int i = 0; i < static_cast<int>(nodes.size()); ++i)
+    for (int a : nodes[static_cast<size_t>(i)].args)
+      if (a >= 0 && streamed_[static_cast<size_t>(a)]) {
+        if (first[static_cast<size_t>(a)] < 0) first[static_cast<size_t>(a)] = i;
+        last[static_cast<size_t>(a)] = i;
+      }
+  for (size_t id = 0; id < streamed_.size(); ++id)
+    if (streamed_[id] && first[id] >= 0) {
+      l.records.push_back({TensorDesc{graph_.tensors()[id].shape, kParamFormat}.bytes(), std::max(0, first[id] - 1), last[id]});
+      l.owners.push_back({Layout::Owner::Kind::Tensor, static_cast<int>(id), 0});
+    }
+  if (opt_.planScratch && opt_.planner != "none")
+    for (size_t i = 0; i < ops_.size(); ++i) {
+      const auto regions = ops_[i]->scratchRegions();
+      for (size_t r = 0; r < regions.size(); ++r) {
+        l.records.push_back({regions[r], static_cast<int>(i), static_cast<int>(i)});
+        l.owners.push_back({Layout::Owner::Kind::Scratch, static_cast<int>(i), static_cast<int>(r)});
+      }
+    }
+  return l;
+}
+
+// Everything the component will hold on the device with the current choices: resident
+// weights, resident derived weights, the arena (or each tensor's own buffer), scratch the
+// ops keep themselves, host inputs and placeholders.
+uint64_t GraphExecutor::footprint() const {
+  uint64_t total = memory_.otherBytes;
+  const auto& ts = graph_.tensors();
+  for (size_t id = 0; id < ts.size(); ++id)
+    if (ts[id].kind == GraphTensor::Kind::Weight && !streamed_[id])
+      total += TensorDesc{ts[id].shape, kParamFormat}.bytes();
+  uint64_t ownScratch = 0;
+  for (const auto& op : ops_) {
+    if (!op->derivedWeightsPerCall()) total += op->derivedWeightBytes();
+    ownScratch += op->scratchBytes();
+  }
+  const Layout l = layout();
+  if (opt_.planner == "none") {
+    for (const auto& r : l.records) total += r.bytes;
+    return total + ownScratch;
+  }
+  const MemoryPlan plan = planMemory(l.records, parsePlanStrategy(opt_.planner), ctx_.subBufferAlignment());
+  total += plan.arenaOffsets().back();
+  return opt_.planScratch ? total : total + ownScratch;
+}
+
+// The cheapest savings first: derived weights made per call (a transform kernel per
+// call; the largest first, so the fewest convolutions pay), then streamed weights (the
+// largest first: the fewest uploads). Each step is a binary search over how many of
+// the ordered candidates to switch, since a plan costs O(n^2).
+void GraphExecutor::fitBudget() {
+  const uint64_t budget = opt_.memoryBudget;
+  memory_.budgetBytes = budget;
+  memory_.estimatedBytes = footprint();
+  if (!budget || memory_.estimatedBytes <= budget) return;
+  const std::string what = graph_.component();
+  auto searchSwitch = [&](size_t n, const std::function<void(size_t)>& apply) {
+    // The fewest k in [1, n] whose footprint fits, else n.
+    size_t lo = 1, hi = n;
+    while (lo < hi) {
+      const size_t mid = (lo + hi) / 2;
+      apply(mid);
+      if (footprint() <= budget) hi = mid; else lo = mid + 1;
+    }
+    apply(lo);
+    return lo;
+  };
+  std::vector<size_t> convs;
+  for (size_t i = 0; i < ops_.size(); ++i)
+    if (ops_[i]->derivedWeightBytes() > 0 && !ops_[i]->derivedWeightsPerCall()) convs.push_back(i);
+  std::stable_sort(convs.begin(), convs.end(),
+                   [&](size_t a, size_t b) { return ops_[a]->derivedWeightBytes() > ops_[b]->derivedWeightBytes(); });
+  if (!convs.empty()) {
+    const size_t k = searchSwitch(convs.size(), [&](size_t k) {
+      for (size_t j = 0; j < convs.size(); ++j) ops_[convs[j]]->setDerivedWeightsPerCall(j < k);
+    });
+    uint64_t saved = 0;
+    for (size_t j = 0; j < k; ++j) saved += ops_[convs[j]]->derivedWeightBytes();
+    memory_.budgetChoices.push_back(std::to_string(k) + " of " + std::to_string(convs.size()) +
+                                    " convolutions make their derived weights per call (" + gib(saved) + " not kept)");
+  }
+  memory_.estimatedBytes = footprint();
+  if (memory_.estimatedBytes <= budget) return;
+  if (opt_.planner == "none")
+    throw Error("--memory-budget " + gib(budget) + ": the " + what + " needs " + gib(memory_.estimatedBytes) +
+                " without a planner, and weights stream only into a planned arena (drop --planner none)");
+  std::vector<size_t> weights;
+  const auto& ts = graph_.tensors();
+  for (size_t id = 0; id < ts.size(); ++id)
+    if (ts[id].kind == GraphTensor::Kind::Weight) weights.push_back(id);
+  std::stable_sort(weights.begin(), weights.end(),
+                   [&](size_t a, size_t b) { return ts[a].shape.elements() > ts[b].shape.elements(); });
+  const size_t k = searchSwitch(weights.size(), [&](size_t k) {
+    for (size_t j = 0; j < weights.size(); ++j) streamed_[weights[j]] = j < k;
+  });
+  memory_.estimatedBytes = footprint();
+  if (memory_.estimatedBytes > budget)
+    throw Error("--memory-budget " + gib(budget) + " is below what the " + what + " can run in: at least " +
+                gib(memory_.estimatedBytes) + " with every derived weight made per call and every weight streamed");
+  uint64_t streamed = 0;
+  for (size_t j = 0; j < k; ++j) streamed += TensorDesc{ts[weights[j]].shape, kParamFormat}.bytes();
+  memory_.budgetChoices.push_back(std::to_string(k) + " of " + std::to_string(weights.size()) + " weights streamed (" +
+                                  gib(streamed) + " uploaded per run)");
+}
+
 GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSource& weights, const ExecOptions& options)
     : ctx_(ctx), graph_(graph), opt_(options) {
   if (opt_.format.storage != Storage::Buffer)
     throw Error("the pipeline runs on buffer storage (views reshape tensors in place); got " + opt_.format.name());
   for (const auto& [fam, list] : opt_.variants)
     for (const auto& v : list) findFamily(fam).variant(v);  // unknown names: an Error here
-  allocate(weights);  // first: a bad checkpoint fails before any program is built
-  bindArguments();
+  const auto& ts = graph_.tensors();
+  // A checkpoint without a tensor fails before any program is built (load names it).
+  for (const GraphTensor& t : ts)
+    if (t.kind == GraphTensor::Kind::Weight && !weights.has(t.name)) weights.load(t.name, t.diskShape);
+  streamed_.assign(ts.size(), false);
   const TunedChooser chooser(opt_.dbDir, ctx.device());
   for (const GraphNode& n : graph_.nodes()) {
     NodeChoice c = choose(chooser, n, opt_, ctx.device());
     const VariantDef& v = n.family->variant(c.variant);
     ops_.push_back(n.family->prepare(ctx, v, v.parsePoint(c.params), *n.problem, opt_.format));
-    memory_.scratchBytes += ops_.back()->scratchBytes();
+    if (opt_.derivedWeightsPerCall && ops_.back()->derivedWeightBytes() > 0) ops_.back()->setDerivedWeightsPerCall(true);
     choices_.push_back(std::move(c));
+  }
+  for (const GraphTensor& t : ts)
+    if (t.kind == GraphTensor::Kind::HostInput) memory_.otherBytes += TensorDesc{t.shape, kParamFormat}.bytes();
+  makePlaceholders();
+  fitBudget();
+  allocate(weights);
+  bindArguments();
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    NodeChoice& c = choices_[i];
+    c.scratchBytes = ops_[i]->scratchBytes();
+    c.derivedPerCall = ops_[i]->derivedWeightsPerCall();
+    c.derivedWeightBytes = c.derivedPerCall ? 0 : ops_[i]->derivedWeightBytes();
+    memory_.scratchBytes += c.scratchBytes;
+    memory_.scratchPeakBytes = std::max<uint64_t>(memory_.scratchPeakBytes, c.scratchBytes);
+    memory_.derivedWeightBytes += c.derivedWeightBytes;
   }
 }
 
@@ -140,6 +293,7 @@ GraphExecutor::~GraphExecutor() {
     ctx_.finish();
   } catch (const std::exception&) {
   }
+  uploadDone_.clear();
   ops_.clear();
   args_.clear();
   placeholders_.clear();
@@ -150,80 +304,133 @@ GraphExecutor::~GraphExecutor() {
 void GraphExecutor::allocate(const WeightSource& weights) {
   const auto& ts = graph_.tensors();
   tensors_.resize(ts.size());
-  const ActivationUsage planned = activationUsage(graph_, opt_.format);
-  const std::vector<TensorUsage>& usage = planned.records;
-  const std::vector<int>& owners = planned.tensors;
+  hostWeights_.assign(ts.size(), {});
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
-    if (t.kind == GraphTensor::Kind::Weight) {
-      auto d = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, kParamFormat});
+    const TensorDesc desc{t.shape, kParamFormat};
+    if (t.kind == GraphTensor::Kind::Weight && streamed_[id]) {
+      hostWeights_[id] = packTensor(desc, weights.load(t.name, t.diskShape));  // placed in the arena below
+      memory_.streamedBytes += desc.bytes();
+    } else if (t.kind == GraphTensor::Kind::Weight) {
+      auto d = std::make_unique<DeviceTensor>(ctx_, desc);
       d->upload(weights.load(t.name, t.diskShape));
-      memory_.weightBytes += d->desc().bytes();
+      memory_.weightBytes += desc.bytes();
       tensors_[id] = std::move(d);
     } else if (t.kind == GraphTensor::Kind::HostInput) {
-      tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, kParamFormat});
+      tensors_[id] = std::make_unique<DeviceTensor>(ctx_, desc);
     }
   }
 
   const uint64_t align = ctx_.subBufferAlignment();
-  memory_.planBytes = planSizes(planned, align);
+  const Layout l = layout();
+  {
+    ActivationUsage usage;
+    usage.records = l.records;
+    memory_.planBytes = planSizes(usage, align);
+  }
+  auto formatOf = [&](int id) { return ts[static_cast<size_t>(id)].kind == GraphTensor::Kind::Weight ? kParamFormat : opt_.format; };
   if (opt_.planner == "none") {
-    for (size_t k = 0; k < owners.size(); ++k) {
-      const GraphTensor& t = ts[static_cast<size_t>(owners[k])];
-      tensors_[static_cast<size_t>(owners[k])] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, opt_.format});
-      memory_.activationBytes += tensors_[static_cast<size_t>(owners[k])]->desc().bytes();
+    for (const auto& o : l.owners) {
+      const GraphTensor& t = ts[static_cast<size_t>(o.id)];
+      tensors_[static_cast<size_t>(o.id)] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, formatOf(o.id)});
+      memory_.activationBytes += tensors_[static_cast<size_t>(o.id)]->desc().bytes();
     }
   } else {
-    const MemoryPlan plan = planMemory(usage, parsePlanStrategy(opt_.planner), align);
+    const MemoryPlan plan = planMemory(l.records, parsePlanStrategy(opt_.planner), align);
     const auto bases = plan.arenaOffsets();
     const uint64_t arenaBytes = bases.back();
     if (arenaBytes > ctx_.device().maxAllocBytes)
       throw Error("the " + graph_.component() + " activation arena needs " + std::to_string(arenaBytes >> 20) +
                   " MiB, more than the device's largest allocation (" +
                   std::to_string(ctx_.device().maxAllocBytes >> 20) + " MiB); try --planner none");
-    arena_ = ctx_.createBuffer(arenaBytes);
+    arena_ = ctx_.createBuffer(std::max<uint64_t>(arenaBytes, 4));
     memory_.activationBytes = arenaBytes;
-    for (size_t k = 0; k < owners.size(); ++k) {
-      const GraphTensor& t = ts[static_cast<size_t>(owners[k])];
-      const TensorDesc desc{t.shape, opt_.format};
+    std::vector<std::vector<BufferRegion>> scratch(ops_.size());
+    for (size_t k = 0; k < l.owners.size(); ++k) {
+      const auto& o = l.owners[k];
       const uint64_t offset = bases[plan.placements[k].buffer] + plan.placements[k].offset;
-      tensors_[static_cast<size_t>(owners[k])] =
-          std::make_unique<DeviceTensor>(ctx_, desc, ctx_.createSubBuffer(arena_.get(), offset, desc.bytes()));
+      if (o.kind == Layout::Owner::Kind::Scratch) {
+        scratch[static_cast<size_t>(o.id)].push_back({arena_.get(), offset});
+        continue;
+      }
+      const TensorDesc desc{ts[static_cast<size_t>(o.id)].shape, formatOf(o.id)};
+      ClMem m;
+      uint64_t at = offset;
+      if (opt_.arenaSubBuffers) {
+        m = ctx_.createSubBuffer(arena_.get(), offset, desc.bytes());
+        at = 0;
+      } else {
+        clCheck(clRetainMemObject(arena_.get()), "clRetainMemObject");
+        m = ClMem(arena_.get());
+      }
+      tensors_[static_cast<size_t>(o.id)] = std::make_unique<DeviceTensor>(ctx_, desc, std::move(m), at);
+    }
+    for (size_t i = 0; i < ops_.size(); ++i)
+      if (!scratch[i].empty()) ops_[i]->bindScratch(scratch[i]);
+    if (opt_.planScratch) {
+      ActivationUsage act = activationUsage(graph_, opt_.format);
+      const uint64_t without = planMemory(act.records, parsePlanStrategy(opt_.planner), align).arenaOffsets().back();
+      memory_.plannedScratchBytes = arenaBytes > without ? arenaBytes - without : 0;
     }
   }
-  // Views share their base's memory object.
+  // Views share their base's memory object and offset.
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
     if (t.viewOf < 0 || !tensors_[static_cast<size_t>(t.viewOf)]) continue;
-    cl_mem m = tensors_[static_cast<size_t>(t.viewOf)]->mem();
+    const DeviceTensor& base = *tensors_[static_cast<size_t>(t.viewOf)];
+    cl_mem m = base.mem();
     clCheck(clRetainMemObject(m), "clRetainMemObject");
-    tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, opt_.format}, ClMem(m));
+    tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, opt_.format}, ClMem(m), base.offsetBytes());
+  }
+  // Streaming schedule: a weight's upload starts with the op before its first reader
+  // (its arena region is free from then on: the plan keeps it apart from everything
+  // alive at that op), and its first reader waits for the upload.
+  uploadsAt_.assign(ops_.size(), {});
+  readyBy_.assign(ops_.size(), {});
+  for (size_t k = 0; k < l.owners.size(); ++k) {
+    const auto& o = l.owners[k];
+    if (o.kind != Layout::Owner::Kind::Tensor || !streamed_[static_cast<size_t>(o.id)]) continue;
+    const int startOp = l.records[k].firstOp;
+    int firstReader = -1;
+    for (int i = 0; i < static_cast<int>(ops_.size()) && firstReader < 0; ++i)
+      for (int a : graph_.nodes()[static_cast<size_t>(i)].args)
+        if (a == o.id) firstReader = i;
+    uploadsAt_[static_cast<size_t>(startOp)].push_back(o.id);
+    readyBy_[static_cast<size_t>(firstReader)].push_back(o.id);
+    choices_[static_cast<size_t>(firstReader)].streamedBytes += hostWeights_[static_cast<size_t>(o.id)].size();
+  }
+  uploadDone_.clear();
+  uploadDone_.resize(ts.size());
+}
+
+// Zero placeholders for unused slots, one per (shape, kind), shared by nodes; made
+// before the budget is fitted, which counts them.
+void GraphExecutor::makePlaceholders() {
+  for (const GraphNode& n : graph_.nodes()) {
+    const auto slots = n.family->slots();
+    const auto shapes = n.family->shapes(*n.problem);
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (n.args[s] >= 0) continue;
+      auto& p = placeholders_[{shapes[s].text(), slots[s].activation}];
+      if (p) continue;
+      p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{shapes[s], slots[s].activation ? opt_.format : kParamFormat});
+      p->upload(std::vector<float>(static_cast<size_t>(shapes[s].elements()), 0.0f));
+      memory_.otherBytes += p->desc().bytes();
+    }
   }
 }
 
-// Each node's tensors in slot order, resolved once (run() is the hot path): unused slots
-// get a zero placeholder of the slot's shape, one per (shape, kind), shared by nodes.
+// Each node's tensors in slot order, resolved once (run() is the hot path).
 void GraphExecutor::bindArguments() {
-  std::map<std::pair<std::string, bool>, std::unique_ptr<DeviceTensor>> placeholders;
   for (const GraphNode& n : graph_.nodes()) {
     const auto slots = n.family->slots();
     const auto shapes = n.family->shapes(*n.problem);
     std::vector<DeviceTensor*> args;
-    for (size_t s = 0; s < slots.size(); ++s) {
-      if (n.args[s] >= 0) {
-        args.push_back(tensors_[static_cast<size_t>(n.args[s])].get());
-        continue;
-      }
-      auto& p = placeholders[{shapes[s].text(), slots[s].activation}];
-      if (!p) {
-        p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{shapes[s], slots[s].activation ? opt_.format : kParamFormat});
-        p->upload(std::vector<float>(static_cast<size_t>(shapes[s].elements()), 0.0f));
-      }
-      args.push_back(p.get());
-    }
+    for (size_t s = 0; s < slots.size(); ++s)
+      args.push_back(n.args[s] >= 0 ? tensors_[static_cast<size_t>(n.args[s])].get()
+                                    : placeholders_.at({shapes[s].text(), slots[s].activation}).get());
     args_.push_back(std::move(args));
   }
-  for (auto& [key, p] : placeholders) placeholders_.push_back(std::move(p));
 }
 
 void GraphExecutor::warmUp() {
@@ -249,6 +456,22 @@ std::vector<float> GraphExecutor::output(const std::string& name) const {
   return tensors_[static_cast<size_t>(it->second)]->download();
 }
 
+// Streamed weights whose upload starts with `node`: on the copy queue, after every op
+// before `node` has finished (opBefore: a marker behind them; null for node 0, when the
+// queue is idle), so each upload overlaps `node`'s kernels.
+void GraphExecutor::enqueueUploads(int node, cl_event opBefore) {
+  for (int id : uploadsAt_[static_cast<size_t>(node)]) {
+    const auto& bytes = hostWeights_[static_cast<size_t>(id)];
+    const DeviceTensor& t = *tensors_[static_cast<size_t>(id)];
+    cl_event done = nullptr;
+    clCheck(clEnqueueWriteBuffer(ctx_.copyQueue(), t.mem(), CL_FALSE, t.offsetBytes(), bytes.size(), bytes.data(),
+                                 opBefore ? 1 : 0, opBefore ? &opBefore : nullptr, &done),
+            "clEnqueueWriteBuffer (weight stream)");
+    uploadDone_[static_cast<size_t>(id)] = ClEvent(done);
+  }
+  clCheck(clFlush(ctx_.copyQueue()), "clFlush (copy queue)");
+}
+
 RunTiming GraphExecutor::run(bool profile) {
   RunTiming t;
   const auto start = std::chrono::steady_clock::now();
@@ -256,6 +479,20 @@ RunTiming GraphExecutor::run(bool profile) {
   std::vector<std::vector<ClEvent>> events(profile ? nodes.size() : 0);
   ClEvent firstEvent, lastEvent;
   for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!uploadsAt_[i].empty()) {
+      ClEvent marker;
+      if (i > 0) {
+        cl_event m = nullptr;
+        clCheck(clEnqueueMarkerWithWaitList(ctx_.queue(), 0, nullptr, &m), "clEnqueueMarkerWithWaitList");
+        marker = ClEvent(m);
+        clCheck(clFlush(ctx_.queue()), "clFlush");
+      }
+      enqueueUploads(static_cast<int>(i), marker.get());
+    }
+    for (int id : readyBy_[i]) {
+      cl_event e = uploadDone_[static_cast<size_t>(id)].get();
+      clCheck(clEnqueueBarrierWithWaitList(ctx_.queue(), 1, &e, nullptr), "clEnqueueBarrierWithWaitList");
+    }
     std::vector<ClEvent> ev = ops_[i]->enqueue(args_[i]);
     if (ev.empty()) continue;
     if (!firstEvent) firstEvent = ev.front();

@@ -6,6 +6,7 @@
 // their own buffers.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -30,12 +31,32 @@ struct ExecOptions {
   // ablation's baseline); graph building reads it.
   bool fuseActivations = true;
   std::string planner = "greedy-by-size";          // a PlanStrategy name, or "none" (one buffer per tensor)
+  // Ops' scratch (Winograd planes, im2col columns, attention scores, split partials) in
+  // the planner's arena, alive for its op alone; false: each op allocates its own and
+  // keeps it (the behaviour before scratch was planned). Ignored with planner "none".
+  bool planScratch = true;
+  // Convolutions' derived weights (Winograd transforms, packed GEMM weights): kept
+  // resident after the first call, or made per call into planned scratch.
+  bool derivedWeightsPerCall = false;
+  // The component's device footprint may not exceed this (bytes; 0: no limit). Under
+  // it the executor first makes derived weights per call (largest first), then streams
+  // weights (largest first): they stay in host memory and are uploaded just ahead of
+  // the op that reads them, on a second queue. Too small a budget is an Error naming
+  // the smallest one that works.
+  uint64_t memoryBudget = 0;
+  // Diagnostic: bind planned tensors through one sub-buffer each (the binding before
+  // offsets were kernel arguments) instead of the arena and an offset.
+  bool arenaSubBuffers = false;
 };
 
 // What one node runs with, and why.
 struct NodeChoice {
   std::string instance;  // OpInstance text
   std::string variant, params, source;
+  uint64_t scratchBytes = 0;       // the op's own scratch (its peak besides its tensors)
+  uint64_t derivedWeightBytes = 0; // resident derived weights (0 when made per call)
+  bool derivedPerCall = false;
+  uint64_t streamedBytes = 0;      // weight bytes uploaded ahead of this op per run
 };
 
 struct NodeTime {
@@ -50,9 +71,17 @@ struct RunTiming {
 };
 
 struct ExecMemory {
-  uint64_t weightBytes = 0;
-  uint64_t scratchBytes = 0;     // kernel scratch (im2col, attention scores, Winograd planes)
-  uint64_t activationBytes = 0;  // the chosen plan's device memory for activations
+  uint64_t weightBytes = 0;         // weights resident on the device (streamed ones not counted)
+  uint64_t derivedWeightBytes = 0;  // resident derived weights (Winograd transforms, packed weights)
+  uint64_t scratchBytes = 0;        // the sum of every op's scratch (what unplanned scratch holds)
+  uint64_t scratchPeakBytes = 0;    // the largest op's scratch: planned scratch's lower bound
+  uint64_t plannedScratchBytes = 0; // what planned scratch adds to the arena (0 when not planned)
+  uint64_t activationBytes = 0;     // the chosen plan's device memory: activations (+ planned scratch, streamed weights)
+  uint64_t streamedBytes = 0;       // weight bytes uploaded per run (streaming)
+  uint64_t otherBytes = 0;          // host inputs and placeholders for unused slots
+  uint64_t estimatedBytes = 0;      // the component's footprint, estimated before allocating
+  uint64_t budgetBytes = 0;         // ExecOptions::memoryBudget
+  std::vector<std::string> budgetChoices;  // what the budget forced, in order
   std::map<std::string, uint64_t> planBytes;  // every strategy's plan (name -> bytes), "lower-bound" too
 };
 
@@ -87,8 +116,14 @@ class GraphExecutor {
   const ExecMemory& memory() const { return memory_; }
 
  private:
+  struct Layout;  // the planner's records and who owns each
+  Layout layout() const;
+  uint64_t footprint() const;  // device bytes of the current choices (plans the arena)
+  void fitBudget();
   void allocate(const WeightSource& weights);
+  void makePlaceholders();
   void bindArguments();
+  void enqueueUploads(int node, cl_event opBefore);
 
   Context& ctx_;
   const Graph& graph_;
@@ -96,10 +131,15 @@ class GraphExecutor {
   std::vector<NodeChoice> choices_;
   std::vector<std::unique_ptr<PreparedOp>> ops_;
   std::vector<std::unique_ptr<DeviceTensor>> tensors_;  // by graph tensor id (null for unused)
-  std::vector<std::unique_ptr<DeviceTensor>> placeholders_;  // zero tensors for unused slots
+  std::map<std::pair<std::string, bool>, std::unique_ptr<DeviceTensor>> placeholders_;  // (shape, activation) -> zeros for unused slots
   std::vector<std::vector<DeviceTensor*>> args_;             // per node, in slot order
   ClMem arena_;
   ExecMemory memory_;
+  std::vector<bool> streamed_;                  // by graph tensor id: a streamed weight
+  std::vector<std::vector<uint8_t>> hostWeights_;  // streamed weights' packed bytes, by tensor id
+  std::vector<std::vector<int>> uploadsAt_;    // per node: streamed weights whose upload starts with it
+  std::vector<std::vector<int>> readyBy_;      // per node: streamed weights it must wait for
+  std::vector<ClEvent> uploadDone_;            // by tensor id, during run()
 };
 
 }  // namespace sdspeed
