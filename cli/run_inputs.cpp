@@ -82,10 +82,52 @@ std::vector<std::string> expandShortOptions(const std::vector<std::string>& argv
   return out;
 }
 
+uint64_t parseMemorySize(const std::string& flag, const std::string& text) {
+  // Decimal units are powers of 10 (GB = 10^9), binary ones of 2 (GiB = 2^30), as the
+  // report prints them; a bare number is bytes.
+  static const std::pair<const char*, double> units[] = {{"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
+                                                         {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1.0}};
+  double scale = 1.0;
+  std::string number = text;
+  for (const auto& [u, f] : units) {
+    const std::string unit = u;
+    if (text.size() > unit.size() && text.compare(text.size() - unit.size(), unit.size(), unit) == 0) {
+      number = text.substr(0, text.size() - unit.size());
+      scale = f;
+      break;
+    }
+  }
+  double value = 0;
+  size_t used = 0;
+  try {
+    value = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != number.size() || !(value > 0) || value * scale > 1e15)
+    throw Error("--" + flag + " wants a size such as 4.5GB, 1GiB, 1800MB or bytes, got '" + text + "'");
+  return static_cast<uint64_t>(value * scale);
+}
+
+void applyMemoryOptions(const Args& a, ExecOptions& exec) {
+  if (a.has("memory-budget")) exec.memoryBudget = parseMemorySize("memory-budget", a.get("memory-budget"));
+  const std::string derived = a.get("derived-weights", "resident");
+  if (derived != "resident" && derived != "per-call")
+    throw Error("--derived-weights wants resident or per-call, got '" + derived + "'");
+  exec.derivedWeightsPerCall = derived == "per-call";
+  const std::string scratch = a.get("scratch", "planned");
+  if (scratch != "planned" && scratch != "own") throw Error("--scratch wants planned or own, got '" + scratch + "'");
+  exec.planScratch = scratch == "planned";
+  const std::string binding = a.get("arena-binding", "offsets");
+  if (binding != "offsets" && binding != "sub-buffers")
+    throw Error("--arena-binding wants offsets or sub-buffers, got '" + binding + "'");
+  exec.arenaSubBuffers = binding == "sub-buffers";
+}
+
 std::set<std::string> runSetupOptions() {
   return {"model", "config", "prompt", "negative-prompt", "width", "height", "steps", "cfg-scale", "scheduler", "seed",
           "rng", "precision", "layout", "input-ids", "uncond-input-ids", "init-latents", "variant", "planner",
-          "db-dir", "weights-seed"};
+          "db-dir", "weights-seed", "memory-budget", "derived-weights", "scratch", "arena-binding"};
 }
 
 std::set<std::string> runSetupFlags() { return {"random-weights"}; }
@@ -156,6 +198,7 @@ RunSetup runSetup(const Args& a) {
   s.exec.variants = variantOverrides(a);
   s.exec.planner = a.get("planner", "greedy-by-size");
   if (s.exec.planner != "none") parsePlanStrategy(s.exec.planner);
+  applyMemoryOptions(a, s.exec);
 
   // Token ids: given, tokenized, or (random weights without a tokenizer) seeded.
   const int64_t tokens = clip.positions;

@@ -13,6 +13,12 @@
 namespace sdspeed {
 namespace {
 
+std::string gb(uint64_t bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f GB", static_cast<double>(bytes) * 1e-9);
+  return b;
+}
+
 std::string mib(uint64_t bytes) {
   char b[32];
   std::snprintf(b, sizeof b, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -117,7 +123,18 @@ void RunReport::print(std::ostream& os) const {
        << mib(c.memory.scratchBytes) << std::setw(26) << mib(c.memory.activationBytes)
        << mib(c.plansBatch1F16.at("greedy-by-size")) << " / " << mib(c.plansBatch1F16.at("naive")) << "\n";
   }
-  os << "device memory high-water mark (everything sdspeed allocated): " << mib(peakBytes) << "\n\n";
+  os << "memory detail  derived-w   scratch peak  planned scratch  streamed/run  estimate    (derived weights "
+     << (exec.derivedWeightsPerCall ? "per call" : "resident") << ", scratch " << (exec.planScratch ? "planned" : "own")
+     << ")\n";
+  for (const auto& c : components) {
+    os << std::left << std::setw(15) << c.name << std::setw(12) << mib(c.memory.derivedWeightBytes) << std::setw(14)
+       << mib(c.memory.scratchPeakBytes) << std::setw(17) << mib(c.memory.plannedScratchBytes) << std::setw(14)
+       << mib(c.memory.streamedBytes) << mib(c.memory.estimatedBytes) << "\n";
+    for (const auto& choice : c.memory.budgetChoices) os << "  budget: " << choice << "\n";
+  }
+  if (exec.memoryBudget)
+    os << "memory budget " << gb(exec.memoryBudget) << " per component\n";
+  os << "device memory high-water mark (everything sdspeed allocated): " << mib(peakBytes) << " = " << gb(peakBytes) << "\n\n";
   os << "variants run:\n";
   for (const auto& c : components) {
     os << "  " << c.name << ":";
@@ -171,7 +188,11 @@ nlohmann::json RunReport::json() const {
                      {"tuning_database", dbPath},
                      {"tuning_database_found", dbExists}};
   j["run"] = {{"width", width}, {"height", height}, {"steps", steps}, {"scheduler", scheduler}, {"batch", batch},
-              {"seed", seed}, {"format", exec.format.name()}, {"planner", exec.planner}, {"image", image}};
+              {"seed", seed}, {"format", exec.format.name()}, {"planner", exec.planner}, {"image", image},
+              {"scratch", exec.planScratch ? "planned" : "own"},
+              {"derived_weights", exec.derivedWeightsPerCall ? "per-call" : "resident"},
+              {"memory_budget_bytes", exec.memoryBudget},
+              {"arena_binding", exec.arenaSubBuffers ? "sub-buffers" : "offsets"}};
   j["variant_overrides"] = exec.variants;
   const TimingStats unet = unetStats(r);
   j["time_ms"] = {{"text_encoder", r.textMs},
@@ -190,7 +211,13 @@ nlohmann::json RunReport::json() const {
               {"activation_bytes", c.memory.activationBytes},
               {"plans_run_batch", c.memory.planBytes},
               {"plans_batch1", c.plansBatch1},
-              {"plans_batch1_f16", c.plansBatch1F16}};
+              {"plans_batch1_f16", c.plansBatch1F16},
+              {"derived_weight_bytes", c.memory.derivedWeightBytes},
+              {"scratch_peak_bytes", c.memory.scratchPeakBytes},
+              {"planned_scratch_bytes", c.memory.plannedScratchBytes},
+              {"streamed_bytes_per_run", c.memory.streamedBytes},
+              {"estimated_bytes", c.memory.estimatedBytes},
+              {"budget_choices", c.memory.budgetChoices}};
     j["memory"]["components"][c.name] = m;
     j["variants"][c.name] = c.variants;
     j["param_sources"][c.name] = c.sources;

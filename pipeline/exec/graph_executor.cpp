@@ -118,7 +118,7 @@ namespace {
 
 std::string gib(uint64_t bytes) {
   char b[64];
-  std::snprintf(b, sizeof b, "%.3f GB (%.0f MiB)", static_cast<double>(bytes) * 1e-9, static_cast<double>(bytes) / (1 << 20));
+  std::snprintf(b, sizeof b, "%.3f GB (%.1f MiB)", static_cast<double>(bytes) * 1e-9, static_cast<double>(bytes) / (1 << 20));
   return b;
 }
 
@@ -336,7 +336,9 @@ void GraphExecutor::allocate(const WeightSource& weights) {
       memory_.activationBytes += tensors_[static_cast<size_t>(o.id)]->desc().bytes();
     }
   } else {
-    const MemoryPlan plan = planMemory(l.records, parsePlanStrategy(opt_.planner), align);
+    plan_ = planMemory(l.records, parsePlanStrategy(opt_.planner), align);
+    planRecords_ = l.records;
+    const MemoryPlan& plan = *plan_;
     const auto bases = plan.arenaOffsets();
     const uint64_t arenaBytes = bases.back();
     if (arenaBytes > ctx_.device().maxAllocBytes)

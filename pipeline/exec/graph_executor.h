@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -114,6 +115,10 @@ class GraphExecutor {
   const Graph& graph() const { return graph_; }
   const std::vector<NodeChoice>& choices() const { return choices_; }
   const ExecMemory& memory() const { return memory_; }
+  // The arena's records (activations, streamed weights, scratch) and the plan placing
+  // them; empty / null with planner "none". For tests that check no two live tensors overlap.
+  const std::vector<TensorUsage>& planRecords() const { return planRecords_; }
+  const MemoryPlan* plan() const { return plan_ ? &*plan_ : nullptr; }
 
  private:
   struct Layout;  // the planner's records and who owns each
@@ -135,6 +140,8 @@ class GraphExecutor {
   std::vector<std::vector<DeviceTensor*>> args_;             // per node, in slot order
   ClMem arena_;
   ExecMemory memory_;
+  std::vector<TensorUsage> planRecords_;
+  std::optional<MemoryPlan> plan_;
   std::vector<bool> streamed_;                  // by graph tensor id: a streamed weight
   std::vector<std::vector<uint8_t>> hostWeights_;  // streamed weights' packed bytes, by tensor id
   std::vector<std::vector<int>> uploadsAt_;    // per node: streamed weights whose upload starts with it

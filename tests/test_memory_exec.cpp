@@ -1,0 +1,154 @@
+// The executor's memory modes on tiny-sd-a (PoCL in CI): planned scratch, the old
+// sub-buffer binding, per-call derived weights, budgets that force per-call transforms
+// and weight streaming. Each changes where bytes live or when they are made, never what
+// is computed: outputs stay bit-identical to the default run. Plans (scratch and
+// streamed weights included) never overlap two live tensors, and a budget the run
+// cannot meet is one Error naming the smallest budget that works.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "pipeline/run/sd_pipeline.h"
+#include "pipeline/safetensors.h"
+#include "runtime/cl_error.h"
+#include "runtime/device.h"
+#include "test_support.h"
+
+namespace sdspeed {
+namespace {
+
+const std::string kDir = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+
+Context& context() {
+  static Context ctx(selectDevice(listDevices(), ""), ContextOptions{});
+  return ctx;
+}
+
+ExecOptions baseOptions() {
+  ExecOptions exec;
+  exec.format = StorageFormat::parse("f32.buffer.nc4hw4");
+  exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+  return exec;
+}
+
+struct Outputs {
+  std::vector<float> unet, unetAgain, decoded;
+  ExecMemory unetMemory, vaeMemory;
+  const MemoryPlan* plan = nullptr;
+};
+
+// Two UNet calls (a streamed weight must be uploaded again for the second) and a decode.
+Outputs runTiny(const ExecOptions& exec) {
+  SafetensorsFile ref(kDir + "/reference.safetensors");
+  ModelSource src;
+  src.configDir = src.weightsDir = kDir;
+  SdPipeline pipe(context(), src, exec, 16, 16, 2);
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  Outputs o;
+  o.unet = pipe.predictNoise(x, 999.0f, ref.toFloat("text_embeddings"));
+  o.unetAgain = pipe.predictNoise(x, 999.0f, ref.toFloat("text_embeddings"));
+  o.decoded = pipe.decode(ref.toFloat("ddim_final_latents"));
+  o.unetMemory = pipe.stats("unet").memory;
+  o.vaeMemory = pipe.stats("vae_decoder").memory;
+  // Every plan of this pipeline is valid: records and placements checked directly.
+  for (const char* c : {"unet", "vae_decoder"}) {
+    const GraphExecutor& ex = pipe.executor(c);
+    if (ex.plan()) EXPECT_EQ(planProblem(ex.planRecords(), *ex.plan()), "") << c;
+  }
+  return o;
+}
+
+TEST(MemoryModes, OutputsBitIdenticalInEveryMode) {
+  const Outputs ref = runTiny(baseOptions());
+  EXPECT_EQ(ref.unet, ref.unetAgain);
+  ASSERT_GT(ref.unetMemory.estimatedBytes, 0u);
+  struct Mode {
+    const char* name;
+    void (*apply)(ExecOptions&, const ExecMemory&);
+  };
+  const Mode modes[] = {
+      {"scratch own", [](ExecOptions& e, const ExecMemory&) { e.planScratch = false; }},
+      {"sub-buffers", [](ExecOptions& e, const ExecMemory&) { e.arenaSubBuffers = true; }},
+      {"planner none", [](ExecOptions& e, const ExecMemory&) { e.planner = "none"; }},
+      {"greedy-in-order", [](ExecOptions& e, const ExecMemory&) { e.planner = "greedy-in-order"; }},
+      {"derived per call", [](ExecOptions& e, const ExecMemory&) { e.derivedWeightsPerCall = true; }},
+      // Just below the unlimited footprint: some transforms per call, nothing streamed.
+      {"budget: per-call transforms",
+       [](ExecOptions& e, const ExecMemory& m) { e.memoryBudget = m.estimatedBytes - m.derivedWeightBytes / 4; }},
+      // Half the footprint: every transform per call and weights streamed.
+      {"budget: streaming", [](ExecOptions& e, const ExecMemory& m) { e.memoryBudget = m.estimatedBytes / 2; }},
+  };
+  for (const Mode& mode : modes) {
+    ExecOptions exec = baseOptions();
+    mode.apply(exec, ref.unetMemory);
+    const Outputs got = runTiny(exec);
+    EXPECT_EQ(got.unet, ref.unet) << mode.name;
+    EXPECT_EQ(got.unetAgain, ref.unet) << mode.name << " (second call)";
+    EXPECT_EQ(got.decoded, ref.decoded) << mode.name;
+    if (exec.memoryBudget) {
+      EXPECT_LE(got.unetMemory.estimatedBytes, exec.memoryBudget) << mode.name;
+      EXPECT_FALSE(got.unetMemory.budgetChoices.empty()) << mode.name;
+    }
+  }
+}
+
+TEST(MemoryModes, ScratchIsPlannedWithinItsBounds) {
+  const Outputs o = runTiny(baseOptions());
+  for (const ExecMemory* m : {&o.unetMemory, &o.vaeMemory}) {
+    EXPECT_GT(m->scratchPeakBytes, 0u);
+    EXPECT_LE(m->scratchPeakBytes, m->scratchBytes);
+    // Placed in the arena's gaps, planned scratch never costs more than unplanned.
+    EXPECT_LE(m->plannedScratchBytes, m->scratchBytes);
+    // The arena holds the largest op's scratch besides that op's tensors.
+    EXPECT_GE(m->activationBytes, m->scratchPeakBytes);
+  }
+  ExecOptions own = baseOptions();
+  own.planScratch = false;
+  const Outputs u = runTiny(own);
+  EXPECT_EQ(u.unetMemory.plannedScratchBytes, 0u);
+  // The same ops: the same scratch, now held by each op for the whole run.
+  EXPECT_EQ(u.unetMemory.scratchBytes, o.unetMemory.scratchBytes);
+  EXPECT_LT(o.unetMemory.estimatedBytes, u.unetMemory.estimatedBytes);
+}
+
+TEST(MemoryModes, StreamingFitsTheDeviceBytesInTheBudget) {
+  const Outputs ref = runTiny(baseOptions());
+  ExecOptions exec = baseOptions();
+  exec.memoryBudget = ref.unetMemory.estimatedBytes / 2;
+  const auto before = context().memoryStats().liveBytes;
+  SafetensorsFile file(kDir + "/reference.safetensors");
+  ModelSource src;
+  src.configDir = src.weightsDir = kDir;
+  SdPipeline pipe(context(), src, exec, 16, 16, 2);
+  auto x = file.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  pipe.predictNoise(x, 999.0f, file.toFloat("text_embeddings"));
+  const ExecMemory m = pipe.stats("unet").memory;
+  // What the UNet holds on the device after a call (derived weights and every lazily
+  // made buffer included) is within the budget.
+  EXPECT_LE(context().memoryStats().liveBytes - before, exec.memoryBudget);
+  EXPECT_GT(m.streamedBytes, 0u);
+  EXPECT_EQ(m.derivedWeightBytes, 0u);
+}
+
+TEST(MemoryModes, TooSmallABudgetNamesTheSmallestThatWorks) {
+  ExecOptions exec = baseOptions();
+  exec.memoryBudget = 1000;
+  try {
+    runTiny(exec);
+    FAIL() << "a 1000-byte budget ran";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("--memory-budget"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("at least"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+  exec.planner = "none";
+  exec.memoryBudget = 1000;
+  EXPECT_THROW(runTiny(exec), Error);
+}
+
+}  // namespace
+}  // namespace sdspeed
