@@ -1,0 +1,59 @@
+"""(A copy of ../shared/peers/peer_sd15_h200.py, so the device script can run it: scripts/device-memory.sh a.)
+PyTorch + diffusers SD 1.5 (random weights, built from configs/models/sd15) on a CUDA GPU: UNet
+batch 2 (CFG) per iteration, VAE decode, text encoder, and a 21-call loop like PNDM's 20 steps, fp32
+(TF32 off) and fp16, eager; optionally fp16 torch.compile for the UNet (PEER_COMPILE=1).
+Writes peer_sd15.json into the folder named by OUT, else the current one. Needs diffusers importable."""
+import json, os, sys, time
+import torch
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+from diffusers import UNet2DConditionModel, AutoencoderKL
+from transformers import CLIPTextModel, CLIPTextConfig
+
+M = sys.argv[1] if len(sys.argv) > 1 else 'configs/models/sd15'
+dev = 'cuda'
+R = {'device': torch.cuda.get_device_name(0), 'torch': torch.__version__}
+
+def put(k, v):
+    R[k] = v; print(k, v, flush=True)
+
+def bench(fn, iters=10, warm=3):
+    for _ in range(warm): fn()
+    torch.cuda.synchronize(); ts = []
+    for _ in range(iters):
+        s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
+        s.record(); fn(); e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e))
+    ts.sort(); return ts[len(ts) // 2]
+
+with torch.device(dev):
+    torch.manual_seed(0)
+    unet = UNet2DConditionModel.from_config(UNet2DConditionModel.load_config(f'{M}/unet')).eval()
+    vae = AutoencoderKL.from_config(AutoencoderKL.load_config(f'{M}/vae')).eval()
+    te = CLIPTextModel(CLIPTextConfig.from_pretrained(f'{M}/text_encoder')).eval()
+put('unet_params_M', sum(p.numel() for p in unet.parameters()) / 1e6)
+for dt in (torch.float32, torch.float16):
+    n = str(dt).split('.')[-1]
+    unet.to(dt); vae.to(dt); te.to(dt)
+    lat = torch.randn(2, 4, 64, 64, dtype=dt, device=dev); ctx = torch.randn(2, 77, 768, dtype=dt, device=dev)
+    ids = torch.randint(0, 49408, (2, 77), device=dev)
+    with torch.inference_mode():
+        torch.cuda.reset_peak_memory_stats()
+        put(f'unet_b2_{n}_ms', bench(lambda: unet(lat, 999, ctx)))
+        put(f'unet_b2_{n}_peakMiB', torch.cuda.max_memory_allocated() / 2**20)
+        put(f'text_encoder_b2_{n}_ms', bench(lambda: te(ids)))
+        torch.cuda.reset_peak_memory_stats()
+        put(f'vae_decode_b1_{n}_ms', bench(lambda: vae.decode(lat[:1]), iters=5, warm=2))
+        put(f'vae_decode_b1_{n}_peakMiB', torch.cuda.max_memory_allocated() / 2**20)
+        def e2e():
+            c = te(ids)[0]; x = lat.clone()
+            for i in range(21): x = x - 0.01 * unet(x, 999 - 47 * i, c).sample
+            return vae.decode(x[:1]).sample
+        put(f'e2e_21unet_{n}_ms', bench(e2e, iters=3, warm=1))
+if os.environ.get('PEER_COMPILE') == '1':
+    unet.to(torch.float16)
+    cu = torch.compile(unet)
+    lat = torch.randn(2, 4, 64, 64, dtype=torch.float16, device=dev); ctx = torch.randn(2, 77, 768, dtype=torch.float16, device=dev)
+    with torch.inference_mode():
+        t0 = time.time(); cu(lat, 999, ctx); torch.cuda.synchronize(); put('unet_compile_fp16_warmup_s', time.time() - t0)
+        put('unet_b2_float16_compiled_ms', bench(lambda: cu(lat, 999, ctx)))
+json.dump(R, open(os.path.join(os.environ.get('OUT', '.'), 'peer_sd15.json'), 'w'), indent=1)

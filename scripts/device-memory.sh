@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The H200 visit for the memory issue (#18), through the device tool's `run`:
+#   git rev-parse --short=12 HEAD > .device-commit   (here, before the visit)
+#   bash scripts/device-memory.sh a   build; the planner's cost (op-by-op profiles with no
+#                                     planner, the arena with offsets, the arena through
+#                                     sub-buffers); f32 runs unlimited and with 4.5GB;
+#                                     PyTorch fp32/fp16 eager peaks on the same machine
+#   bash scripts/device-memory.sh b   f16 weights + f16 activations: unlimited, 2.6GB, 1.8GB,
+#                                     1GiB; the memory ablation (configs/ablation/memory.yaml)
+# SD 1.5 512x512, batch 2, 20 PNDM steps, seeded random weights, every run with --report.
+# Every step is capped; the results land in $OUT/memory-PHASE.tgz after each step.
+set -uo pipefail
+PHASE=${1:-a}
+OUT=${OUT:-/tmp/sdspeed-out}
+R=$OUT/memory-$PHASE
+mkdir -p "$R"
+log() { echo "[$(date +%T)] $*" | tee -a "$R/steps.txt"; }
+pack() { tar -C "$OUT" -czf "$OUT/memory-$PHASE.tgz" "memory-$PHASE"; }
+step() {  # step SECONDS NAME CMD...
+  local cap=$1 name=$2; shift 2
+  log "start $name (cap ${cap}s): $*"
+  timeout "$cap" "$@" > "$R/$name.txt" 2>&1
+  log "end $name: exit $?"
+  pack
+}
+[ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
+S=build-dev/cli/sdspeed
+SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20"
+finish() { log done; pack; rm -rf "$R"; exit 0; }
+run() {  # run NAME CAP ARGS...: one sdspeed run with its JSON report
+  local name=$1 cap=$2; shift 2
+  step "$cap" "$name" $S run $SD --report "$R/$name.json" -o "$R/$name.png" "$@"
+}
+
+if [ ! -x $S ]; then
+  step 200 build bash -c "cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF && cmake --build build-dev -j16 --target sdspeed"
+  [ -x $S ] || { tail -40 "$R/build.txt"; finish; }
+fi
+$S devices > "$R/devices.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$R/nvidia-smi.txt" 2>&1
+
+if [ "$PHASE" = a ]; then
+  # The first run builds every program (cold cache) and is not compared.
+  run f32-warm 150 --no-decode --steps 2
+  run f32-noplanner-profile 90 --planner none --profile --no-decode
+  run f32-offsets-profile 90 --profile --no-decode
+  run f32-subbuffers-profile 90 --arena-binding sub-buffers --scratch own --profile --no-decode
+  python3 scripts/dev/compare-profiles.py "$R/f32-noplanner-profile.json" "$R/f32-offsets-profile.json" \
+    "$R/f32-subbuffers-profile.json" > "$R/planner-profiles.txt" 2>&1
+  run f32-noplanner 90 --planner none
+  run f32 90
+  run f32-4.5GB 90 --memory-budget 4.5GB
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+    step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
+  fi
+  finish
+fi
+if [ "$PHASE" = b ]; then
+  F16="--precision f16 --weights f16"
+  run f16-warm 150 $F16 --no-decode --steps 2
+  run f16 90 $F16
+  run f16-2.6GB 90 $F16 --memory-budget 2.6GB
+  run f16-1.8GB 90 $F16 --memory-budget 1.8GB
+  run f16-1GiB 120 $F16 --memory-budget 1GiB
+  step 300 ablate-memory $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 \
+    --ablation configs/ablation/memory.yaml --out "$R/ablation"
+  finish
+fi
+log "unknown phase $PHASE (a or b)"
+finish
