@@ -10,7 +10,13 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& op
            const std::set<std::string>& flags) {
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string a = argv[i];
-    if (a.rfind("--", 0) != 0) throw Error("unexpected argument '" + a + "'");
+    if (a.rfind("--", 0) != 0) {
+      // A value after a flag (`--keep-resident yes`) names the flag, not just the value.
+      const std::string prev = i ? argv[i - 1].substr(0, argv[i - 1].find('=')) : "";
+      if (prev.rfind("--", 0) == 0 && flags.count(prev.substr(2)))
+        throw Error("unexpected argument '" + a + "': option " + prev + " takes no value");
+      throw Error("unexpected argument '" + a + "'");
+    }
     std::string name = a.substr(2), value;
     bool inlineValue = false;
     if (auto eq = name.find('='); eq != std::string::npos) {

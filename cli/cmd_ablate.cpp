@@ -48,8 +48,21 @@ std::string variantsText(const std::map<std::string, int>& v) {
   return s;
 }
 
+// Sums a component's memory and tallies its variants into the row (from its stats:
+// a released component's are kept).
+void addComponent(const ComponentStats& st, AblationMeasurement& m) {
+  m.activationBytes += st.memory.activationBytes;
+  m.scratchBytes += st.memory.scratchBytes;
+  m.weightBytes += st.memory.weightBytes;
+  for (size_t i = 0; i < st.choices.size(); ++i) {
+    ++m.variants[st.families[i] + "/" + st.choices[i].variant];
+    m.fallbacks += st.choices[i].source.find("fallback") != std::string::npos;
+  }
+}
+
+// keepResident: the command's --keep-resident, for rows without a release key.
 AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRow& row, const std::string& layout,
-                           const std::vector<float>* baseline, std::vector<float>& decoded) {
+                           bool keepResident, const std::vector<float>* baseline, std::vector<float>& decoded) {
   ExecOptions exec = setup.exec;
   exec.format = StorageFormat::parse(row.precision + ".buffer." + layout);
   exec.planner = row.planner;
@@ -57,10 +70,10 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
   exec.fuseActivations = row.fused;
   AblationMeasurement m;
   m.row = row;
+  m.released = row.release.value_or(!keepResident);
   ctx.resetPeak();
   {
     SdPipeline pipe(ctx, setup.src, exec, setup.latentH, setup.latentW, setup.batch);
-    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) pipe.executor(c).warmUp();  // one-time costs out
     auto sched = loadScheduler(setup.schedulerName, setup.schedulerPath);
     DiffusionRequest req;
     req.steps = setup.steps;
@@ -68,6 +81,7 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
     req.condIds = setup.condIds;
     req.uncondIds = setup.uncondIds;
     req.initLatents = setup.initLatents;
+    req.keepResident = !m.released;  // each component warms up once before its timed run either way
     const DiffusionResult r = runDiffusion(pipe, *sched, req);
     const TimingStats unet = summarize(r.unetMs);  // steps >= 1: never empty
     m.unetMedianMs = unet.medianMs;
@@ -75,17 +89,7 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
     m.pipelineMs = r.textMs + r.vaeMs;
     for (double u : r.unetMs) m.pipelineMs += u;
     m.wallMs = r.totalMs;
-    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
-      const ComponentStats st = pipe.stats(c);
-      m.activationBytes += st.memory.activationBytes;
-      m.scratchBytes += st.memory.scratchBytes;
-      m.weightBytes += st.memory.weightBytes;
-      const GraphExecutor& ex = pipe.executor(c);
-      for (size_t i = 0; i < ex.choices().size(); ++i) {
-        ++m.variants[ex.graph().nodes()[i].family->name() + "/" + ex.choices()[i].variant];
-        m.fallbacks += ex.choices()[i].source.find("fallback") != std::string::npos;
-      }
-    }
+    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) addComponent(pipe.stats(c), m);
     decoded = r.decoded;
   }
   m.peakBytes = ctx.memoryStats().peakBytes;
@@ -117,6 +121,7 @@ json rowJson(const AblationMeasurement& m) {
           {"scratch_bytes", m.scratchBytes},
           {"weight_bytes", m.weightBytes},
           {"peak_bytes", m.peakBytes},
+          {"components_released", m.released},
           {"max_abs_vs_baseline", std::isfinite(m.maxAbs) ? json(m.maxAbs) : json("inf")},
           {"psnr_db_vs_baseline", std::isinf(m.psnrDb) ? json("inf") : json(m.psnrDb)},
           {"tolerance_max_abs", m.row.maxAbs},
@@ -156,7 +161,8 @@ std::string markdown(const json& j) {
     std::string v;
     for (const auto& [k, n] : r["variants_run"].items()) v += (v.empty() ? "" : ", ") + k + " x" + std::to_string(n.get<int>());
     const int fb = r.value("fallbacks", 0);
-    o << "- " << r["row"].get<std::string>() << ": " << v
+    const bool released = r.value("components_released", false);
+    o << "- " << r["row"].get<std::string>() << (released ? " (components released)" : "") << ": " << v
       << (fb ? " (" + std::to_string(fb) + " ops outside the row's variants: none allowed could run them)" : "") << "\n";
   }
   return o.str();
@@ -275,10 +281,12 @@ int merge(const std::vector<std::string>& dirs, const std::string& out) {
 int cmdAblate(const std::vector<std::string>& rawArgv) {
   if (!rawArgv.empty() && (rawArgv[0] == "--help" || rawArgv[0] == "-h")) {
     std::cout << "usage: sdspeed ablate (--model DIR | --random-weights --model configs/models/sd15) [-W -H] [--steps N]\n"
-                 "       [--ablation configs/ablation/paper.yaml] [--out results/ablation/<device-key>] [run options]\n"
+                 "       [--ablation configs/ablation/paper.yaml] [--out results/ablation/<device-key>]\n"
+                 "       [--keep-resident] [run options]\n"
                  "       sdspeed ablate --merge DIR... [--out DIR]\n"
                  "       sdspeed ablate --replot DIR        (the plot from DIR/ablation.json)\n"
-                 "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n";
+                 "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n"
+                 "Rows without a release key release each component after use, unless --keep-resident.\n";
     return 0;
   }
   if (rawArgv.size() == 2 && rawArgv[0] == "--replot") {
@@ -301,6 +309,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   options.insert({"ablation"});
   options.insert(kDeviceOptions.begin(), kDeviceOptions.end());
   auto flags = runSetupFlags();
+  flags.insert({"keep-resident"});
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
   const AblationPlan plan = loadAblationPlan(a.get("ablation", "configs/ablation/paper.yaml"));
@@ -328,7 +337,8 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     const AblationRow& row = plan.rows[i];
     std::cout << "row " << i + 1 << "/" << plan.rows.size() << ": " << row.name << std::flush;
-    const AblationMeasurement m = runRow(ctx, setup, row, a.get("layout", "nc4hw4"), i ? &baseline : nullptr, decoded);
+    const AblationMeasurement m = runRow(ctx, setup, row, a.get("layout", "nc4hw4"), a.has("keep-resident"),
+                                          i ? &baseline : nullptr, decoded);
     if (i == 0) baseline = decoded;
     failures += !m.withinTolerance;
     std::cout << ": UNet " << fmt(m.unetMedianMs) << " ms/iter, pipeline " << fmt(m.pipelineMs, 1)

@@ -3,7 +3,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -32,15 +31,19 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "       [--precision f32|f16] [--layout nc4hw4|nchw] [--planner none|naive|equality|greedy-in-order|greedy-by-size]\n"
            "       [--variant FAMILY=VARIANT,..] [--db-dir configs/tuned] [--report report.json] [--profile]\n"
            "       [--input-ids F:T] [--uncond-input-ids F:T] [--init-latents F:T] [--save-latents F] [--save-decoded F]\n"
-           "       [--no-decode] [--no-warmup] [--weights-seed N] [--device P:D|NAME]\n"
-           "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n";
+           "       [--no-decode] [--no-warmup] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
+           "       [--memory-budget SIZE] [--derived-weights resident|per-call] [--scratch planned|own]\n"
+           "       [--arena-binding offsets|sub-buffers]\n"
+           "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n"
+           "Each component is loaded and warmed up just before it first runs and freed once its output exists\n"
+           "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n";
     return 0;
   }
   auto options = runSetupOptions();
   options.insert({"output", "report", "save-latents", "save-decoded"});
   options.insert(kDeviceOptions.begin(), kDeviceOptions.end());
   auto flags = runSetupFlags();
-  flags.insert({"profile", "no-decode", "no-warmup"});
+  flags.insert({"profile", "no-decode", "no-warmup", "keep-resident"});
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
   const RunSetup s = runSetup(a);
@@ -57,6 +60,13 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   req.guidance = s.cfg;
   req.profile = a.has("profile");
   req.decode = !a.has("no-decode");
+  // Load, warm-up and release happen inside runDiffusion, timed as setup apart from the
+  // totals (--no-warmup: the first calls pay the one-time costs).
+  req.warmUp = !a.has("no-warmup");
+  req.keepResident = a.has("keep-resident");
+  if (req.keepResident && a.has("memory-budget"))
+    throw Error("--memory-budget holds one component at a time to the budget: it needs released components "
+                "(drop --keep-resident)");
   req.condIds = s.condIds;
   req.uncondIds = s.uncondIds;
   req.initLatents = s.initLatents;
@@ -72,15 +82,6 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
     printProgress(i + 1, static_cast<int>(scheduler->timesteps().size()), pipe.stats("unet").last.deviceMs);
     if (latentsOut) latentsOut->add("latents_step" + std::to_string(i), latentShape, latents);
   };
-  // Weights, programs and one warm-up run of each component first, so the totals
-  // time the run alone (--no-warmup: the first calls pay the one-time costs).
-  const auto setupStart = std::chrono::steady_clock::now();
-  for (const char* c : {"text_encoder", "unet", "vae_decoder"})
-    if (req.decode || std::string(c) != "vae_decoder") {
-      GraphExecutor& ex = pipe.executor(c);
-      if (!a.has("no-warmup")) ex.warmUp();
-    }
-  report.setupMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - setupStart).count();
   const DiffusionResult r = runDiffusion(pipe, *scheduler, req);
   report.result = &r;
   report.scheduler = schedName;

@@ -25,6 +25,14 @@ std::string mib(uint64_t bytes) {
   return b;
 }
 
+// Device memory in both units people quote: GB (10^9 bytes) and GiB (2^30).
+std::string gbAndGib(uint64_t bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.3f GB (%.3f GiB)", static_cast<double>(bytes) / 1e9,
+                static_cast<double>(bytes) / (1ull << 30));
+  return b;
+}
+
 std::string ms(double v) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f", v);
@@ -72,12 +80,14 @@ void RunReport::collect(SdPipeline& pipe) {
     if (!pipe.built(name)) continue;
     ComponentReport c;
     c.name = name;
-    GraphExecutor& ex = pipe.executor(name);
-    c.nodes = static_cast<int>(ex.graph().nodes().size());
-    c.memory = ex.memory();
-    for (size_t i = 0; i < ex.choices().size(); ++i) {
-      ++c.variants[ex.graph().nodes()[i].family->name() + "/" + ex.choices()[i].variant];
-      ++c.sources[sourceKind(ex.choices()[i].source)];
+    const ComponentStats st = pipe.stats(name);
+    c.nodes = st.nodes;
+    c.memory = st.memory;
+    c.deviceBytes = st.deviceBytes;
+    if (auto s = result->setup.find(name); s != result->setup.end()) c.setup = s->second;
+    for (size_t i = 0; i < st.choices.size(); ++i) {
+      ++c.variants[st.families[i] + "/" + st.choices[i].variant];
+      ++c.sources[sourceKind(st.choices[i].source)];
     }
     // Batch 1 (no guidance) plans, in the run's format and in half storage.
     const std::string comp = name;
@@ -116,12 +126,20 @@ void RunReport::print(std::ostream& os) const {
   if (!r.decoded.empty()) os << "VAE decoder    " << ms(r.vaeMs) << "\n";
   os << "total (device) " << ms(deviceTotalMs()) << "   (text encoder + every UNet call + VAE decoder)\n";
   os << "total (wall)   " << ms(r.totalMs) << "   (the same on the host clock, scheduler and transfers included)\n";
-  os << "setup (wall)   " << ms(setupMs) << "   (weights loaded and uploaded, programs built, one warm-up run each; not in the totals)\n\n";
-  os << "memory         weights     scratch     activations (" << exec.planner << ")   f16 batch-1 plan (greedy-by-size / naive)\n";
+  os << "setup (wall)   " << ms(setupTotalMs())
+     << "   (per component below: weights loaded and uploaded, programs built, one warm-up run; not in the totals)\n";
+  for (const auto& c : components)
+    os << "  " << std::left << std::setw(13) << c.name << "setup " << ms(c.setup.setupMs()) << " ms (load "
+       << ms(c.setup.loadMs) << ", warm-up " << ms(c.setup.warmUpMs) << ")"
+       << (r.keptResident ? "" : ", release " + ms(c.setup.releaseMs)) << "\n";
+  os << "\n";
+  os << "memory         weights     scratch     activations (" << exec.planner
+     << ")   device footprint   f16 batch-1 plan (greedy-by-size / naive)\n";
   for (const auto& c : components) {
     os << std::left << std::setw(15) << c.name << std::setw(12) << mib(c.memory.weightBytes) << std::setw(12)
-       << mib(c.memory.scratchBytes) << std::setw(26) << mib(c.memory.activationBytes)
-       << mib(c.plansBatch1F16.at("greedy-by-size")) << " / " << mib(c.plansBatch1F16.at("naive")) << "\n";
+       << mib(c.memory.scratchBytes) << std::setw(26) << mib(c.memory.activationBytes) << std::setw(19)
+       << mib(c.deviceBytes) << mib(c.plansBatch1F16.at("greedy-by-size")) << " / " << mib(c.plansBatch1F16.at("naive"))
+       << "\n";
   }
   os << "memory detail  derived-w   scratch peak  planned scratch  streamed/run  estimate    (derived weights "
      << (exec.derivedWeightsPerCall ? "per call" : "resident") << ", scratch " << (exec.planScratch ? "planned" : "own")
@@ -134,7 +152,13 @@ void RunReport::print(std::ostream& os) const {
   }
   if (exec.memoryBudget)
     os << "memory budget " << gb(exec.memoryBudget) << " per component\n";
-  os << "device memory high-water mark (everything sdspeed allocated): " << mib(peakBytes) << " = " << gb(peakBytes) << "\n\n";
+  os << "components: "
+     << (r.keptResident ? "kept resident (all loaded up front and held to the end: the peak is their sum)"
+                        : "released (each loaded before it first runs, freed once its output exists: the peak is the "
+                          "largest one)")
+     << "\n";
+  os << "device memory high-water mark (everything sdspeed allocated): " << mib(peakBytes) << " = " << gbAndGib(peakBytes)
+     << "\n\n";
   os << "variants run:\n";
   for (const auto& c : components) {
     os << "  " << c.name << ":";
@@ -165,6 +189,12 @@ void RunReport::print(std::ostream& os) const {
       os << line;
     }
   }
+}
+
+double RunReport::setupTotalMs() const {
+  double t = 0;
+  for (const auto& [c, s] : result->setup) t += s.setupMs();
+  return t;
 }
 
 double RunReport::deviceTotalMs() const {
@@ -203,8 +233,11 @@ nlohmann::json RunReport::json() const {
                   {"vae_decoder", r.vaeMs},
                   {"total_device", deviceTotalMs()},
                   {"total_wall", r.totalMs},
-                  {"setup_wall", setupMs}};
+                  {"setup_wall", setupTotalMs()}};
   j["memory"]["device_high_water_bytes"] = peakBytes;
+  j["memory"]["device_high_water_gb"] = static_cast<double>(peakBytes) / 1e9;
+  j["memory"]["device_high_water_gib"] = static_cast<double>(peakBytes) / (1ull << 30);
+  j["memory"]["components_released"] = !r.keptResident;
   for (const auto& c : components) {
     json m = {{"weights_bytes", c.memory.weightBytes},
               {"scratch_bytes", c.memory.scratchBytes},
@@ -217,8 +250,13 @@ nlohmann::json RunReport::json() const {
               {"planned_scratch_bytes", c.memory.plannedScratchBytes},
               {"streamed_bytes_per_run", c.memory.streamedBytes},
               {"estimated_bytes", c.memory.estimatedBytes},
-              {"budget_choices", c.memory.budgetChoices}};
+              {"budget_choices", c.memory.budgetChoices},
+              {"device_footprint_bytes", c.deviceBytes}};
     j["memory"]["components"][c.name] = m;
+    j["setup_ms"][c.name] = {{"setup", c.setup.setupMs()},
+                             {"load", c.setup.loadMs},
+                             {"warm_up", c.setup.warmUpMs},
+                             {"release", c.setup.releaseMs}};
     j["variants"][c.name] = c.variants;
     j["param_sources"][c.name] = c.sources;
     j["ops"][c.name] = c.nodes;

@@ -1,7 +1,9 @@
 // What `sdspeed run` reports: timing per component (text encoder, each UNet step,
-// VAE decoder, total), memory (planned activations per strategy at batch 1 and at
-// the run's batch, kernel scratch, weights, the high-water mark of everything
-// allocated), which variant each op family ran with, and with --profile the per op
+// VAE decoder, total; per component load and warm-up apart), memory (planned
+// activations per strategy at batch 1 and at the run's batch, kernel scratch, weights,
+// each component's own device footprint, whether components were released or kept
+// resident, the high-water mark of everything allocated), which variant each op
+// family ran with, and with --profile the per op
 // instance table; as a text table and as JSON with provenance.
 #pragma once
 
@@ -17,6 +19,8 @@ struct ComponentReport {
   std::string name;
   int nodes = 0;
   ExecMemory memory;                                  // at the run's batch
+  uint64_t deviceBytes = 0;                           // its own footprint (ComponentStats)
+  ComponentSetup setup;                               // this run's load / warm-up / release
   std::map<std::string, uint64_t> plansBatch1;        // in the run's format
   std::map<std::string, uint64_t> plansBatch1F16;     // half storage
   std::map<std::string, int> variants;                // "family/variant" -> op count
@@ -32,17 +36,18 @@ struct RunReport {
   DeviceInfo device;
   ExecOptions exec;
   uint64_t peakBytes = 0;
-  double setupMs = 0;
   std::string dbPath;
   bool dbExists = false;
   const DiffusionResult* result = nullptr;
   std::vector<ComponentReport> components;
 
-  // Per component memory and variant tallies (needs the pipeline's executors).
+  // Per component memory, setup and variant tallies, from the pipeline's stats (kept
+  // for released components) and the run's result (set result first).
   void collect(SdPipeline& pipe);
   void print(std::ostream& os) const;
   nlohmann::json json() const;
   double deviceTotalMs() const;
+  double setupTotalMs() const;  // every component's load and warm-up
 };
 
 }  // namespace sdspeed

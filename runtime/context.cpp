@@ -1,6 +1,8 @@
 #include "runtime/context.h"
 
 #include <algorithm>
+#include <condition_variable>
+#include <map>
 #include <mutex>
 
 #include "runtime/cl_error.h"
@@ -32,7 +34,10 @@ ClKernel Context::createKernel(cl_program program, const std::string& name) {
 
 struct Context::Tracker {
   std::mutex mutex;
+  std::condition_variable released;  // a tracked object was destroyed
   uint64_t live = 0, peak = 0;
+  std::map<int, uint64_t> windows;  // open PeakWindow id -> its high-water mark
+  int nextWindow = 0;
 };
 
 namespace {
@@ -51,6 +56,7 @@ void Context::track(cl_mem m, size_t bytes) {
     std::lock_guard<std::mutex> lock(tracker_->mutex);
     tracker_->live += bytes;
     tracker_->peak = std::max(tracker_->peak, tracker_->live);
+    for (auto& [id, peak] : tracker_->windows) peak = std::max(peak, tracker_->live);
   }
   auto* r = new Release{tracker_, bytes};
   auto callback = [](cl_mem, void* data) {
@@ -60,6 +66,7 @@ void Context::track(cl_mem m, size_t bytes) {
       std::lock_guard<std::mutex> lock(t->mutex);
       t->live -= rel->bytes;
     }
+    t->released.notify_all();
     delete rel;
   };
   if (clSetMemObjectDestructorCallback(m, callback, r) != CL_SUCCESS) {
@@ -73,9 +80,31 @@ Context::MemoryStats Context::memoryStats() const {
   return {tracker_->live, tracker_->peak};
 }
 
+bool Context::waitForLiveBytes(uint64_t bytes, std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(tracker_->mutex);
+  return tracker_->released.wait_for(lock, timeout, [&] { return tracker_->live <= bytes; });
+}
+
 void Context::resetPeak() {
   std::lock_guard<std::mutex> lock(tracker_->mutex);
   tracker_->peak = tracker_->live;
+}
+
+Context::PeakWindow::PeakWindow(Context& ctx) : tracker_(ctx.tracker_) {
+  std::lock_guard<std::mutex> lock(tracker_->mutex);
+  id_ = tracker_->nextWindow++;
+  start_ = tracker_->live;
+  tracker_->windows[id_] = start_;
+}
+
+Context::PeakWindow::~PeakWindow() {
+  std::lock_guard<std::mutex> lock(tracker_->mutex);
+  tracker_->windows.erase(id_);
+}
+
+uint64_t Context::PeakWindow::peakBytes() const {
+  std::lock_guard<std::mutex> lock(tracker_->mutex);
+  return tracker_->windows.at(id_);
 }
 
 ClMem Context::createBuffer(size_t bytes, cl_mem_flags flags) {
@@ -156,6 +185,15 @@ cl_command_queue Context::copyQueue() {
 void Context::finish() {
   clCheck(clFinish(queue_.get()), "clFinish");
   if (copyQueue_) clCheck(clFinish(copyQueue_.get()), "clFinish (copy queue)");
+}
+
+void Context::settle() {
+  cl_event marker = nullptr;
+  clCheck(clEnqueueMarkerWithWaitList(queue_.get(), 0, nullptr, &marker), "clEnqueueMarkerWithWaitList");
+  const cl_int err = clWaitForEvents(1, &marker);
+  clReleaseEvent(marker);
+  clCheck(err, "clWaitForEvents");
+  finish();
 }
 
 }  // namespace sdspeed

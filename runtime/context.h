@@ -3,6 +3,7 @@
 // naming the call.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,8 @@ struct ContextOptions {
 };
 
 class Context {
+  struct Tracker;
+
  public:
   explicit Context(const DeviceInfo& device, const ContextOptions& options = {});
 
@@ -51,11 +54,39 @@ class Context {
   MemoryStats memoryStats() const;
   void resetPeak();
 
+  // The high-water mark of live bytes from its construction on, kept apart from the
+  // context's own peak (which resetPeak() moves): how much one phase (a component's
+  // load, warm-up and runs) needed on top of what was live when it began. Holds the
+  // tracker, so it may outlive the Context.
+  class PeakWindow {
+   public:
+    explicit PeakWindow(Context& ctx);
+    ~PeakWindow();
+    PeakWindow(const PeakWindow&) = delete;
+    PeakWindow& operator=(const PeakWindow&) = delete;
+    uint64_t startBytes() const { return start_; }  // live when it began
+    uint64_t peakBytes() const;                      // the high-water mark since
+    uint64_t addedBytes() const { return peakBytes() - start_; }
+
+   private:
+    std::shared_ptr<Tracker> tracker_;
+    int id_ = 0;
+    uint64_t start_ = 0;
+  };
+
   void writeBuffer(cl_mem buf, const void* data, size_t bytes, size_t offset = 0);
   void readBuffer(cl_mem buf, void* data, size_t bytes, size_t offset = 0);
   void writeImage(cl_mem img, const void* data, size_t width, size_t height);
   void readImage(cl_mem img, void* data, size_t width, size_t height);
   void finish();
+  // finish() after a marker command: a driver may hold the objects its last commands
+  // used until a later command replaces them (PoCL keeps the queue's last event and
+  // its buffers), so freed memory leaves the live count only after this.
+  void settle();
+  // Waits (at most `timeout`) until the live count is at most `bytes`: a driver may
+  // destroy released objects on its own thread a little later (PoCL does). False if
+  // the count did not get there in time.
+  bool waitForLiveBytes(uint64_t bytes, std::chrono::milliseconds timeout);
 
  private:
   DeviceInfo device_;
@@ -64,7 +95,6 @@ class Context {
   ClQueue queue_;
   ClQueue copyQueue_;
   std::unique_ptr<ProgramCache> programs_;
-  struct Tracker;
   std::shared_ptr<Tracker> tracker_;
   void track(cl_mem m, size_t bytes);
 };

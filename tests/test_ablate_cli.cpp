@@ -72,6 +72,28 @@ TEST_F(Cli, AblatePaperRowsOnTheTinyModel) {
   EXPECT_NE(m.out.find("| baseline |"), std::string::npos) << m.out;
 }
 
+// A memory row: "+ components released" changes the peak, not one pixel (max_abs 0).
+TEST_F(Cli, AblateReleaseRowLowersThePeakOnly) {
+  TempDir d;
+  const std::string plan = d.path() + "/release.yaml";
+  std::ofstream(plan) << "format: 1\nname: release\nrows:\n  - name: resident\n    release: false\n    max_abs: 0\n"
+                         "  - name: + components released\n    release: true\n";
+  const Result r = run({"ablate", "--model", kA, "--steps", "1", "--scheduler", "ddim", "--input-ids",
+                        kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
+                        kRef + ":init_latents", "--ablation", plan, "--out", d.path() + "/out", "--db-dir",
+                        std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  const auto rows = nlohmann::json::parse(slurp(d.path() + "/out/ablation.json")).at("rows");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_FALSE(rows[0].at("components_released").get<bool>());
+  EXPECT_TRUE(rows[1].at("components_released").get<bool>());
+  EXPECT_EQ(rows[1].at("max_abs_vs_baseline").get<double>(), 0.0);
+  EXPECT_LT(rows[1].at("peak_bytes").get<uint64_t>(), rows[0].at("peak_bytes").get<uint64_t>());
+  EXPECT_EQ(rows[1].at("activation_bytes"), rows[0].at("activation_bytes"));
+  // paper.yaml's rows stay resident (its baseline says release: false).
+  for (const auto& row : sdspeed::loadAblationPlan(kPlan).rows) EXPECT_FALSE(row.release.value_or(true)) << row.name;
+}
+
 TEST_F(Cli, AblateBadConfigIsOneLine) {
   TempDir d;
   std::ofstream(d.path() + "/bad.yaml") << "format: 1\nname: x\nrows:\n  - name: a\n    variants: {attention: [warp]}\n";
@@ -82,6 +104,9 @@ TEST_F(Cli, AblateBadConfigIsOneLine) {
   std::ofstream(d.path() + "/ablation.json") << "{\"rows\": 3}";
   expectOneLineError({"ablate", "--merge", d.path()}, {"ablation.json", "not an sdspeed ablate result"});
   expectOneLineError({"ablate", "--replot", d.path()}, {"ablation.json", "not an sdspeed ablate result"});
+  std::ofstream(d.path() + "/bad4.yaml") << "format: 1\nrows:\n  - name: a\n    release: sometimes\n";
+  expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad4.yaml"}, {"bad4.yaml", "release", "true or false"});
+  expectOneLineError({"ablate", "--model", kA, "--keep-resident=1"}, {"--keep-resident", "takes no value"});
   std::ofstream(d.path() + "/bad3.yaml") << "format: [1]\nrows: []\n";
   expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad3.yaml"}, {"bad3.yaml"});
 }

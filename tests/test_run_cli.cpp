@@ -3,7 +3,9 @@
 // clear error line for each kind of bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -78,6 +80,50 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
   EXPECT_NE(r.out.find("UNet profile per iteration"), std::string::npos) << r.out;
 }
 
+// Released components (the default) and --keep-resident compute the same pixels; the
+// report says which policy ran, each component's setup apart from the totals, and the
+// peak in GB and GiB, lower when released.
+TEST_F(RunCli, ReleasedAndKeptResidentDecodeTheSamePixels) {
+  std::map<bool, std::vector<float>> decoded;
+  std::map<bool, nlohmann::json> report;
+  for (bool keep : {false, true}) {
+    auto args = fixtureArgs(kA);
+    const std::string tag = keep ? "resident" : "released";
+    const std::string dec = out_.path() + "/" + tag + ".safetensors", rep = out_.path() + "/" + tag + ".json",
+                      png = out_.path() + "/" + tag + ".png";
+    for (const auto& a : {"--steps", "2", "--save-decoded", dec.c_str(), "--report", rep.c_str(), "-o", png.c_str()})
+      args.push_back(a);
+    if (keep) args.push_back("--keep-resident");
+    const Result r = run(args);
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+    EXPECT_NE(r.out.find(keep ? "components: kept resident" : "components: released"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" GiB)"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("unet         setup "), std::string::npos) << r.out;
+    decoded[keep] = sdspeed::SafetensorsFile(dec).toFloat("decoded");
+    report[keep] = nlohmann::json::parse(slurp(rep));
+    const auto& j = report[keep];
+    EXPECT_EQ(j.at("memory").at("components_released").get<bool>(), !keep);
+    const auto peak = j.at("memory").at("device_high_water_bytes").get<uint64_t>();
+    EXPECT_DOUBLE_EQ(j.at("memory").at("device_high_water_gb").get<double>(), peak / 1e9);
+    EXPECT_DOUBLE_EQ(j.at("memory").at("device_high_water_gib").get<double>(), peak / double(1ull << 30));
+    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+      const auto& s = j.at("setup_ms").at(c);
+      EXPECT_GT(s.at("load").get<double>(), 0.0) << c;
+      EXPECT_GT(s.at("warm_up").get<double>(), 0.0) << c;
+      EXPECT_DOUBLE_EQ(s.at("setup").get<double>(), s.at("load").get<double>() + s.at("warm_up").get<double>()) << c;
+      EXPECT_GT(j.at("memory").at("components").at(c).at("device_footprint_bytes").get<uint64_t>(), 0u) << c;
+    }
+  }
+  EXPECT_EQ(decoded[false], decoded[true]);
+  EXPECT_LT(report[false].at("memory").at("device_high_water_bytes").get<uint64_t>(),
+            report[true].at("memory").at("device_high_water_bytes").get<uint64_t>());
+  // Released: the peak is the largest component's own footprint (nothing else is live).
+  uint64_t largest = 0;
+  for (const auto& [c, m] : report[false].at("memory").at("components").items())
+    largest = std::max(largest, m.at("device_footprint_bytes").get<uint64_t>());
+  EXPECT_EQ(report[false].at("memory").at("device_high_water_bytes").get<uint64_t>(), largest);
+}
+
 TEST_F(RunCli, RandomWeightsSaySoFirst) {
   const Result r = run({"run", "--model", kA, "--random-weights", "--steps", "1", "--no-decode"});
   ASSERT_EQ(r.exitCode, 0) << r.describe();
@@ -118,6 +164,8 @@ TEST_F(RunCli, BadInputIsOneLine) {
   expectOneLineError({"run", "--model", kA, "--prompt", "a cat"}, {"no tokenizer", "--input-ids"});
   expectOneLineError({"run", "--model", kA, "--variant", "attention=bogus"}, {"bogus"});
   expectOneLineError({"run", "--model", kA + "/single_file/model.safetensors"}, {"--config"});
+  expectOneLineError({"run", "--model", kA, "--keep-resident=yes"}, {"--keep-resident", "takes no value"});
+  expectOneLineError({"run", "--model", kA, "--keep-resident", "yes"}, {"'yes'", "--keep-resident", "takes no value"});
   expectOneLineError({"run", "--model", kA, "--input-ids", kRef + ":no_such", "--uncond-input-ids",
                       kRef + ":input_ids_uncond"},
                      {"no_such"});

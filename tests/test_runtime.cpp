@@ -402,6 +402,50 @@ TEST(DeviceTensorCanary, DetectsWritesPastTheEnd) {
   EXPECT_EQ(size, plain.desc().bytes());
 }
 
+// ---------------------------------------------------------------- memory tracking
+
+// Releasing a component's buffers must lower the live count, or a released pipeline
+// component would still count towards the peak of the next one.
+TEST(MemoryTracking, ReleasedObjectsLeaveTheLiveCount) {
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  const uint64_t before = ctx.memoryStats().liveBytes;
+  {
+    ClMem a = ctx.createBuffer(4096);
+    EXPECT_EQ(ctx.memoryStats().liveBytes, before + 4096);
+    // A sub-buffer adds nothing; the parent's bytes leave only when both are gone,
+    // whichever handle is dropped first.
+    ClMem sub = ctx.createSubBuffer(a.get(), 0, 1024);
+    a = ClMem();
+    EXPECT_EQ(ctx.memoryStats().liveBytes, before + 4096);
+  }
+  EXPECT_EQ(ctx.memoryStats().liveBytes, before);
+  if (testDevice().imageSupport) {
+    ClMem img = ctx.createImage2D(8, 4, CL_FLOAT);
+    EXPECT_EQ(ctx.memoryStats().liveBytes, before + 8 * 4 * 4 * 4);
+  }
+  EXPECT_EQ(ctx.memoryStats().liveBytes, before);
+  EXPECT_GE(ctx.memoryStats().peakBytes, before + 4096);
+}
+
+// A window sees the high-water mark from its start only, and resetPeak() (the
+// ablation's per row reset) leaves it alone.
+TEST(MemoryTracking, PeakWindowCountsFromItsStart) {
+  Context ctx(testDevice(), ContextOptions{"", ""});
+  ClMem big = ctx.createBuffer(1 << 16);
+  big = ClMem();
+  Context::PeakWindow w(ctx);
+  EXPECT_EQ(w.addedBytes(), 0u);
+  {
+    ClMem a = ctx.createBuffer(1000);
+    ClMem b = ctx.createBuffer(500);
+  }
+  ctx.resetPeak();
+  ClMem c = ctx.createBuffer(200);
+  EXPECT_EQ(w.addedBytes(), 1500u);
+  EXPECT_EQ(w.startBytes() + 1500, w.peakBytes());
+  EXPECT_EQ(ctx.memoryStats().peakBytes, ctx.memoryStats().liveBytes);
+}
+
 // ---------------------------------------------------------------- timing
 
 TEST(Timing, SummarizeKnownSamples) {

@@ -9,6 +9,7 @@
 // the README's table is the floor of what an exact float32 re-implementation drifts).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -200,6 +201,74 @@ TEST(Planner, OutputsBitIdenticalWithAndWithoutPlanner) {
       EXPECT_LE(pipe.stats("unet").memory.activationBytes, pipe.stats("unet").memory.planBytes.at("naive") + 4096);
     }
   }
+}
+
+// Releasing components changes what the device holds, never what is computed: the
+// decoded image is bit-identical with each component freed after use (twice on one
+// pipeline: a later use rebuilds it) and with all kept resident. Released, nothing
+// on the device outlives a component (embeddings and latents live on the host), so
+// the run's peak above what was live before it is exactly the largest component's
+// own footprint; resident, the components add up and the peak is higher.
+TEST(Residency, ReleasedIsBitIdenticalAndPeaksAtTheLargestComponent) {
+  const std::string dir = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+  SafetensorsFile ref(dir + "/reference.safetensors");
+  ModelSource src;
+  src.configDir = src.weightsDir = dir;
+  ExecOptions exec;
+  exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+  DiffusionRequest req;
+  req.condIds = ref.toInt64("input_ids_cond");
+  req.uncondIds = ref.toInt64("input_ids_uncond");
+  req.initLatents = ref.toFloat("init_latents");
+  req.steps = 2;
+  const char* components[] = {"text_encoder", "unet", "vae_decoder"};
+  Context& ctx = context();
+  // Runs the request on `pipe`; returns the decoded image and the peak above what was live before.
+  auto runOnce = [&](SdPipeline& pipe, bool keep, uint64_t& peak) {
+    auto sched = loadScheduler("ddim", dir + "/scheduler_configs/ddim.json");
+    req.keepResident = keep;
+    ctx.resetPeak();
+    const uint64_t live0 = ctx.memoryStats().liveBytes;
+    const DiffusionResult r = runDiffusion(pipe, *sched, req);
+    EXPECT_EQ(r.keptResident, keep);
+    EXPECT_EQ(r.setup.size(), 3u);
+    for (const char* c : components) EXPECT_GT(r.setup.at(c).loadMs, 0.0) << c;
+    peak = ctx.memoryStats().peakBytes - live0;
+    if (!keep) {
+      EXPECT_EQ(ctx.memoryStats().liveBytes, live0) << "released components left bytes behind";
+    }
+    return r.decoded;
+  };
+
+  SdPipeline released(ctx, src, exec, 16, 16, 2);
+  uint64_t peakReleased = 0, peakAgain = 0, peakResident = 0;
+  const auto decodedReleased = runOnce(released, false, peakReleased);
+  uint64_t largest = 0;
+  for (const char* c : components) {
+    const ComponentStats st = released.stats(c);
+    EXPECT_FALSE(st.resident) << c;
+    EXPECT_FALSE(released.resident(c)) << c;
+    EXPECT_GT(st.deviceBytes, st.memory.weightBytes) << c;  // weights and activations at least
+    largest = std::max(largest, st.deviceBytes);
+  }
+  EXPECT_EQ(peakReleased, largest);
+  EXPECT_EQ(runOnce(released, false, peakAgain), decodedReleased);
+  EXPECT_EQ(peakAgain, peakReleased);
+  for (const char* c : components) EXPECT_EQ(released.stats(c).loads, 2) << c;
+
+  SdPipeline resident(ctx, src, exec, 16, 16, 2);
+  const auto decodedResident = runOnce(resident, true, peakResident);
+  uint64_t sum = 0;
+  for (const char* c : components) {
+    EXPECT_TRUE(resident.stats(c).resident) << c;
+    sum += resident.stats(c).deviceBytes;
+  }
+  EXPECT_EQ(decodedResident, decodedReleased);
+  EXPECT_LT(peakReleased, peakResident);
+  EXPECT_LE(peakResident, sum);  // each footprint includes its own transient load peak
+  resident.release("unet");
+  EXPECT_FALSE(resident.resident("unet"));
+  EXPECT_TRUE(resident.built("unet"));
 }
 
 // Half storage (f16 activations, f32 arithmetic): the fixture's rule for fp16

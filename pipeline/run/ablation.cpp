@@ -38,8 +38,9 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
     if (!r.IsMap()) fail(r, "", "a row is a map");
     for (const auto& kv : r) {
       const std::string k = kv.first.as<std::string>();
-      if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "max_abs" && k != "variants")
-        fail(kv.first, k, "unknown key (name, fused, planner, precision, max_abs, variants)");
+      if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "max_abs" && k != "variants" &&
+          k != "release")
+        fail(kv.first, k, "unknown key (name, fused, planner, precision, max_abs, variants, release)");
     }
     if (!r["name"]) fail(r, "name", "every row needs a name");
     try {
@@ -54,6 +55,11 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
         if (cur.precision != "f32" && cur.precision != "f16") fail(r["precision"], "precision", "want f32 or f16");
       }
       if (r["max_abs"]) cur.maxAbs = r["max_abs"].as<double>();
+      if (const YAML::Node rel = r["release"]) {
+        bool v = false;
+        if (!rel.IsScalar() || !YAML::convert<bool>::decode(rel, v)) fail(rel, "release", "want true or false");
+        cur.release = v;
+      }
       if (const YAML::Node v = r["variants"]) {
         if (!v.IsMap()) fail(v, "variants", "want FAMILY: [VARIANT, ...]");
         for (const auto& kv : v) {

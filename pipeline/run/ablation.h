@@ -1,10 +1,12 @@
 // `sdspeed ablate`: a cumulative list of configurations (configs/ablation/*.yaml), each
 // row changing some of: activation fusion, the variants each family may use, the
-// memory planner, the storage precision; and what each row measured.
+// memory planner, the storage precision, whether components are released after use;
+// and what each row measured.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,10 @@ struct AblationRow {
   std::string planner = "greedy-by-size";
   std::string precision = "f32";
   double maxAbs = 0;  // allowed |decoded - baseline decoded|
+  // `release: true|false`: each component freed once its output exists (true) or all
+  // kept resident (false); unset: the ablate command's choice (released, unless
+  // --keep-resident). Inherited like every key.
+  std::optional<bool> release;
   std::map<std::string, std::vector<std::string>> variants;
 };
 
@@ -36,6 +42,7 @@ struct AblationMeasurement {
   double wallMs = 0;
   uint64_t activationBytes = 0;            // planned (or allocated, without planner), all components
   uint64_t scratchBytes = 0, weightBytes = 0, peakBytes = 0;
+  bool released = false;                   // the components were released after use
   double maxAbs = 0, psnrDb = 0;           // decoded image vs the first row's
   bool withinTolerance = true;
   std::map<std::string, int> variants;     // "family/variant" -> op count, all components

@@ -1,5 +1,8 @@
 #include "pipeline/run/sd_pipeline.h"
 
+#include <algorithm>
+#include <optional>
+
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
@@ -29,6 +32,9 @@ struct SdPipeline::Part {
   std::unique_ptr<Graph> graph;
   std::unique_ptr<GraphExecutor> exec;
   RunTiming last;
+  bool warmedUp = false;
+  uint64_t deviceBytes = 0;  // its footprint window's added bytes, once closed
+  int loads = 0;
 };
 
 SdPipeline::SdPipeline(Context& ctx, ModelSource source, ExecOptions exec, int64_t latentH, int64_t latentW,
@@ -55,15 +61,31 @@ std::unique_ptr<WeightSource> SdPipeline::weightsFor(const std::string& componen
   return openFolderWeights(src_.weightsDir, component);
 }
 
-bool SdPipeline::built(const std::string& component) const {
+SdPipeline::Part* SdPipeline::find(const std::string& component) const {
   for (const auto& p : parts_)
-    if (p->name == component) return true;
-  return false;
+    if (p->name == component) return p.get();
+  return nullptr;
 }
 
+bool SdPipeline::resident(const std::string& component) const { return find(component) != nullptr; }
+
+bool SdPipeline::built(const std::string& component) const { return resident(component) || kept_.count(component); }
+
 SdPipeline::Part& SdPipeline::part(const std::string& component) {
-  for (auto& p : parts_)
-    if (p->name == component) return *p;
+  if (Part* p = find(component)) return *p;
+  // Validate the name before the previous component's footprint window is closed.
+  if (component != "text_encoder" && component != "unet" && component != "vae_decoder")
+    throw Error("unknown pipeline component '" + component + "' (text_encoder, unet, vae_decoder)");
+  closeWindow();
+  window_ = std::make_unique<Context::PeakWindow>(ctx_);
+  windowOwner_ = component;
+  parts_.push_back(build(component));
+  auto k = kept_.find(component);
+  parts_.back()->loads = (k == kept_.end() ? 0 : k->second.loads) + 1;
+  return *parts_.back();
+}
+
+std::unique_ptr<SdPipeline::Part> SdPipeline::build(const std::string& component) {
   auto p = std::make_unique<Part>();
   p->name = component;
   auto weights = weightsFor(component == "vae_decoder" ? "vae" : component);
@@ -75,21 +97,69 @@ SdPipeline::Part& SdPipeline::part(const std::string& component) {
     p->graph = std::make_unique<Graph>(buildTextEncoderGraph(clip_, batch_, clip_.positions, prefix, gopt));
   } else if (component == "unet") {
     p->graph = std::make_unique<Graph>(buildUNetGraph(unet_, batch_, latentH_, latentW_, clip_.positions, gopt));
-  } else if (component == "vae_decoder") {
-    p->graph = std::make_unique<Graph>(buildVaeDecoderGraph(vae_, 1, latentH_, latentW_, gopt));
   } else {
-    throw Error("unknown pipeline component '" + component + "' (text_encoder, unet, vae_decoder)");
+    p->graph = std::make_unique<Graph>(buildVaeDecoderGraph(vae_, 1, latentH_, latentW_, gopt));
   }
   p->exec = std::make_unique<GraphExecutor>(ctx_, *p->graph, *weights, exec_);
-  parts_.push_back(std::move(p));
-  return *parts_.back();
+  return p;
+}
+
+// The open window's bytes go to the component that opened it (if still resident;
+// release() closes its own window before the executor goes).
+void SdPipeline::closeWindow() {
+  if (!window_) return;
+  if (Part* p = find(windowOwner_)) p->deviceBytes = window_->addedBytes();
+  window_.reset();
+  windowOwner_.clear();
 }
 
 GraphExecutor& SdPipeline::executor(const std::string& component) { return *part(component).exec; }
 
-ComponentStats SdPipeline::stats(const std::string& component) {
+void SdPipeline::warmUp(const std::string& component) {
   Part& p = part(component);
-  return {component, p.last, p.exec->memory(), static_cast<int>(p.graph->nodes().size())};
+  if (p.warmedUp) return;
+  p.exec->warmUp();
+  p.warmedUp = true;
+}
+
+void SdPipeline::release(const std::string& component) {
+  Part* p = find(component);
+  if (!p) return;
+  // The last component loaded (always so when each is released after use) owns every
+  // byte allocated since its window opened: once freed, the live count is back there.
+  std::optional<uint64_t> liveBefore;
+  if (windowOwner_ == component && window_) liveBefore = window_->startBytes();
+  if (windowOwner_ == component) closeWindow();
+  kept_[component] = snapshot(*p);
+  kept_[component].resident = false;
+  // The executor before the graph it points to; both before the Part goes.
+  p->exec.reset();
+  p->graph.reset();
+  parts_.erase(std::find_if(parts_.begin(), parts_.end(), [&](const auto& q) { return q.get() == p; }));
+  ctx_.settle();  // so the driver lets go of the buffers its last commands used
+  // The next component's footprint must not include this one's bytes still on their
+  // way out; a bound, so a count that never gets there (an overestimate) cannot hang.
+  if (liveBefore) ctx_.waitForLiveBytes(*liveBefore, std::chrono::seconds(2));
+}
+
+ComponentStats SdPipeline::snapshot(const Part& p) const {
+  ComponentStats s;
+  s.name = p.name;
+  s.last = p.last;
+  s.memory = p.exec->memory();
+  s.nodes = static_cast<int>(p.graph->nodes().size());
+  for (const auto& n : p.graph->nodes()) s.families.push_back(n.family->name());
+  s.choices = p.exec->choices();
+  s.deviceBytes = windowOwner_ == p.name && window_ ? window_->addedBytes() : p.deviceBytes;
+  s.resident = true;
+  s.loads = p.loads;
+  return s;
+}
+
+ComponentStats SdPipeline::stats(const std::string& component) {
+  if (!resident(component))
+    if (auto k = kept_.find(component); k != kept_.end()) return k->second;
+  return snapshot(part(component));
 }
 
 std::vector<float> SdPipeline::encodeText(const std::vector<int64_t>& ids) {

@@ -1,10 +1,12 @@
 // The three components of a Stable Diffusion model on one device: configs, weights
 // (diffusers folder, single-file LDM checkpoint, or seeded random), one graph and
-// executor per component, built on first use. Tensors cross this API in torch's
+// executor per component, built on first use and freed by release() (a later use
+// builds it again), so a run can hold one component at a time. Tensors cross this API in torch's
 // layouts (text embeddings [B, S, C], latents and images NCHW), as diffusers' own
 // tensors and the reference fixtures are.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,11 +26,20 @@ struct ModelSource {
   std::string describe() const;
 };
 
+// What a component ran with; kept when it is released, so reports can still read it.
 struct ComponentStats {
   std::string name;
   RunTiming last;       // the last run
   ExecMemory memory;
   int nodes = 0;
+  std::vector<std::string> families;  // per node: its op family's name
+  std::vector<NodeChoice> choices;    // per node: the variant it ran with, and why
+  // The device high-water mark above what was live when this component began loading,
+  // until it was released or the next component began loading: its own footprint
+  // (weights, arena, scratch, and anything its first runs allocate).
+  uint64_t deviceBytes = 0;
+  bool resident = false;  // its executor is held now
+  int loads = 0;          // how many times it was built
 };
 
 class SdPipeline {
@@ -56,14 +67,30 @@ class SdPipeline {
   // here) -> decoded [1, 3, H, W], not clamped.
   std::vector<float> decode(const std::vector<float>& latents, bool profile = false);
 
-  // The component's graph and executor (built on first use).
+  // The component's graph and executor (built on first use, or again after release()).
   GraphExecutor& executor(const std::string& component);
+  // Its graph, executor and weights upload, if not resident.
+  void load(const std::string& component) { part(component); }
+  // One run on zero inputs (GraphExecutor::warmUp), once per build: loads it first.
+  void warmUp(const std::string& component);
+  // Frees the component's executor and graph: weights, activation arena, scratch and
+  // kernels leave the device (and the context's live count). Its stats stay readable;
+  // nothing happens if it is not resident.
+  void release(const std::string& component);
+  // The resident component's stats now, else those it had when released; builds a
+  // component never built.
   ComponentStats stats(const std::string& component);
+  // Built at least once (stats exist), and resident now.
   bool built(const std::string& component) const;
+  bool resident(const std::string& component) const;
 
  private:
   struct Part;
   Part& part(const std::string& component);
+  Part* find(const std::string& component) const;
+  std::unique_ptr<Part> build(const std::string& component);
+  ComponentStats snapshot(const Part& p) const;
+  void closeWindow();
   std::unique_ptr<WeightSource> weightsFor(const std::string& component) const;
 
   Context& ctx_;
@@ -73,7 +100,12 @@ class SdPipeline {
   UNetConfig unet_;
   VaeConfig vae_;
   ClipConfig clip_;
-  std::vector<std::unique_ptr<Part>> parts_;
+  std::vector<std::unique_ptr<Part>> parts_;   // resident components
+  std::map<std::string, ComponentStats> kept_;  // released components' last stats
+  // The footprint window of the component that began loading last (one at a time: a
+  // new load closes the previous one's).
+  std::unique_ptr<Context::PeakWindow> window_;
+  std::string windowOwner_;
 };
 
 }  // namespace sdspeed

@@ -36,6 +36,36 @@ void addProfile(const GraphExecutor& exec, const RunTiming& t, std::map<int, OpP
   }
 }
 
+double msSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Loads and (per the request) warms up one component, timing both into its setup.
+void prepare(SdPipeline& pipe, const std::string& component, const DiffusionRequest& req, DiffusionResult& r) {
+  ComponentSetup& s = r.setup[component];
+  auto t = std::chrono::steady_clock::now();
+  pipe.load(component);
+  s.loadMs += msSince(t);
+  if (!req.warmUp) return;
+  t = std::chrono::steady_clock::now();
+  pipe.warmUp(component);
+  s.warmUpMs += msSince(t);
+}
+
+// Frees a component whose output exists, unless the request keeps it resident.
+void done(SdPipeline& pipe, const std::string& component, const DiffusionRequest& req, DiffusionResult& r) {
+  if (req.keepResident) return;
+  const auto t = std::chrono::steady_clock::now();
+  pipe.release(component);
+  r.setup[component].releaseMs += msSince(t);
+}
+
+double setupTotalMs(const DiffusionResult& r) {
+  double t = 0;
+  for (const auto& [c, s] : r.setup) t += s.setupMs() + s.releaseMs;
+  return t;
+}
+
 }  // namespace
 
 DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const DiffusionRequest& req) {
@@ -48,12 +78,18 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
   if (req.initLatents.size() != latentSize)
     throw Error("init latents need " + std::to_string(latentSize) + " values, given " + std::to_string(req.initLatents.size()));
   DiffusionResult r;
+  r.keptResident = req.keepResident;
+  if (req.keepResident)
+    for (const char* c : {"text_encoder", "unet", "vae_decoder"})
+      if (req.decode || std::string(c) != "vae_decoder") prepare(pipe, c, req, r);
 
   // Text: one encoder run on [uncond, cond] (or cond alone without guidance).
   std::vector<int64_t> ids = cfg ? req.uncondIds : req.condIds;
   if (cfg) ids.insert(ids.end(), req.condIds.begin(), req.condIds.end());
+  prepare(pipe, "text_encoder", req, r);
   r.textEmbeddings = pipe.encodeText(ids);
   r.textMs = pipe.stats("text_encoder").last.deviceMs;
+  done(pipe, "text_encoder", req, r);
 
   scheduler.setTimesteps(req.steps);
   r.timesteps = scheduler.timesteps();
@@ -61,6 +97,7 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
   const float sigma = scheduler.initNoiseSigma();
   for (float& v : latents) v *= sigma;
   std::map<int, OpProfile> prof;
+  prepare(pipe, "unet", req, r);
   for (size_t i = 0; i < r.timesteps.size(); ++i) {
     const float t = r.timesteps[i];
     std::vector<float> x = latents;
@@ -74,9 +111,11 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
     latents = scheduler.step(guided, t, latents);
     if (req.onStep) req.onStep(static_cast<int>(i), latents);
   }
+  done(pipe, "unet", req, r);
   for (auto& [node, p] : prof) r.profile.push_back(p);
   r.finalLatents = latents;
   if (req.decode) {
+    prepare(pipe, "vae_decoder", req, r);
     r.decoded = pipe.decode(latents, req.profile);
     const ComponentStats st = pipe.stats("vae_decoder");
     r.vaeMs = st.last.deviceMs;
@@ -85,8 +124,9 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
       addProfile(pipe.executor("vae_decoder"), st.last, vprof);
       for (auto& [node, p] : vprof) r.vaeProfile.push_back(p);
     }
+    done(pipe, "vae_decoder", req, r);
   }
-  r.totalMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  r.totalMs = msSince(start) - setupTotalMs(r);
   return r;
 }
 

@@ -2,9 +2,13 @@
 // text encoder on [uncond, cond], init latents * init_noise_sigma, per timestep
 // scale_model_input -> UNet on the CFG batch -> guidance -> scheduler step, then the
 // VAE decoder. Timed per component; what `sdspeed run` and the fixture tests share.
+// Each component is loaded (and warmed up) just before its first run and, unless the
+// request keeps them resident, released once its output exists (diffusers' model CPU
+// offload): the device holds one component at a time.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +24,14 @@ struct DiffusionRequest {
   float guidance = 7.5f;                    // <= 1: no classifier-free guidance (batch 1)
   bool decode = true;
   bool profile = false;                     // per-op times of the UNet (each step) and the VAE decoder
+  // false: text encoder, UNet and VAE decoder each loaded just before they first run and
+  // released once their output exists, so the device peak is the largest component's
+  // footprint, not the sum. true: all loaded (and warmed up) before the text encoder
+  // runs and kept to the end (benchmarks; components the pipeline already holds stay).
+  bool keepResident = false;
+  // One run on zero inputs of each component after it loads, so the timed runs do not
+  // pay one-time costs (Winograd weight transforms, first touch of memory).
+  bool warmUp = true;
   // Called after each loop iteration with its index and the latents.
   std::function<void(int, const std::vector<float>&)> onStep;
 };
@@ -30,15 +42,25 @@ struct OpProfile {
   int calls = 0;
 };
 
+// Wall time outside the timed totals, per component.
+struct ComponentSetup {
+  double loadMs = 0;     // graph, executor (programs, plan, buffers), weights upload
+  double warmUpMs = 0;   // the warm-up run
+  double releaseMs = 0;  // freeing its executor
+  double setupMs() const { return loadMs + warmUpMs; }
+};
+
 struct DiffusionResult {
   std::vector<float> textEmbeddings;  // [batch, S, C]
   std::vector<float> finalLatents;    // [1, C, h, w]
   std::vector<float> decoded;         // [1, 3, H, W]
   std::vector<float> timesteps;
-  double textMs = 0, vaeMs = 0, totalMs = 0;  // device time (text, VAE), wall time (total)
+  double textMs = 0, vaeMs = 0, totalMs = 0;  // device time (text, VAE), wall time (total, setup apart)
   std::vector<double> unetMs;                 // device time per loop iteration
   std::vector<OpProfile> profile;             // per UNet node, when requested
   std::vector<OpProfile> vaeProfile;          // per VAE decoder node, when requested
+  std::map<std::string, ComponentSetup> setup;  // by component, those this run used
+  bool keptResident = false;                    // the request's keepResident
 };
 
 // The scheduler named by the model's scheduler_config.json _class_name (pndm for
