@@ -52,11 +52,14 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
                            const std::vector<float>* baseline, std::vector<float>& decoded) {
   ExecOptions exec = setup.exec;
   exec.format = StorageFormat::parse(row.precision + ".buffer." + layout);
+  exec.format.weights = setup.exec.format.weights;  // the run's --weights unless the row names its own
+  if (!row.weights.empty()) parseWeightsSpec(row.weights, "ablation row " + row.name + ": weights", exec);
   exec.planner = row.planner;
   exec.variants = row.variants;
   exec.fuseActivations = row.fused;
   AblationMeasurement m;
   m.row = row;
+  m.weights = weightsSpecText(exec);
   ctx.resetPeak();
   {
     SdPipeline pipe(ctx, setup.src, exec, setup.latentH, setup.latentW, setup.batch);
@@ -108,6 +111,7 @@ json rowJson(const AblationMeasurement& m) {
           {"fused", m.row.fused},
           {"planner", m.row.planner},
           {"precision", m.row.precision},
+          {"weights", m.weights},
           {"allowed", m.row.variants},
           {"unet_ms_median", m.unetMedianMs},
           {"unet_ms_min", m.unetMinMs},
@@ -276,6 +280,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   if (!rawArgv.empty() && (rawArgv[0] == "--help" || rawArgv[0] == "-h")) {
     std::cout << "usage: sdspeed ablate (--model DIR | --random-weights --model configs/models/sd15) [-W -H] [--steps N]\n"
                  "       [--ablation configs/ablation/paper.yaml] [--out results/ablation/<device-key>] [run options]\n"
+                 "       (run options include --weights f32|f16[,COMPONENT=FORMAT]; a row's `weights` key overrides it)\n"
                  "       sdspeed ablate --merge DIR... [--out DIR]\n"
                  "       sdspeed ablate --replot DIR        (the plot from DIR/ablation.json)\n"
                  "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n";

@@ -68,6 +68,7 @@ void RunReport::collect(SdPipeline& pipe) {
     c.name = name;
     GraphExecutor& ex = pipe.executor(name);
     c.nodes = static_cast<int>(ex.graph().nodes().size());
+    c.weights = componentWeightFormat(exec, name);
     c.memory = ex.memory();
     for (size_t i = 0; i < ex.choices().size(); ++i) {
       ++c.variants[ex.graph().nodes()[i].family->name() + "/" + ex.choices()[i].variant];
@@ -96,7 +97,8 @@ void RunReport::print(std::ostream& os) const {
        << (seededTokens ? " (seeded token ids: the model has no tokenizer)" : "") << "\n";
   os << "model: " << source << "\n";
   os << "device: " << device.name << " (" << device.driverVersion << ", " << device.openclVersion << ")"
-     << ", activations " << exec.format.name() << ", planner " << exec.planner << "\n";
+     << ", activations " << exec.format.withWeights(DType::F32).name() << ", weights " << weightsSpecText(exec)
+     << ", planner " << exec.planner << "\n";
   os << "run: " << width << "x" << height << ", " << steps << " steps of " << scheduler << ", batch " << batch
      << ", seed " << seed << (image.empty() ? "" : ", image " + image) << "\n\n";
   const DiffusionResult& r = *result;
@@ -111,9 +113,11 @@ void RunReport::print(std::ostream& os) const {
   os << "total (device) " << ms(deviceTotalMs()) << "   (text encoder + every UNet call + VAE decoder)\n";
   os << "total (wall)   " << ms(r.totalMs) << "   (the same on the host clock, scheduler and transfers included)\n";
   os << "setup (wall)   " << ms(setupMs) << "   (weights loaded and uploaded, programs built, one warm-up run each; not in the totals)\n\n";
-  os << "memory         weights     scratch     activations (" << exec.planner << ")   f16 batch-1 plan (greedy-by-size / naive)\n";
+  os << "memory         weights           scratch     activations (" << exec.planner << ")   f16 batch-1 plan (greedy-by-size / naive)\n";
   for (const auto& c : components) {
-    os << std::left << std::setw(15) << c.name << std::setw(12) << mib(c.memory.weightBytes) << std::setw(12)
+    std::ostringstream w;
+    w << mib(c.memory.weightBytes) << " (" << dtypeName(c.weights) << ")";
+    os << std::left << std::setw(15) << c.name << std::setw(18) << w.str() << std::setw(12)
        << mib(c.memory.scratchBytes) << std::setw(26) << mib(c.memory.activationBytes)
        << mib(c.plansBatch1F16.at("greedy-by-size")) << " / " << mib(c.plansBatch1F16.at("naive")) << "\n";
   }
@@ -171,7 +175,8 @@ nlohmann::json RunReport::json() const {
                      {"tuning_database", dbPath},
                      {"tuning_database_found", dbExists}};
   j["run"] = {{"width", width}, {"height", height}, {"steps", steps}, {"scheduler", scheduler}, {"batch", batch},
-              {"seed", seed}, {"format", exec.format.name()}, {"planner", exec.planner}, {"image", image}};
+              {"seed", seed}, {"format", exec.format.withWeights(DType::F32).name()}, {"weights", weightsSpecText(exec)},
+              {"planner", exec.planner}, {"image", image}};
   j["variant_overrides"] = exec.variants;
   const TimingStats unet = unetStats(r);
   j["time_ms"] = {{"text_encoder", r.textMs},
@@ -186,6 +191,7 @@ nlohmann::json RunReport::json() const {
   j["memory"]["device_high_water_bytes"] = peakBytes;
   for (const auto& c : components) {
     json m = {{"weights_bytes", c.memory.weightBytes},
+              {"weights_format", dtypeName(c.weights)},
               {"scratch_bytes", c.memory.scratchBytes},
               {"activation_bytes", c.memory.activationBytes},
               {"plans_run_batch", c.memory.planBytes},

@@ -16,6 +16,7 @@ namespace sdspeed {
 struct ComponentReport {
   std::string name;
   int nodes = 0;
+  DType weights = DType::F32;                          // the component's weight format (--weights)
   ExecMemory memory;                                  // at the run's batch
   std::map<std::string, uint64_t> plansBatch1;        // in the run's format
   std::map<std::string, uint64_t> plansBatch1F16;     // half storage

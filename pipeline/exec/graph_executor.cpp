@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
+#include <sstream>
 
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
@@ -11,7 +13,8 @@
 namespace sdspeed {
 namespace {
 
-const StorageFormat kParamFormat{DType::F32, Storage::Buffer, Layout::NCHW};
+// Host inputs (token ids, timesteps) are f32 NCHW whatever the weight format.
+const StorageFormat kHostInputFormat{DType::F32, Storage::Buffer, Layout::NCHW};
 
 // The chosen point if the family can run it here, else why not.
 std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, const StorageFormat& f,
@@ -82,6 +85,49 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
 }
 
 }  // namespace
+
+void parseWeightsSpec(const std::string& text, const std::string& what, ExecOptions& opt) {
+  std::map<std::string, DType> overrides;
+  std::optional<DType> all;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      if (all) throw Error(what + ": more than one default weight format in '" + text + "' (want f32|f16[,COMPONENT=f32|f16..])");
+      all = parseDType(item, what);
+    } else {
+      const std::string comp = item.substr(0, eq);
+      const auto& known = pipelineComponents();
+      if (std::find(known.begin(), known.end(), comp) == known.end())
+        throw Error(what + ": unknown component '" + comp + "' in '" + text + "' (want text_encoder, unet or vae_decoder)");
+      overrides[comp] = parseDType(item.substr(eq + 1), what);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  opt.format.weights = all.value_or(DType::F32);
+  opt.componentWeights = overrides;
+}
+
+std::string weightsSpecText(const ExecOptions& opt) {
+  std::string s = dtypeName(opt.format.weights);
+  for (const auto& c : pipelineComponents())
+    if (componentWeightFormat(opt, c) != opt.format.weights) s += "," + c + "=" + dtypeName(componentWeightFormat(opt, c));
+  return s;
+}
+
+void checkFitsF16(const std::vector<float>& values, const std::string& component, const std::string& tensor) {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (std::abs(values[i]) > 65504.0f && std::isfinite(values[i])) {
+      std::ostringstream m;
+      m << component << " weight " << tensor << " holds " << values[i] << " (element " << i
+        << "), outside f16's finite range (|x| <= 65504): f16 weights would make it inf; use --weights f32 for it"
+        << " (e.g. --weights f16," << component << "=f32)";
+      throw Error(m.str());
+    }
+}
 
 ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format) {
   const auto& ts = graph.tensors();
@@ -156,12 +202,14 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
     if (t.kind == GraphTensor::Kind::Weight) {
-      auto d = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, kParamFormat});
-      d->upload(weights.load(t.name, t.diskShape));
+      auto d = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, opt_.format.params()});
+      const std::vector<float> values = weights.load(t.name, t.diskShape);
+      if (opt_.format.weights == DType::F16) checkFitsF16(values, graph_.component(), t.name);
+      d->upload(values);
       memory_.weightBytes += d->desc().bytes();
       tensors_[id] = std::move(d);
     } else if (t.kind == GraphTensor::Kind::HostInput) {
-      tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, kParamFormat});
+      tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, kHostInputFormat});
     }
   }
 
@@ -204,19 +252,25 @@ void GraphExecutor::allocate(const WeightSource& weights) {
 // Each node's tensors in slot order, resolved once (run() is the hot path): unused slots
 // get a zero placeholder of the slot's shape, one per (shape, kind), shared by nodes.
 void GraphExecutor::bindArguments() {
-  std::map<std::pair<std::string, bool>, std::unique_ptr<DeviceTensor>> placeholders;
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<DeviceTensor>> placeholders;
   for (const GraphNode& n : graph_.nodes()) {
     const auto slots = n.family->slots();
     const auto shapes = n.family->shapes(*n.problem);
     std::vector<DeviceTensor*> args;
     for (size_t s = 0; s < slots.size(); ++s) {
       if (n.args[s] >= 0) {
-        args.push_back(tensors_[static_cast<size_t>(n.args[s])].get());
+        DeviceTensor* t = tensors_[static_cast<size_t>(n.args[s])].get();
+        // A weight bound to a host-input slot (or the reverse) would be read in the wrong dtype.
+        if (!slots[s].activation && !(t->desc().format == slotFormat(slots[s], opt_.format)))
+          throw Error(n.label + ": slot " + slots[s].name + " holds " + t->desc().format.name() + ", the kernel reads " +
+                      slotFormat(slots[s], opt_.format).name());
+        args.push_back(t);
         continue;
       }
-      auto& p = placeholders[{shapes[s].text(), slots[s].activation}];
+      const StorageFormat f = slotFormat(slots[s], opt_.format);  // what the kernel was built to read
+      auto& p = placeholders[{shapes[s].text(), f.name()}];
       if (!p) {
-        p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{shapes[s], slots[s].activation ? opt_.format : kParamFormat});
+        p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{shapes[s], f});
         p->upload(std::vector<float>(static_cast<size_t>(shapes[s].elements()), 0.0f));
       }
       args.push_back(p.get());

@@ -80,7 +80,9 @@ SdPipeline::Part& SdPipeline::part(const std::string& component) {
   } else {
     throw Error("unknown pipeline component '" + component + "' (text_encoder, unet, vae_decoder)");
   }
-  p->exec = std::make_unique<GraphExecutor>(ctx_, *p->graph, *weights, exec_);
+  ExecOptions opt = exec_;  // the component's weight format (--weights f16,vae_decoder=f32)
+  opt.format.weights = componentWeightFormat(exec_, component);
+  p->exec = std::make_unique<GraphExecutor>(ctx_, *p->graph, *weights, opt);
   parts_.push_back(std::move(p));
   return *parts_.back();
 }
