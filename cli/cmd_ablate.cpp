@@ -65,12 +65,15 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
                            bool keepResident, const std::vector<float>* baseline, std::vector<float>& decoded) {
   ExecOptions exec = setup.exec;
   exec.format = StorageFormat::parse(row.precision + ".buffer." + layout);
+  exec.format.weights = setup.exec.format.weights;  // the run's --weights unless the row names its own
+  if (!row.weights.empty()) parseWeightsSpec(row.weights, "ablation row " + row.name + ": weights", exec);
   exec.planner = row.planner;
   exec.variants = row.variants;
   exec.fuseActivations = row.fused;
   AblationMeasurement m;
   m.row = row;
   m.released = row.release.value_or(!keepResident);
+  m.weights = weightsSpecText(exec);
   ctx.resetPeak();
   {
     SdPipeline pipe(ctx, setup.src, exec, setup.latentH, setup.latentW, setup.batch);
@@ -112,6 +115,7 @@ json rowJson(const AblationMeasurement& m) {
           {"fused", m.row.fused},
           {"planner", m.row.planner},
           {"precision", m.row.precision},
+          {"weights", m.weights},
           {"allowed", m.row.variants},
           {"unet_ms_median", m.unetMedianMs},
           {"unet_ms_min", m.unetMinMs},
@@ -283,6 +287,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
     std::cout << "usage: sdspeed ablate (--model DIR | --random-weights --model configs/models/sd15) [-W -H] [--steps N]\n"
                  "       [--ablation configs/ablation/paper.yaml] [--out results/ablation/<device-key>]\n"
                  "       [--keep-resident] [run options]\n"
+                 "       (run options include --weights f32|f16[,COMPONENT=FORMAT]; a row's `weights` key overrides it)\n"
                  "       sdspeed ablate --merge DIR... [--out DIR]\n"
                  "       sdspeed ablate --replot DIR        (the plot from DIR/ablation.json)\n"
                  "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n"

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -14,18 +15,20 @@ namespace sdspeed {
 
 int cmdBench(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
-  options.insert({"op", "shape", "attrs", "variant", "storage", "params", "points", "seed", "csv",
+  options.insert({"op", "shape", "attrs", "variant", "storage", "weights", "params", "points", "seed", "csv",
                   "min-ms", "warmup", "llc-mib", "devices-dir"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
   if (args.has("help") || !args.has("op") || !args.has("shape")) {
     std::cout << "usage: sdspeed bench --op OP --shape NxCxHxW[,..] [--attrs K=V,..] [--variant V,..]\n"
-                 "                     [--storage F,..] [--params K=V,..] [--points N|all] [--csv FILE]\n"
+                 "                     [--storage F,..] [--weights f32,f16] [--params K=V,..] [--points N|all]\n"
+                 "                     [--csv FILE]\n"
                  "                     [--min-ms MS] [--warmup N] [--llc-mib MIB]\n"
                  "Times each variant (defaults + N sampled points, default 0; `all` sweeps the space)\n"
                  "with device events: median and min over repeats after warm-up, inputs rotated past\n"
-                 "the last-level cache. Every timed point first passes the accuracy check.\n";
+                 "the last-level cache. Every timed point first passes the accuracy check. --weights\n"
+                 "(default f32) times each storage format once per weight format (weight slots in f16).\n";
     return args.has("help") ? 0 : 2;
   }
   const std::string op = args.get("op");
@@ -36,6 +39,16 @@ int cmdBench(const std::vector<std::string>& argv) {
   std::vector<StorageFormat> formats;
   for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
   if (formats.empty()) formats.push_back(StorageFormat{});
+  formats = withWeightFormatsFromArgs(args, formats);
+  // f16 weights are the f32 case for a family that reads no weights: time it once.
+  {
+    std::vector<StorageFormat> keyed;
+    for (const auto& f : formats)
+      if (std::find(keyed.begin(), keyed.end(), fam.keyFormat(f)) == keyed.end()) keyed.push_back(fam.keyFormat(f));
+    if (keyed.size() < formats.size())
+      std::cout << "note: " << fam.name() << " reads no weights; f16 weights timed as f32 weights (same program)\n";
+    formats = keyed;
+  }
   std::vector<const VariantDef*> variants;
   for (const auto& n : args.list("variant")) variants.push_back(&fam.variant(n));
   if (variants.empty())

@@ -27,6 +27,15 @@ std::map<std::string, std::string> attrsFromArgs(const Args& args) {
   return attrs;
 }
 
+std::vector<StorageFormat> withWeightFormatsFromArgs(const Args& args, const std::vector<StorageFormat>& formats) {
+  if (!args.has("weights")) return formats;
+  const std::vector<DType> weights = parseDTypeList(args.get("weights"), "--weights");
+  std::vector<StorageFormat> out;
+  for (const auto& f : formats)
+    for (DType w : weights) out.push_back(f.withWeights(w));
+  return out;
+}
+
 TimingPolicy timingPolicyFromArgs(const Args& args) {
   TimingPolicy policy;
   policy.minTotalMs = args.getInt("min-ms", 50);

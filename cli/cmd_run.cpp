@@ -28,7 +28,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
         << "usage: sdspeed run --model DIR | --model FILE.safetensors --config DIR | --random-weights --model DIR\n"
            "       [--prompt TEXT] [--negative-prompt TEXT] [-W 512 -H 512] [--steps 20] [--cfg-scale 7.5]\n"
            "       [--scheduler ddim|pndm|euler|dpmpp2m] [--seed N] [--rng torch] [-o out.png]\n"
-           "       [--precision f32|f16] [--layout nc4hw4|nchw] [--planner none|naive|equality|greedy-in-order|greedy-by-size]\n"
+           "       [--precision f32|f16] [--weights f32|f16[,COMPONENT=f32|f16..]] [--layout nc4hw4|nchw] [--planner none|naive|equality|greedy-in-order|greedy-by-size]\n"
            "       [--variant FAMILY=VARIANT,..] [--db-dir configs/tuned] [--report report.json] [--profile]\n"
            "       [--input-ids F:T] [--uncond-input-ids F:T] [--init-latents F:T] [--save-latents F] [--save-decoded F]\n"
            "       [--no-decode] [--no-warmup] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
@@ -36,7 +36,9 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "       [--arena-binding offsets|sub-buffers]\n"
            "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n"
            "Each component is loaded and warmed up just before it first runs and freed once its output exists\n"
-           "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n";
+           "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n"
+           "--weights: the weights' storage (f16 halves weight memory; arithmetic stays f32), per component\n"
+           "(text_encoder, unet, vae_decoder), e.g. --weights f16,vae_decoder=f32.\n";
     return 0;
   }
   auto options = runSetupOptions();

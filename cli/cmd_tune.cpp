@@ -133,7 +133,7 @@ int replay(const Args& args, const Family& fam, const std::vector<OpInstance>& i
 
 int cmdTune(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
-  options.insert({"op", "shape", "shapes", "attrs", "storage", "variant", "strategy", "budget", "seconds", "seed",
+  options.insert({"op", "shape", "shapes", "attrs", "storage", "weights", "variant", "strategy", "budget", "seconds", "seed",
                   "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads", "model", "width", "height",
                   "batch", "component"});
   auto flags = kDeviceFlags;
@@ -143,14 +143,15 @@ int cmdTune(const std::vector<std::string>& argv) {
     std::cout
         << "usage: sdspeed tune --op OP (--shape NxCxHxW[,..] [--attrs K=V,..] | --shapes FILE.yaml |\n"
            "                               --model DIR [--width W --height H --batch B --component C])\n"
-           "       [--storage F,..] [--variant V,..] [--strategy exhaustive|random|anneal|model] [--budget N|N%]\n"
+           "       [--storage F,..] [--weights f32,f16] [--variant V,..] [--strategy exhaustive|random|anneal|model] [--budget N|N%]\n"
            "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
            "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N]\n"
            "Sweeps the op's variants x parameters on each instance: every point is built, checked against\n"
            "the reference and timed; each is appended to DIR/<device-key>/<op>.csv (default results/sweeps),\n"
            "and the best per variant goes to <db-dir>/<device-key>.yaml (default configs/tuned). A sweep\n"
            "started again skips the points it already measured. --replay runs a strategy against a\n"
-           "recorded sweep, without a device.\n";
+           "recorded sweep, without a device. --weights (default f32) tunes each instance once per weight\n"
+           "format; f16-weight instances are keyed `...wf16` and never share entries with f32 ones.\n";
     return args.has("help") ? 0 : 2;
   }
   const std::string op = args.get("op");
@@ -158,6 +159,9 @@ int cmdTune(const std::vector<std::string>& argv) {
   std::vector<StorageFormat> formats;
   for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
   if (formats.empty()) formats.push_back(StorageFormat{});
+  formats = withWeightFormatsFromArgs(args, formats);
+  if (!fam.readsWeights() && std::any_of(formats.begin(), formats.end(), [](const StorageFormat& f) { return f.weights != DType::F32; }))
+    std::cout << "note: " << fam.name() << " reads no weights; its f16-weight instances are its f32 ones\n";
   const auto instances = instancesFromArgs(args, fam, formats);
   const std::string strategyName = args.get("strategy", "exhaustive");
   makeStrategy(strategyName, {}, 1, 1);  // validates the name before any work

@@ -7,6 +7,7 @@
 
 #include "cli/args.h"
 #include "runtime/context.h"
+#include "runtime/tensor_desc.h"
 #include "runtime/timing.h"
 
 namespace sdspeed {
@@ -31,5 +32,9 @@ std::map<std::string, std::string> attrsFromArgs(const Args& args);
 // --min-ms, --warmup, --llc-mib (bench and tune).
 TimingPolicy timingPolicyFromArgs(const Args& args);
 ContextOptions contextOptionsFromArgs(const Args& args);
+// --weights f32,f16 (check, bench, tune): each of `formats` once per weight format
+// listed, in that order; without --weights, `formats` as given (f32 weights unless a
+// 4-part --storage named others). Throws Error naming --weights for a bad item.
+std::vector<StorageFormat> withWeightFormatsFromArgs(const Args& args, const std::vector<StorageFormat>& formats);
 
 }  // namespace sdspeed

@@ -127,7 +127,7 @@ void applyMemoryOptions(const Args& a, ExecOptions& exec) {
 std::set<std::string> runSetupOptions() {
   return {"model", "config", "prompt", "negative-prompt", "width", "height", "steps", "cfg-scale", "scheduler", "seed",
           "rng", "precision", "layout", "input-ids", "uncond-input-ids", "init-latents", "variant", "planner",
-          "db-dir", "weights-seed", "memory-budget", "derived-weights", "scratch", "arena-binding"};
+          "db-dir", "weights-seed", "memory-budget", "derived-weights", "scratch", "arena-binding", "weights"};
 }
 
 std::set<std::string> runSetupFlags() { return {"random-weights"}; }
@@ -194,6 +194,8 @@ RunSetup runSetup(const Args& a) {
   const std::string precision = a.get("precision", "f32");
   if (precision != "f32" && precision != "f16") throw Error("--precision wants f32 or f16, got '" + precision + "'");
   s.exec.format = StorageFormat::parse(precision + ".buffer." + a.get("layout", "nc4hw4"));
+  // --weights f32|f16[,COMPONENT=FORMAT..]: the weights' precision, per component.
+  if (a.has("weights")) parseWeightsSpec(a.get("weights"), "--weights", s.exec);
   s.exec.dbDir = a.get("db-dir", "configs/tuned");
   s.exec.variants = variantOverrides(a);
   s.exec.planner = a.get("planner", "greedy-by-size");

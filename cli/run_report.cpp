@@ -84,6 +84,7 @@ void RunReport::collect(SdPipeline& pipe) {
     c.nodes = st.nodes;
     c.memory = st.memory;
     c.deviceBytes = st.deviceBytes;
+    c.weights = componentWeightFormat(exec, name);
     if (auto s = result->setup.find(name); s != result->setup.end()) c.setup = s->second;
     for (size_t i = 0; i < st.choices.size(); ++i) {
       ++c.variants[st.families[i] + "/" + st.choices[i].variant];
@@ -112,7 +113,8 @@ void RunReport::print(std::ostream& os) const {
        << (seededTokens ? " (seeded token ids: the model has no tokenizer)" : "") << "\n";
   os << "model: " << source << "\n";
   os << "device: " << device.name << " (" << device.driverVersion << ", " << device.openclVersion << ")"
-     << ", activations " << exec.format.name() << ", planner " << exec.planner << "\n";
+     << ", activations " << exec.format.withWeights(DType::F32).name() << ", weights " << weightsSpecText(exec)
+     << ", planner " << exec.planner << "\n";
   os << "run: " << width << "x" << height << ", " << steps << " steps of " << scheduler << ", batch " << batch
      << ", seed " << seed << (image.empty() ? "" : ", image " + image) << "\n\n";
   const DiffusionResult& r = *result;
@@ -133,10 +135,12 @@ void RunReport::print(std::ostream& os) const {
        << ms(c.setup.loadMs) << ", warm-up " << ms(c.setup.warmUpMs) << ")"
        << (r.keptResident ? "" : ", release " + ms(c.setup.releaseMs)) << "\n";
   os << "\n";
-  os << "memory         weights     scratch     activations (" << exec.planner
+  os << "memory         weights           scratch     activations (" << exec.planner
      << ")   device footprint   f16 batch-1 plan (greedy-by-size / naive)\n";
   for (const auto& c : components) {
-    os << std::left << std::setw(15) << c.name << std::setw(12) << mib(c.memory.weightBytes) << std::setw(12)
+    std::ostringstream w;
+    w << mib(c.memory.weightBytes) << " (" << dtypeName(c.weights) << ")";
+    os << std::left << std::setw(15) << c.name << std::setw(18) << w.str() << std::setw(12)
        << mib(c.memory.scratchBytes) << std::setw(26) << mib(c.memory.activationBytes) << std::setw(19)
        << mib(c.deviceBytes) << mib(c.plansBatch1F16.at("greedy-by-size")) << " / " << mib(c.plansBatch1F16.at("naive"))
        << "\n";
@@ -218,7 +222,8 @@ nlohmann::json RunReport::json() const {
                      {"tuning_database", dbPath},
                      {"tuning_database_found", dbExists}};
   j["run"] = {{"width", width}, {"height", height}, {"steps", steps}, {"scheduler", scheduler}, {"batch", batch},
-              {"seed", seed}, {"format", exec.format.name()}, {"planner", exec.planner}, {"image", image},
+              {"seed", seed}, {"format", exec.format.withWeights(DType::F32).name()}, {"weights", weightsSpecText(exec)},
+              {"planner", exec.planner}, {"image", image},
               {"scratch", exec.planScratch ? "planned" : "own"},
               {"derived_weights", exec.derivedWeightsPerCall ? "per-call" : "resident"},
               {"memory_budget_bytes", exec.memoryBudget},
@@ -240,6 +245,7 @@ nlohmann::json RunReport::json() const {
   j["memory"]["components_released"] = !r.keptResident;
   for (const auto& c : components) {
     json m = {{"weights_bytes", c.memory.weightBytes},
+              {"weights_format", dtypeName(c.weights)},
               {"scratch_bytes", c.memory.scratchBytes},
               {"activation_bytes", c.memory.activationBytes},
               {"plans_run_batch", c.memory.planBytes},

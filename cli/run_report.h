@@ -18,6 +18,7 @@ namespace sdspeed {
 struct ComponentReport {
   std::string name;
   int nodes = 0;
+  DType weights = DType::F32;                          // the component's weight format (--weights)
   ExecMemory memory;                                  // at the run's batch
   uint64_t deviceBytes = 0;                           // its own footprint (ComponentStats)
   ComponentSetup setup;                               // this run's load / warm-up / release

@@ -125,7 +125,7 @@ std::string Family::unsupportedReason(const VariantDef& v, const ParamPoint& p, 
   const auto sl = slots();
   const auto sh = shapes(prob);
   for (size_t i = 0; i < sl.size(); ++i) {
-    TensorDesc d{sh[i], sl[i].activation ? f : StorageFormat{}};
+    TensorDesc d{sh[i], slotFormat(sl[i], f)};
     if (std::string why = d.unsupportedReason(dev); !why.empty()) return sl[i].name + ": " + why;
   }
   return {};
@@ -136,13 +136,19 @@ size_t Family::minBytes(const Problem& prob, const StorageFormat& f) const {
   const auto sh = shapes(prob);
   size_t total = 0;
   for (size_t i = 0; i < sl.size(); ++i) {
-    TensorDesc d{sh[i], sl[i].activation ? f : StorageFormat{}};
+    TensorDesc d{sh[i], slotFormat(sl[i], f)};
     total += static_cast<size_t>(d.shape.elements()) * d.elementBytes();
   }
   return total;
 }
 
 double Family::minFlops(const Problem&) const { return 0.0; }
+
+bool Family::readsWeights() const {
+  for (const auto& s : slots())
+    if (s.weight()) return true;
+  return false;
+}
 
 const VariantDef& Family::variant(const std::string& n) const {
   for (const auto& v : variants())
@@ -155,23 +161,22 @@ const VariantDef& Family::variant(const std::string& n) const {
 std::string Family::sourceText(const Context& ctx) const { return ctx.sources().get(sourcePath()); }
 
 std::string Family::programSource(const Context& ctx, const VariantDef& v, const ParamPoint& p,
-                                  const StorageFormat& f, int vec) const {
+                                  const StorageFormat& format, int vec) const {
+  const StorageFormat f = keyFormat(format);
   std::ostringstream s;
   s << "// sdspeed program: family " << name() << ", params " << p.text() << ", storage "
     << f.name() << "\n";
   s << ctx.sources().get("common/prelude.cl") << "\n";
   for (const auto& [k, x] : v.defines) s << "#define " << k << " " << x << "\n";
   for (const auto& [k, x] : p.values()) s << "#define " << k << " " << x << "\n";
-  const StorageFormat paramFormat{DType::F32, Storage::Buffer, Layout::NCHW};
-  for (const auto& slot : slots())
-    s << tensorAccessors(slot.name, slot.activation ? f : paramFormat, slot.access, vec);
+  for (const auto& slot : slots()) s << tensorAccessors(slot.name, slotFormat(slot, f), slot.access, vec);
   s << "\n" << sourceText(ctx);
   return s.str();
 }
 
 cl_program Family::buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                 const StorageFormat& f, int vec) const {
-  std::string label = name() + "." + v.name + " [" + p.text() + "] " + f.name();
+  std::string label = name() + "." + v.name + " [" + p.text() + "] " + keyFormat(f).name();
   return ctx.programs().get(label, programSource(ctx, v, p, f, vec), kBuildOptions);
 }
 

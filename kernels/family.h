@@ -77,12 +77,23 @@ struct VariantDef {
 };
 
 // A tensor the op reads or writes. Activations use the run's StorageFormat;
-// parameters (weights, biases) are always f32 buffers in NCHW.
+// parameters (weights, biases, norm affine, embedding tables) are NCHW buffers in the
+// run's weight format (StorageFormat::params()); host inputs (token ids, timesteps,
+// masks: hostInput) are f32 NCHW buffers always.
 struct TensorSlot {
   std::string name;
   Access access;
   bool activation;
+  bool hostInput = false;
+  // True for a parameter slot, whose precision the weight format sets.
+  bool weight() const { return !activation && !hostInput; }
 };
+
+// The format slot `s` is stored in when the run's format is `f`.
+inline StorageFormat slotFormat(const TensorSlot& s, const StorageFormat& f) {
+  if (s.activation) return f;
+  return s.hostInput ? StorageFormat{} : f.params();
+}
 
 // Host data for one tensor of an op, logical NCHW.
 struct HostTensor {
@@ -234,6 +245,14 @@ class Family {
                                               const Problem& prob, const StorageFormat& f) const = 0;
 
   const VariantDef& variant(const std::string& name) const;  // throws Error if unknown
+  // True when some slot is a parameter (TensorSlot::weight()): only then does the
+  // weight format change what the op reads.
+  bool readsWeights() const;
+  // `f`, with f32 weights when the family reads none: f16 weights change nothing for it,
+  // so its op instances, database entries and programs stay those of f32 weights.
+  StorageFormat keyFormat(const StorageFormat& f) const {
+    return readsWeights() ? f : f.withWeights(DType::F32);
+  }
   // The kernel source this family is built from (overridable for tests).
   virtual std::string sourceText(const Context& ctx) const;
   // Full program text: prelude, parameter #defines, tensor accessors, family source.

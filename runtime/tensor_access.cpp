@@ -44,6 +44,8 @@ std::string tensorAccessors(const std::string& X, const StorageFormat& f, Access
   o << "// tensor " << X << ": " << f.name() << (access == Access::Read ? ", read" : ", write")
     << ", VEC " << vec << "\n";
   o << "#define " << X << "_SLICES ((" << X << "_C + 3) >> 2)\n";
+  // Lets a kernel pick a dtype-specific fast path (GEMM's aligned float4 weight load).
+  o << "#define " << X << "_IS_F16 " << (f32 ? 0 : 1) << "\n";
   o << "#define " << X << "_IS_IMAGE " << (f.storage == Storage::Image2D ? 1 : 0) << "\n";
   // Channels the storage holds: C, or C rounded up to whole slices (NC4HW4 padding).
   o << "#define " << X << "_STORED_C " << (f.layout == Layout::NC4HW4 ? "(" + X + "_SLICES * 4)" : X + "_C")

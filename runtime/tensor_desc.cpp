@@ -1,5 +1,6 @@
 #include "runtime/tensor_desc.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "runtime/cl_error.h"
@@ -28,20 +29,55 @@ Shape parseShape(const std::string& text) {
   return {v[0], v[1], v[2], v[3]};
 }
 
+const char* dtypeName(DType d) { return d == DType::F32 ? "f32" : "f16"; }
+
+DType parseDType(const std::string& text, const std::string& what) {
+  if (text == "f32") return DType::F32;
+  if (text == "f16") return DType::F16;
+  throw Error(what + ": unknown weight format '" + text + "' (want f32 or f16)");
+}
+
+std::vector<DType> parseDTypeList(const std::string& text, const std::string& what) {
+  std::vector<DType> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const DType d = parseDType(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start), what);
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
 std::string StorageFormat::name() const {
-  std::string s = dtype == DType::F32 ? "f32" : "f16";
+  std::string s = dtypeName(dtype);
   s += storage == Storage::Buffer ? ".buffer" : ".image2d";
   s += layout == Layout::NCHW ? ".nchw" : ".nc4hw4";
+  // f32 weights add nothing: the pre-weight-axis text, so old keys stay valid.
+  if (weights != DType::F32) s += std::string(".w") + dtypeName(weights);
   return s;
 }
 
 StorageFormat StorageFormat::parse(const std::string& text) {
+  std::string base = text;
+  DType weights = DType::F32;
+  // A 4th part "wDTYPE" names the weight format; the 3-part form means f32 weights.
+  if (std::count(text.begin(), text.end(), '.') == 3) {
+    const size_t dot = text.rfind('.');
+    const std::string w = text.substr(dot + 1);
+    if (w != "wf16" && w != "wf32")
+      throw Error("unknown storage format '" + text + "': unknown weight format '" + w +
+                  "' (want .wf16, or no 4th part for f32 weights)");
+    weights = w == "wf16" ? DType::F16 : DType::F32;
+    base = text.substr(0, dot);
+  }
   for (const auto& f : all())
-    if (f.name() == text) return f;
-  if (text.find("image2d.nchw") != std::string::npos)
+    if (f.name() == base) return f.withWeights(weights);
+  if (base.find("image2d.nchw") != std::string::npos)
     throw Error("storage format '" + text + "' is impossible: image2d storage is always nc4hw4");
   throw Error("unknown storage format '" + text +
-              "' (want dtype.storage.layout, e.g. f32.buffer.nchw, f16.image2d.nc4hw4)");
+              "' (want dtype.storage.layout[.wf16], e.g. f32.buffer.nchw, f16.image2d.nc4hw4, f32.buffer.nchw.wf16)");
 }
 
 std::vector<StorageFormat> StorageFormat::all() {

@@ -29,19 +29,43 @@ struct Shape {
 // Parses "2x320x64x64" (N x C x H x W); throws Error on anything else.
 Shape parseShape(const std::string& text);
 
+// `weights` is the precision of the op's parameter slots (weights, biases, norm affine,
+// embedding tables): they are always NCHW buffers, held in that dtype. Host inputs in
+// non-activation slots (token ids, timesteps, masks) stay f32 whatever it is (ids up to
+// 49407 are not exact in f16); see paramSlotFormat (kernels/family.h).
 struct StorageFormat {
   DType dtype = DType::F32;
   Storage storage = Storage::Buffer;
   Layout layout = Layout::NCHW;
+  DType weights = DType::F32;
 
-  std::string name() const;  // "f32.buffer.nchw", "f16.image2d.nc4hw4"
+  // "DTYPE.STORAGE.LAYOUT" for f32 weights ("f32.buffer.nchw", "f16.image2d.nc4hw4"):
+  // the text every database, sweep CSV and op instance written before the weight axis
+  // used, so their keys stay. Other weight formats add a 4th part "w" + dtype:
+  // "f32.buffer.nchw.wf16" (configs/tuned/FORMAT.md).
+  std::string name() const;
   bool operator==(const StorageFormat&) const = default;
   // Throws Error for unknown text or an impossible combination (an image is RGBA
-  // texels, so it is always NC4HW4).
+  // texels, so it is always NC4HW4). Accepts both the 3-part and the 4-part form.
   static StorageFormat parse(const std::string& text);
-  // Every valid combination, in a stable order.
+  // Every valid activation combination, f32 weights, in a stable order.
   static std::vector<StorageFormat> all();
+  // The format of the parameter slots: {weights, Buffer, NCHW}.
+  StorageFormat params() const { return {weights, Storage::Buffer, Layout::NCHW}; }
+  // This format with weights in `w`.
+  StorageFormat withWeights(DType w) const {
+    StorageFormat f = *this;
+    f.weights = w;
+    return f;
+  }
+  size_t weightElementBytes() const { return weights == DType::F32 ? 4 : 2; }
 };
+
+const char* dtypeName(DType d);  // "f32", "f16"
+// "f32" or "f16"; throws Error naming `what` (e.g. "--weights") for anything else.
+DType parseDType(const std::string& text, const std::string& what);
+// "f32,f16" -> {F32, F16} (no duplicates); throws Error naming `what` on a bad item.
+std::vector<DType> parseDTypeList(const std::string& text, const std::string& what);
 
 struct TensorDesc {
   Shape shape;

@@ -1,5 +1,6 @@
 // The one kernel harness (after ggml's test-backend-ops): every family x variant x
-// sampled parameter point x storage format, on the default OpenCL device (PoCL in
+// sampled parameter point x storage format (x weight format, f32 and f16, for every
+// family that reads weights), on the default OpenCL device (PoCL in
 // CI), over the family's quick problem set. Each case runs tuning/check.h's
 // checkCase: fresh random inputs, output poisoned with NaN, canary past the end,
 // compared with the double-precision Eigen reference at the family's tolerance.
@@ -43,8 +44,15 @@ std::vector<Case> allCases() {
       // Defaults plus one more point; the seed is fixed so CI runs the same cases.
       const auto points = samplePoints(v, testDevice(), 1, 7);
       for (size_t i = 0; i < points.size(); ++i)
-        for (const auto& f : StorageFormat::all())
+        for (const auto& f : StorageFormat::all()) {
           cases.push_back({fam.get(), &v, points[i], static_cast<int>(i), f});
+          // f16 weights in every activation format: the weight slots stay NCHW buffers,
+          // but the kernels around them (conv's weight pack and Winograd transform,
+          // GEMM's float4 weight path) differ per format. A family reading no weights
+          // would run the f32 program again (Family::keyFormat).
+          if (fam->readsWeights())
+            cases.push_back({fam.get(), &v, points[i], static_cast<int>(i), f.withWeights(DType::F16)});
+        }
     }
   return cases;
 }
@@ -63,6 +71,9 @@ TEST_P(KernelHarness, MatchesReference) {
       ++ran;
       EXPECT_TRUE(r.canaryIntact);
       EXPECT_EQ(r.badPadding, 0u);
+      // f16 weights: the error against the unrounded weights is measured too.
+      if (c.format.weights == DType::F16) EXPECT_GE(r.relL2VsUnrounded, 0.0);
+      else EXPECT_LT(r.relL2VsUnrounded, 0.0);
     }
   }
   if (ran == 0) GTEST_SKIP() << c.variant->name << " supports no problem in " << c.format.name() << " here";

@@ -91,6 +91,25 @@ TEST(StorageFormat, UnknownNameThrows) {
   }
 }
 
+// The weight format's 4th part: absent for f32 weights (the old text, unchanged), ".wf16"
+// for f16; both parse, round trip, and compare unequal.
+TEST(StorageFormat, WeightFormatPart) {
+  for (const auto& f : StorageFormat::all()) {
+    EXPECT_EQ(f.weights, DType::F32);
+    EXPECT_EQ(f.name().find(".w"), std::string::npos) << f.name();
+    const StorageFormat h = f.withWeights(DType::F16);
+    EXPECT_EQ(h.name(), f.name() + ".wf16");
+    EXPECT_EQ(StorageFormat::parse(h.name()), h);
+    EXPECT_FALSE(h == f);
+    EXPECT_EQ(h.params().name(), "f16.buffer.nchw");
+    EXPECT_EQ(f.params().name(), "f32.buffer.nchw");
+  }
+  EXPECT_EQ(StorageFormat::parse("f16.buffer.nchw.wf32"), StorageFormat::parse("f16.buffer.nchw"));
+  EXPECT_EQ(parseDTypeList("f32,f16,f32", "--weights"), (std::vector<DType>{DType::F32, DType::F16}));
+  const std::string msg = sdspeed_test::errorMessage([] { parseDTypeList("f32,bf16", "--weights"); });
+  EXPECT_EQ(msg.rfind("--weights: unknown weight format 'bf16'", 0), 0u) << msg;
+}
+
 TEST(StorageFormat, ImageWithNchwLayoutIsImpossible) {
   for (const std::string bad : {"f32.image2d.nchw", "f16.image2d.nchw"}) {
     SCOPED_TRACE(bad);

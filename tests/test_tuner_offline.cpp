@@ -288,6 +288,66 @@ TEST(TuningDatabase, FallbacksInOrder) {
   EXPECT_EQ(c.params, fam.variants().front().defaults().text());
 }
 
+// The weight format is part of the key: no lookup step (exact, nearest shape, device
+// default, vendor default) answers an f16-weight instance from an f32-weight entry or the
+// reverse, and the 3-part text of f32 weights is unchanged.
+TEST(TuningDatabase, LookupNeverCrossesWeightFormats) {
+  GroupNormFamily fam;
+  const OpInstance w32 = gn("2x320x64x64");
+  const OpInstance w16 = gn("2x320x64x64", "f32.buffer.nchw.wf16");
+  EXPECT_EQ(w32.text(), "groupnorm 2x320x64x64 eps=1e-05 g=32 residual=0 silu=1 f32.buffer.nchw");
+  EXPECT_EQ(w16.text(), "groupnorm 2x320x64x64 eps=1e-05 g=32 residual=0 silu=1 f32.buffer.nchw.wf16");
+  EXPECT_EQ(OpInstance::parse(w16.text()), w16);
+  EXPECT_FALSE(w16.sameOpAs(w32));
+  EXPECT_EQ(StorageFormat::parse("f16.buffer.nc4hw4.wf16").weights, DType::F16);
+  EXPECT_EQ(StorageFormat::parse("f16.buffer.nc4hw4").weights, DType::F32);
+  EXPECT_THROW(StorageFormat::parse("f32.buffer.nchw.wbf16"), Error);
+  EXPECT_THROW(StorageFormat::parse("f32.image2d.nchw.wf16"), Error);
+
+  TuningDatabase db;  // f32-weight entries only, in two storage formats
+  db.record(w32, "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
+  db.record(gn("2x640x32x32", "f16.buffer.nchw"), "one_pass", "CACHE=2,VEC=4,WG=512", 9.0, 8.0);
+  for (const char* shape : {"2x320x64x64", "2x320x32x32"})  // exact shape, nearest shape
+    for (const char* f : {"f32.buffer.nchw.wf16", "f16.buffer.nchw.wf16", "f16.image2d.nc4hw4.wf16"})
+      EXPECT_EQ(db.lookup(fam, gn(shape, f)).source, "generic default") << shape << " " << f;
+  // With an f16-weight entry: it answers every f16-weight lookup, never an f32 one.
+  db.record(gn("2x1280x8x8", "f16.buffer.nchw.wf16"), "one_pass", "CACHE=1,VEC=8,WG=256", 5.0, 4.0);
+  TunedChoice c = db.lookup(fam, gn("2x1280x8x8", "f16.buffer.nchw.wf16"));
+  EXPECT_EQ(c.source, "exact");
+  c = db.lookup(fam, gn("2x320x64x64", "f16.buffer.nchw.wf16"));
+  EXPECT_EQ(c.source.rfind("nearest groupnorm 2x1280x8x8", 0), 0u) << c.source;
+  c = db.lookup(fam, gn("2x320x64x64", "f32.buffer.nchw.wf16"));  // another activation format: votes
+  EXPECT_EQ(c.source, "device default");
+  EXPECT_EQ(c.params, "CACHE=1,VEC=8,WG=256");
+  c = db.lookup(fam, gn("2x1280x8x8"));  // f32 weights: the f32 entries only
+  EXPECT_EQ(c.source.rfind("nearest groupnorm 2x320x64x64", 0), 0u) << c.source;
+  c = db.lookup(fam, gn("2x1280x8x8", "f32.buffer.nc4hw4"));
+  EXPECT_EQ(c.source, "device default");
+  EXPECT_NE(c.params, "CACHE=1,VEC=8,WG=256");
+
+  // Vendor default (TunedChooser): a sibling's f32-weight entry does not answer f16 weights.
+  sdspeed_test::TempDir dir;
+  DeviceInfo h200 = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  h200.vendor = "NVIDIA Corporation";
+  h200.name = "NVIDIA H200";
+  h200.driverVersion = "580.159.04";
+  TuningDatabase sib = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h200-580.yaml", h200);
+  sib.record(w32, "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
+  sib.save(dir.path() + "/nvidia-h200-580.yaml");
+  DeviceInfo h100 = h200;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  const TunedChooser chooser(dir.path(), h100);
+  EXPECT_EQ(chooser.choose(fam, w32).source, "vendor default (nvidia-h200-580: exact)");
+  EXPECT_EQ(chooser.choose(fam, w16).source, "generic default");
+
+  // A family that reads no weights keys as f32 weights: f16-weight runs use its entries.
+  const Family& softmax = findFamily("softmax");
+  const auto sp = softmax.checkProblems(false).front();
+  EXPECT_EQ(OpInstance::of(softmax, *sp, StorageFormat::parse("f32.buffer.nchw.wf16")),
+            OpInstance::of(softmax, *sp, StorageFormat{}));
+  EXPECT_EQ(OpInstance::of(fam, *w32.problem(fam), StorageFormat::parse("f32.buffer.nchw.wf16")), w16);
+}
+
 TEST(ShapeSets, CheckedInSetsLoadAndMakeValidProblems) {
   for (const char* name : {"sd15-512.yaml", "tiny.yaml"}) {
     const auto entries = loadShapeSet(std::string(SDSPEED_SOURCE_DIR) + "/configs/shapes/" + name);

@@ -72,7 +72,15 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
     }
     bytes = out->downloadBytes();
     r.canaryIntact = out->canaryIntact();
+    // The tolerance is the family's for the activation dtype, applied against the
+    // reference on the rounded weights: those are exactly what the kernel reads and it
+    // computes in f32 as it does for f32 weights, so rounding the weights adds no kernel
+    // error (the rounding's own cost is reported, ungated, in relL2VsUnrounded).
     judge(r, fam.tolerance(v, f.dtype), out->desc(), bytes, data->ref);
+    if (!data->refUnroundedWeights.empty())
+      r.relL2VsUnrounded =
+          compareToReference(unpackTensor(out->desc(), bytes), data->refUnroundedWeights, fam.tolerance(v, f.dtype))
+              .relL2;
   } catch (const UnsupportedError& e) {
     r.status = Status::Unsupported;
     r.message = e.what();
@@ -103,7 +111,7 @@ OpTensors OpTensors::create(Context& ctx, const Family& fam, const Problem& prob
   const auto shapes = fam.shapes(prob);
   for (size_t i = 0; i < slots.size(); ++i) {
     const bool isOut = slots[i].access == Access::Write;
-    TensorDesc d{shapes[i], slots[i].activation ? f : StorageFormat{}};
+    TensorDesc d{shapes[i], slotFormat(slots[i], f)};
     t.tensors_.push_back(std::make_unique<DeviceTensor>(ctx, d, isOut && withCanary));
     t.args_.push_back(t.tensors_.back().get());
     if (isOut) t.out_ = static_cast<int>(i);
@@ -119,14 +127,15 @@ void OpTensors::upload(const std::vector<HostTensor>& inputs) {
 
 std::shared_ptr<const ReferenceData> referenceData(const Family& fam, const Problem& prob, const StorageFormat& f,
                                                    uint64_t seed) {
-  // Keyed by dtype, not the whole format: the inputs are rounded to the stored precision
-  // only, so NCHW, NC4HW4 and image runs of one problem share a reference. A few are
+  // Keyed by the dtypes (activations, weights), not the whole format: the inputs are
+  // rounded to the stored precision only, so NCHW, NC4HW4 and image runs of one problem
+  // share a reference. A few are
   // kept: a sweep over two formats alternates between them, and a large problem's
   // reference (attention at S = 4096: ~20 GFLOP in double) must not be recomputed.
   static std::mutex mu;
   static std::deque<std::pair<std::string, std::shared_ptr<const ReferenceData>>> recent;
   constexpr size_t kKeep = 3;
-  const std::string key = fam.name() + "|" + prob.text() + "|" + (f.dtype == DType::F32 ? "f32" : "f16") + "|" +
+  const std::string key = fam.name() + "|" + prob.text() + "|" + dtypeName(f.dtype) + "|w" + dtypeName(f.weights) + "|" +
                           std::to_string(seed);
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -138,14 +147,26 @@ std::shared_ptr<const ReferenceData> referenceData(const Family& fam, const Prob
   data->inputs = fam.makeInputs(prob, rng);
   const auto slots = fam.slots();
   const auto shapes = fam.shapes(prob);
+  // The reference sees exactly what the device holds (f16 inputs and f16 weights
+  // rounded); `asDrawn` keeps the weights as drawn for the unrounded comparison.
+  const StorageFormat rounding{f.dtype, Storage::Buffer, Layout::NCHW, f.weights};
+  std::vector<HostTensor> asDrawn;
+  bool weightsRounded = false;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (slots[i].access == Access::Write) continue;
-    // The reference sees exactly what the device holds (f16 inputs rounded).
-    const StorageFormat rounding{f.dtype, Storage::Buffer, Layout::NCHW};
-    const TensorDesc d{shapes[i], slots[i].activation ? rounding : StorageFormat{}};
+    if (slots[i].weight() && f.weights != DType::F32) {
+      if (!weightsRounded) asDrawn = data->inputs;
+      weightsRounded = true;
+    }
+    const TensorDesc d{shapes[i], slotFormat(slots[i], rounding)};
     data->inputs[i].data = unpackTensor(d, packTensor(d, data->inputs[i].data));
   }
   data->ref = fam.reference(prob, data->inputs);
+  if (weightsRounded) {
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (!slots[i].weight()) asDrawn[i] = data->inputs[i];  // activations rounded as the device holds them
+    data->refUnroundedWeights = fam.reference(prob, asDrawn);
+  }
   std::lock_guard<std::mutex> lock(mu);
   recent.emplace_front(key, data);
   if (recent.size() > kKeep) recent.pop_back();

@@ -24,6 +24,10 @@ struct CheckResult {
   bool canaryIntact = true;
   size_t badPadding = 0;   // NC4HW4 pad lanes not zero
   size_t scratchBytes = 0; // device memory the variant allocates besides the op's tensors
+  // rel L2 of the output against the reference on the weights as drawn, before rounding
+  // to the weight format: what f16 weights cost in accuracy. Negative when it equals
+  // cmp.relL2 (f32 weights, or a family with no weight slot).
+  double relL2VsUnrounded = -1;
   std::string message;     // why it failed / is unsupported
   bool passed() const { return status == Status::Ok || status == Status::Unsupported; }
 };
@@ -51,6 +55,9 @@ class OpTensors {
 struct ReferenceData {
   std::vector<HostTensor> inputs;
   std::vector<double> ref;
+  // The reference on the unrounded weights (activations rounded as in `ref`); empty
+  // when the weight format rounds nothing (f32 weights, no weight slot).
+  std::vector<double> refUnroundedWeights;
 };
 std::shared_ptr<const ReferenceData> referenceData(const Family& fam, const Problem& prob, const StorageFormat& f,
                                                    uint64_t seed);

@@ -144,11 +144,15 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   }
   // Device default: the (variant, params) that wins most of this family's entries in
   // the instance's storage format (parameters tuned for images say little about
-  // buffers), else of all its entries.
+  // buffers), else of all its entries of the instance's weight format. Never another
+  // weight format's: an f16-weight kernel moves half the weight bytes, so f32-weight
+  // winners say little about it (and exact and nearest match whole formats already).
   std::map<std::pair<std::string, std::string>, int> votes;
   for (int pass = 0; pass < 2 && votes.empty(); ++pass)
     for (const auto& e : entries_) {
-      if (e.instance.family != inst.family || (pass == 0 && !(e.instance.format == inst.format))) continue;
+      if (e.instance.family != inst.family || e.instance.format.weights != inst.format.weights ||
+          (pass == 0 && !(e.instance.format == inst.format)))
+        continue;
       const std::string v = variant.empty() ? e.best : variant;
       if (auto it = e.variants.find(v); it != e.variants.end()) ++votes[{v, it->second.params}];
     }

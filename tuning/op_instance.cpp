@@ -34,7 +34,9 @@ OpInstance OpInstance::parse(const std::string& text) {
 }
 
 OpInstance OpInstance::of(const Family& fam, const Problem& prob, const StorageFormat& f) {
-  return {fam.name(), prob.shape(), prob.attributes(), f};
+  // A family that reads no weights keys as f32 weights (Family::keyFormat): an f16-weight
+  // run finds its f32 entries.
+  return {fam.name(), prob.shape(), prob.attributes(), fam.keyFormat(f)};
 }
 
 double shapeDistance(const Shape& a, const Shape& b) {

@@ -3,9 +3,13 @@
 // the main tensor's shape, the op's attributes (canonical NAME=VALUE strings, e.g.
 // GroupNorm's g, eps, silu, residual) and the run's StorageFormat (precision,
 // storage, layout). Stable text form (configs/tuned/FORMAT.md):
-//   FAMILY NxCxHxW NAME=VALUE... DTYPE.STORAGE.LAYOUT
+//   FAMILY NxCxHxW NAME=VALUE... DTYPE.STORAGE.LAYOUT[.wDTYPE]
 // with attributes sorted by name, e.g.
 //   groupnorm 2x320x64x64 eps=1e-05 g=32 residual=0 silu=1 f32.buffer.nchw
+//   gemm 2x320x64x64 act=none bias=1 ... f32.buffer.nchw.wf16   (f16 weights)
+// The weight part is absent for f32 weights and for families that read no weights
+// (Family::keyFormat), so entries written before the weight axis keep their keys, and
+// an f16-weight instance never matches an f32-weight entry (sameOpAs compares formats).
 #pragma once
 
 #include <map>

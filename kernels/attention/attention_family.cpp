@@ -105,7 +105,7 @@ std::vector<TensorSlot> AttentionFamily::slots() const {
   return {{"q", Access::Read, true},
           {"k", Access::Read, true},
           {"v", Access::Read, true},
-          {"mask", Access::Read, false},
+          {"mask", Access::Read, false, /*hostInput=*/true},
           {"out", Access::Write, true}};
 }
 

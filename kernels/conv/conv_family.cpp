@@ -287,8 +287,9 @@ size_t ConvFamily::minBytes(const Problem& prob, const StorageFormat& f) const {
   const auto& p = asConv(prob);
   const size_t elem = f.dtype == DType::F32 ? 4 : 2;
   const auto sh = shapes(prob);
-  size_t bytes = elem * static_cast<size_t>(sh[0].elements() + sh[5].elements()) + 4 * static_cast<size_t>(sh[1].elements());
-  if (p.bias) bytes += 4 * static_cast<size_t>(sh[2].elements());
+  size_t bytes = elem * static_cast<size_t>(sh[0].elements() + sh[5].elements()) +
+                 f.weightElementBytes() * static_cast<size_t>(sh[1].elements());
+  if (p.bias) bytes += f.weightElementBytes() * static_cast<size_t>(sh[2].elements());
   if (p.temb) bytes += elem * static_cast<size_t>(sh[3].elements());
   if (p.residual) bytes += elem * static_cast<size_t>(sh[4].elements());
   return bytes;

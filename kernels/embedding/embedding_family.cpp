@@ -34,7 +34,7 @@ ProblemPtr EmbeddingFamily::problem(Shape y, int64_t vocab, int64_t positions) c
 }
 
 std::vector<TensorSlot> EmbeddingFamily::slots() const {
-  return {{"ids", Access::Read, false}, {"tok", Access::Read, false}, {"pos", Access::Read, false},
+  return {{"ids", Access::Read, false, /*hostInput=*/true}, {"tok", Access::Read, false}, {"pos", Access::Read, false},
           {"y", Access::Write, true}};
 }
 
@@ -85,7 +85,9 @@ ProblemPtr EmbeddingFamily::makeProblem(const Shape& shape, const std::map<std::
 size_t EmbeddingFamily::minBytes(const Problem& p, const StorageFormat& f) const {
   const Shape& y = get(p).dims;
   const int64_t rows = std::min(y.n * y.w, attr(get(p), "vocab"));
-  const size_t params = static_cast<size_t>(y.n * y.w + (rows + y.w) * y.c) * sizeof(float);
+  // Token ids are f32 host inputs; the tok and pos rows read are in the weight format.
+  const size_t params = static_cast<size_t>(y.n * y.w) * sizeof(float) +
+                        static_cast<size_t>((rows + y.w) * y.c) * f.weightElementBytes();
   return params + static_cast<size_t>(y.elements()) * TensorDesc{y, f}.elementBytes();
 }
 

@@ -71,10 +71,16 @@ inline void gemm_epilogue(bias_PARAMS, residual_PARAMS, y_PARAMS, const int b, c
   y_STORE4(b, s, t, out);
 }
 
-// Weights w[row, k .. k+3] as a float4, lanes past K read 0. Parameters are always f32
-// NCHW buffers (family.h), so with K % 4 == 0 a row's slice is one aligned float4.
+// Weights w[row, k .. k+3] as a float4, lanes past K read 0. Parameters are NCHW
+// buffers in the weight format (family.h). With K % 4 == 0 a row's slice is 4
+// consecutive elements: f32 reads it as one aligned float4 (the pre-f16-weights code,
+// kept so f32 programs compute what they did), f16 as one vload_half4 (2-byte aligned).
 inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
+#if w_IS_F16
+  if ((K & 3) == 0) return vload_half4(0, w_data + w_IDX(row, k, 0));
+#else
   if ((K & 3) == 0) return ((__global const float4*)w_data)[(w_IDX(row, k, 0)) >> 2];
+#endif
   return (float4)(w_LOAD(row, k, 0), k + 1 < K ? w_LOAD(row, k + 1, 0) : 0.0f,
                   k + 2 < K ? w_LOAD(row, k + 2, 0) : 0.0f, k + 3 < K ? w_LOAD(row, k + 3, 0) : 0.0f);
 }

@@ -202,8 +202,8 @@ size_t GemmFamily::minBytes(const Problem& prob, const StorageFormat& f) const {
   const size_t positions = static_cast<size_t>(p.x.n * p.x.hw());
   const size_t out = positions * static_cast<size_t>(p.outChannels());
   size_t bytes = elem * (positions * static_cast<size_t>(p.x.c) + out);  // x, y
-  bytes += sizeof(float) * static_cast<size_t>(p.rows * p.x.c);          // w
-  if (p.bias) bytes += sizeof(float) * static_cast<size_t>(p.rows);
+  bytes += f.weightElementBytes() * static_cast<size_t>(p.rows * p.x.c);  // w
+  if (p.bias) bytes += f.weightElementBytes() * static_cast<size_t>(p.rows);
   if (p.residual) bytes += elem * out;
   return bytes;
 }

@@ -315,8 +315,8 @@ ProblemPtr GroupNormFamily::makeProblem(const Shape& shape,
 size_t GroupNormFamily::minBytes(const Problem& p, const StorageFormat& f) const {
   const auto& gp = asGroupNorm(p);
   const size_t act = static_cast<size_t>(gp.dims.elements()) * (f.dtype == DType::F32 ? 4 : 2);
-  // x read, y written, residual read if fused, gamma and beta read (f32).
-  return act * (gp.attrs.residual ? 3 : 2) + 2 * sizeof(float) * static_cast<size_t>(gp.dims.c);
+  // x read, y written, residual read if fused, gamma and beta read (weight format).
+  return act * (gp.attrs.residual ? 3 : 2) + 2 * f.weightElementBytes() * static_cast<size_t>(gp.dims.c);
 }
 
 double GroupNormFamily::minFlops(const Problem& p) const {

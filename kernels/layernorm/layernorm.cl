@@ -1,7 +1,7 @@
 // LayerNorm over the channels of token tensors (the transformer blocks and CLIP):
 //   y[n, :, t] = (x[n, :, t] - mean) * rstd * gamma + beta, mean/var over the C channels
 // A token tensor [B, S, C] is the logical NCHW tensor N=B, C, H=1, W=S (hw = token).
-// Tensors x (read), gamma, beta (read, f32 buffers), y (write). Both variants walk the
+// Tensors x (read), gamma, beta (read, weight-format buffers), y (write). Both variants walk the
 // channels one slice (4 channels) at a time through LOAD4/STORE4, so they serve every
 // storage format, images included. Variance: shifted sums with K = the token's first
 // channel, applied as (x - K) - m (see groupnorm.cl).
@@ -14,10 +14,11 @@ inline float4 ln_valid(int s, int C) {
   return (float4)(1.0f, n > 1 ? 1.0f : 0.0f, n > 2 ? 1.0f : 0.0f, n > 3 ? 1.0f : 0.0f);
 }
 
-inline float4 ln_param4(__global const float* p, int s, int C) {
-  const int c = 4 * s;
-  return (float4)(p[c], p[min(c + 1, C - 1)], p[min(c + 2, C - 1)], p[min(c + 3, C - 1)]);
-}
+// gamma/beta channels 4s..4s+3 (clamped to C - 1; padding lanes are masked on store),
+// through the accessors, so f16 weights read as halves.
+#define ln_param4(P, s, C)                                                                  \
+  ((float4)(P##_LOAD(0, 4 * (s), 0), P##_LOAD(0, min(4 * (s) + 1, (C) - 1), 0),            \
+            P##_LOAD(0, min(4 * (s) + 2, (C) - 1), 0), P##_LOAD(0, min(4 * (s) + 3, (C) - 1), 0)))
 
 #ifdef PER_ITEM
 // Grid (roundup(HW, WG), N).
@@ -36,7 +37,7 @@ void ln_per_item(x_PARAMS, gamma_PARAMS, beta_PARAMS, y_PARAMS, const float eps)
   const float rstd = rsqrt(max(sd_hsum4(s2) / x_C - m * m, 0.0f) + eps);
   for (int s = 0; s < x_SLICES; ++s) {
     const float4 v = ((x_LOAD4(n, s, hw) - K) - m) * rstd;
-    y_STORE4(n, s, hw, v * ln_param4(gamma_data, s, x_C) + ln_param4(beta_data, s, x_C));
+    y_STORE4(n, s, hw, v * ln_param4(gamma, s, x_C) + ln_param4(beta, s, x_C));
   }
 }
 #endif
@@ -60,7 +61,7 @@ void ln_cooperative(x_PARAMS, gamma_PARAMS, beta_PARAMS, y_PARAMS, const float e
   const float rstd = rsqrt(max(t.y / x_C - m * m, 0.0f) + eps);
   for (int s = lid; s < x_SLICES; s += WG) {
     const float4 v = ((x_LOAD4(n, s, hw) - K) - m) * rstd;
-    y_STORE4(n, s, hw, v * ln_param4(gamma_data, s, x_C) + ln_param4(beta_data, s, x_C));
+    y_STORE4(n, s, hw, v * ln_param4(gamma, s, x_C) + ln_param4(beta, s, x_C));
   }
 }
 #endif

@@ -25,7 +25,7 @@ ProblemPtr TimestepFamily::problem(int64_t batch, int64_t dim, bool flip, double
   return makeProblem({batch, dim, 1, 1}, {{"flip_sin_to_cos", flip ? "1" : "0"}, {"freq_shift", attrText(shift)}});
 }
 
-std::vector<TensorSlot> TimestepFamily::slots() const { return {{"t", Access::Read, false}, {"y", Access::Write, true}}; }
+std::vector<TensorSlot> TimestepFamily::slots() const { return {{"t", Access::Read, false, /*hostInput=*/true}, {"y", Access::Write, true}}; }
 
 std::vector<ProblemPtr> TimestepFamily::checkProblems(bool full) const {
   // SD 1.5 (320, flipped, no shift), diffusers' default (no flip, shift 1) with an odd

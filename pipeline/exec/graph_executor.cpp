@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <optional>
+#include <sstream>
 
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
@@ -11,7 +13,8 @@
 namespace sdspeed {
 namespace {
 
-const StorageFormat kParamFormat{DType::F32, Storage::Buffer, Layout::NCHW};
+// Host inputs (token ids, timesteps) are f32 NCHW whatever the weight format.
+const StorageFormat kHostInputFormat{DType::F32, Storage::Buffer, Layout::NCHW};
 
 // The chosen point if the family can run it here, else why not.
 std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, const StorageFormat& f,
@@ -83,6 +86,49 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
 
 }  // namespace
 
+void parseWeightsSpec(const std::string& text, const std::string& what, ExecOptions& opt) {
+  std::map<std::string, DType> overrides;
+  std::optional<DType> all;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      if (all) throw Error(what + ": more than one default weight format in '" + text + "' (want f32|f16[,COMPONENT=f32|f16..])");
+      all = parseDType(item, what);
+    } else {
+      const std::string comp = item.substr(0, eq);
+      const auto& known = pipelineComponents();
+      if (std::find(known.begin(), known.end(), comp) == known.end())
+        throw Error(what + ": unknown component '" + comp + "' in '" + text + "' (want text_encoder, unet or vae_decoder)");
+      overrides[comp] = parseDType(item.substr(eq + 1), what);
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  opt.format.weights = all.value_or(DType::F32);
+  opt.componentWeights = overrides;
+}
+
+std::string weightsSpecText(const ExecOptions& opt) {
+  std::string s = dtypeName(opt.format.weights);
+  for (const auto& c : pipelineComponents())
+    if (componentWeightFormat(opt, c) != opt.format.weights) s += "," + c + "=" + dtypeName(componentWeightFormat(opt, c));
+  return s;
+}
+
+void checkFitsF16(const std::vector<float>& values, const std::string& component, const std::string& tensor) {
+  for (size_t i = 0; i < values.size(); ++i)
+    if (std::abs(values[i]) > 65504.0f && std::isfinite(values[i])) {
+      std::ostringstream m;
+      m << component << " weight " << tensor << " holds " << values[i] << " (element " << i
+        << "), outside f16's finite range (|x| <= 65504): f16 weights would make it inf; use --weights f32 for it"
+        << " (e.g. --weights f16," << component << "=f32)";
+      throw Error(m.str());
+    }
+}
+
 ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format) {
   const auto& ts = graph.tensors();
   const auto& nodes = graph.nodes();
@@ -152,7 +198,7 @@ GraphExecutor::Layout GraphExecutor::layout() const {
       }
   for (size_t id = 0; id < streamed_.size(); ++id)
     if (streamed_[id] && first[id] >= 0) {
-      l.records.push_back({TensorDesc{graph_.tensors()[id].shape, kParamFormat}.bytes(), std::max(0, first[id] - 1), last[id]});
+      l.records.push_back({TensorDesc{graph_.tensors()[id].shape, opt_.format.params()}.bytes(), std::max(0, first[id] - 1), last[id]});
       l.owners.push_back({Layout::Owner::Kind::Tensor, static_cast<int>(id), 0});
     }
   if (opt_.planScratch && opt_.planner != "none")
@@ -174,7 +220,7 @@ uint64_t GraphExecutor::footprint() const {
   const auto& ts = graph_.tensors();
   for (size_t id = 0; id < ts.size(); ++id)
     if (ts[id].kind == GraphTensor::Kind::Weight && !streamed_[id])
-      total += TensorDesc{ts[id].shape, kParamFormat}.bytes();
+      total += TensorDesc{ts[id].shape, opt_.format.params()}.bytes();
   uint64_t ownScratch = 0;
   for (const auto& op : ops_) {
     if (!op->derivedWeightsPerCall()) total += op->derivedWeightBytes();
@@ -244,7 +290,7 @@ void GraphExecutor::fitBudget() {
     throw Error("--memory-budget " + gib(budget) + " is below what the " + what + " can run in: at least " +
                 gib(memory_.estimatedBytes) + " with every derived weight made per call and every weight streamed");
   uint64_t streamed = 0;
-  for (size_t j = 0; j < k; ++j) streamed += TensorDesc{ts[weights[j]].shape, kParamFormat}.bytes();
+  for (size_t j = 0; j < k; ++j) streamed += TensorDesc{ts[weights[j]].shape, opt_.format.params()}.bytes();
   memory_.budgetChoices.push_back(std::to_string(k) + " of " + std::to_string(weights.size()) + " weights streamed (" +
                                   gib(streamed) + " uploaded per run)");
 }
@@ -269,7 +315,7 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
     choices_.push_back(std::move(c));
   }
   for (const GraphTensor& t : ts)
-    if (t.kind == GraphTensor::Kind::HostInput) memory_.otherBytes += TensorDesc{t.shape, kParamFormat}.bytes();
+    if (t.kind == GraphTensor::Kind::HostInput) memory_.otherBytes += TensorDesc{t.shape, kHostInputFormat}.bytes();
   makePlaceholders();
   fitBudget();
   allocate(weights);
@@ -307,13 +353,17 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   hostWeights_.assign(ts.size(), {});
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
-    const TensorDesc desc{t.shape, kParamFormat};
-    if (t.kind == GraphTensor::Kind::Weight && streamed_[id]) {
-      hostWeights_[id] = packTensor(desc, weights.load(t.name, t.diskShape));  // placed in the arena below
-      memory_.streamedBytes += desc.bytes();
-    } else if (t.kind == GraphTensor::Kind::Weight) {
+    const TensorDesc desc{t.shape, t.kind == GraphTensor::Kind::HostInput ? kHostInputFormat : opt_.format.params()};
+    if (t.kind == GraphTensor::Kind::Weight) {
+      const std::vector<float> values = weights.load(t.name, t.diskShape);
+      if (opt_.format.weights == DType::F16) checkFitsF16(values, graph_.component(), t.name);
+      if (streamed_[id]) {
+        hostWeights_[id] = packTensor(desc, values);  // placed in the arena below
+        memory_.streamedBytes += desc.bytes();
+        continue;
+      }
       auto d = std::make_unique<DeviceTensor>(ctx_, desc);
-      d->upload(weights.load(t.name, t.diskShape));
+      d->upload(values);
       memory_.weightBytes += desc.bytes();
       tensors_[id] = std::move(d);
     } else if (t.kind == GraphTensor::Kind::HostInput) {
@@ -328,7 +378,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     usage.records = l.records;
     memory_.planBytes = planSizes(usage, align);
   }
-  auto formatOf = [&](int id) { return ts[static_cast<size_t>(id)].kind == GraphTensor::Kind::Weight ? kParamFormat : opt_.format; };
+  auto formatOf = [&](int id) { return ts[static_cast<size_t>(id)].kind == GraphTensor::Kind::Weight ? opt_.format.params() : opt_.format; };
   if (opt_.planner == "none") {
     for (const auto& o : l.owners) {
       const GraphTensor& t = ts[static_cast<size_t>(o.id)];
@@ -413,9 +463,10 @@ void GraphExecutor::makePlaceholders() {
     const auto shapes = n.family->shapes(*n.problem);
     for (size_t s = 0; s < slots.size(); ++s) {
       if (n.args[s] >= 0) continue;
-      auto& p = placeholders_[{shapes[s].text(), slots[s].activation}];
+      const StorageFormat f = slotFormat(slots[s], opt_.format);  // what the kernel was built to read
+      auto& p = placeholders_[{shapes[s].text(), f.name()}];
       if (p) continue;
-      p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{shapes[s], slots[s].activation ? opt_.format : kParamFormat});
+      p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{shapes[s], f});
       p->upload(std::vector<float>(static_cast<size_t>(shapes[s].elements()), 0.0f));
       memory_.otherBytes += p->desc().bytes();
     }
@@ -428,9 +479,18 @@ void GraphExecutor::bindArguments() {
     const auto slots = n.family->slots();
     const auto shapes = n.family->shapes(*n.problem);
     std::vector<DeviceTensor*> args;
-    for (size_t s = 0; s < slots.size(); ++s)
-      args.push_back(n.args[s] >= 0 ? tensors_[static_cast<size_t>(n.args[s])].get()
-                                    : placeholders_.at({shapes[s].text(), slots[s].activation}).get());
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (n.args[s] >= 0) {
+        DeviceTensor* t = tensors_[static_cast<size_t>(n.args[s])].get();
+        // A weight bound to a host-input slot (or the reverse) would be read in the wrong dtype.
+        if (!slots[s].activation && !(t->desc().format == slotFormat(slots[s], opt_.format)))
+          throw Error(n.label + ": slot " + slots[s].name + " holds " + t->desc().format.name() + ", the kernel reads " +
+                      slotFormat(slots[s], opt_.format).name());
+        args.push_back(t);
+        continue;
+      }
+      args.push_back(placeholders_.at({shapes[s].text(), slotFormat(slots[s], opt_.format).name()}).get());
+    }
     args_.push_back(std::move(args));
   }
 }

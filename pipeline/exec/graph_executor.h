@@ -22,7 +22,13 @@
 namespace sdspeed {
 
 struct ExecOptions {
-  StorageFormat format;                            // activations (buffer storage)
+  // Activations (buffer storage), and in format.weights the weights' precision for every
+  // component not in componentWeights. Weights are float32 on the host (WeightSource)
+  // and rounded to nearest even on upload when f16.
+  StorageFormat format;
+  // Per-component weight format ("text_encoder", "unet", "vae_decoder"), from
+  // --weights f16,vae_decoder=f32.
+  std::map<std::string, DType> componentWeights;
   std::string dbDir = "configs/tuned";             // the tuning databases
   // family -> the variants allowed (a --variant override is a list of one): among
   // them the database's fastest for each instance when it times all of them exactly,
@@ -49,6 +55,28 @@ struct ExecOptions {
   // offsets were kernel arguments) instead of the arena and an offset.
   bool arenaSubBuffers = false;
 };
+
+// The weight format `component` runs with: its override, else opt.format.weights.
+inline DType componentWeightFormat(const ExecOptions& opt, const std::string& component) {
+  auto it = opt.componentWeights.find(component);
+  return it == opt.componentWeights.end() ? opt.format.weights : it->second;
+}
+// The pipeline's components, for --weights COMPONENT=FORMAT.
+inline const std::vector<std::string>& pipelineComponents() {
+  static const std::vector<std::string> c{"text_encoder", "unet", "vae_decoder"};
+  return c;
+}
+// Parses "f32|f16[,COMPONENT=f32|f16...]" (--weights, the ablation's `weights` key) into
+// opt.format.weights and opt.componentWeights; throws Error naming `what` for an
+// unknown format or component.
+void parseWeightsSpec(const std::string& text, const std::string& what, ExecOptions& opt);
+// The spec back as text, components in pipeline order, only those that differ.
+std::string weightsSpecText(const ExecOptions& opt);
+
+// The tensor's values fit f16 (|x| <= 65504, the largest finite half): else one Error
+// naming the component, the tensor and the value, suggesting --weights COMPONENT=f32.
+// f16 rounding would make such a value inf, silently.
+void checkFitsF16(const std::vector<float>& values, const std::string& component, const std::string& tensor);
 
 // What one node runs with, and why.
 struct NodeChoice {
@@ -136,7 +164,7 @@ class GraphExecutor {
   std::vector<NodeChoice> choices_;
   std::vector<std::unique_ptr<PreparedOp>> ops_;
   std::vector<std::unique_ptr<DeviceTensor>> tensors_;  // by graph tensor id (null for unused)
-  std::map<std::pair<std::string, bool>, std::unique_ptr<DeviceTensor>> placeholders_;  // (shape, activation) -> zeros for unused slots
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<DeviceTensor>> placeholders_;  // (shape, format) -> zeros for unused slots
   std::vector<std::vector<DeviceTensor*>> args_;             // per node, in slot order
   ClMem arena_;
   ExecMemory memory_;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "kernels/registry.h"
+#include "pipeline/exec/graph_executor.h"
 #include "runtime/cl_error.h"
 #include "runtime/memory_planner.h"
 #include "tuning/yaml_file.h"
@@ -38,9 +39,9 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
     if (!r.IsMap()) fail(r, "", "a row is a map");
     for (const auto& kv : r) {
       const std::string k = kv.first.as<std::string>();
-      if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "max_abs" && k != "variants" &&
-          k != "release")
-        fail(kv.first, k, "unknown key (name, fused, planner, precision, max_abs, variants, release)");
+      if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "weights" && k != "max_abs" &&
+          k != "variants" && k != "release")
+        fail(kv.first, k, "unknown key (name, fused, planner, precision, weights, max_abs, variants, release)");
     }
     if (!r["name"]) fail(r, "name", "every row needs a name");
     try {
@@ -53,6 +54,15 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
       if (r["precision"]) {
         cur.precision = r["precision"].as<std::string>();
         if (cur.precision != "f32" && cur.precision != "f16") fail(r["precision"], "precision", "want f32 or f16");
+      }
+      if (r["weights"]) {
+        cur.weights = r["weights"].as<std::string>();
+        ExecOptions probe;
+        try {
+          parseWeightsSpec(cur.weights, "weights", probe);
+        } catch (const Error& e) {
+          fail(r["weights"], "weights", e.what());
+        }
       }
       if (r["max_abs"]) cur.maxAbs = r["max_abs"].as<double>();
       if (const YAML::Node rel = r["release"]) {

@@ -1,7 +1,7 @@
 // `sdspeed ablate`: a cumulative list of configurations (configs/ablation/*.yaml), each
 // row changing some of: activation fusion, the variants each family may use, the
-// memory planner, the storage precision, whether components are released after use;
-// and what each row measured.
+// memory planner, the storage precision, the weight format, whether components are
+// released after use; and what each row measured.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +17,9 @@ struct AblationRow {
   bool fused = true;
   std::string planner = "greedy-by-size";
   std::string precision = "f32";
+  // The weight format, --weights' syntax ("f16", "f16,vae_decoder=f32"); empty: the
+  // run's --weights (f32 by default).
+  std::string weights;
   double maxAbs = 0;  // allowed |decoded - baseline decoded|
   // `release: true|false`: each component freed once its output exists (true) or all
   // kept resident (false); unset: the ablate command's choice (released, unless
@@ -32,11 +35,12 @@ struct AblationPlan {
 
 // Reads the YAML; each row inherits the previous row's settings and overrides the
 // keys it names (variants per family). Throws Error naming file, line and key of
-// anything malformed, an unknown family or variant, planner or precision.
+// anything malformed, an unknown family or variant, planner, precision or weight format.
 AblationPlan loadAblationPlan(const std::string& path);
 
 struct AblationMeasurement {
   AblationRow row;
+  std::string weights;                     // the weight format the row ran, resolved (weightsSpecText)
   double unetMedianMs = 0, unetMinMs = 0;  // per UNet iteration (device time)
   double pipelineMs = 0;                   // text encoder + every UNet step + VAE decoder (device time)
   double wallMs = 0;

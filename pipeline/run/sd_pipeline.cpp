@@ -100,7 +100,9 @@ std::unique_ptr<SdPipeline::Part> SdPipeline::build(const std::string& component
   } else {
     p->graph = std::make_unique<Graph>(buildVaeDecoderGraph(vae_, 1, latentH_, latentW_, gopt));
   }
-  p->exec = std::make_unique<GraphExecutor>(ctx_, *p->graph, *weights, exec_);
+  ExecOptions opt = exec_;  // the component's weight format (--weights f16,vae_decoder=f32)
+  opt.format.weights = componentWeightFormat(exec_, component);
+  p->exec = std::make_unique<GraphExecutor>(ctx_, *p->graph, *weights, opt);
   return p;
 }
 
