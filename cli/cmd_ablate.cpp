@@ -54,6 +54,8 @@ void addComponent(const ComponentStats& st, AblationMeasurement& m) {
   m.activationBytes += st.memory.activationBytes;
   m.scratchBytes += st.memory.scratchBytes;
   m.weightBytes += st.memory.weightBytes;
+  m.streamedBytes += st.memory.streamedBytes;
+  for (const auto& c : st.memory.budgetChoices) m.budgetChoices.push_back(st.name + ": " + c);
   for (size_t i = 0; i < st.choices.size(); ++i) {
     ++m.variants[st.families[i] + "/" + st.choices[i].variant];
     m.fallbacks += st.choices[i].source.find("fallback") != std::string::npos;
@@ -70,9 +72,17 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
   exec.planner = row.planner;
   exec.variants = row.variants;
   exec.fuseActivations = row.fused;
+  if (row.planScratch) exec.planScratch = *row.planScratch;
+  if (row.derivedPerCall) exec.derivedWeightsPerCall = *row.derivedPerCall;
+  if (row.budget) exec.memoryBudget = *row.budget;
   AblationMeasurement m;
   m.row = row;
   m.released = row.release.value_or(!keepResident);
+  m.planScratch = exec.planScratch;
+  m.derivedPerCall = exec.derivedWeightsPerCall;
+  m.budgetBytes = exec.memoryBudget;
+  if (exec.memoryBudget && !m.released)
+    throw Error("ablation row " + row.name + ": a budget holds one component at a time: it needs release: true");
   m.weights = weightsSpecText(exec);
   ctx.resetPeak();
   {
@@ -126,6 +136,11 @@ json rowJson(const AblationMeasurement& m) {
           {"weight_bytes", m.weightBytes},
           {"peak_bytes", m.peakBytes},
           {"components_released", m.released},
+          {"scratch", m.planScratch ? "planned" : "own"},
+          {"derived_weights", m.derivedPerCall ? "per-call" : "resident"},
+          {"budget_bytes", m.budgetBytes},
+          {"streamed_bytes_per_run", m.streamedBytes},
+          {"budget_choices", m.budgetChoices},
           {"max_abs_vs_baseline", std::isfinite(m.maxAbs) ? json(m.maxAbs) : json("inf")},
           {"psnr_db_vs_baseline", std::isinf(m.psnrDb) ? json("inf") : json(m.psnrDb)},
           {"tolerance_max_abs", m.row.maxAbs},
@@ -166,7 +181,11 @@ std::string markdown(const json& j) {
     for (const auto& [k, n] : r["variants_run"].items()) v += (v.empty() ? "" : ", ") + k + " x" + std::to_string(n.get<int>());
     const int fb = r.value("fallbacks", 0);
     const bool released = r.value("components_released", false);
-    o << "- " << r["row"].get<std::string>() << (released ? " (components released)" : "") << ": " << v
+    std::string forced;
+    for (const auto& c : r.value("budget_choices", json::array())) forced += "; budget: " + c.get<std::string>();
+    o << "- " << r["row"].get<std::string>() << (released ? " (components released)" : "") << " [weights "
+      << r.value("weights", std::string("f32")) << ", scratch " << r.value("scratch", std::string("planned"))
+      << ", derived weights " << r.value("derived_weights", std::string("resident")) << forced << "]: " << v
       << (fb ? " (" + std::to_string(fb) + " ops outside the row's variants: none allowed could run them)" : "") << "\n";
   }
   return o.str();

@@ -37,8 +37,6 @@ RunSetup runSetup(const Args& a);
 // A one-line progress bar on a terminal, a line per step otherwise.
 void printProgress(int done, int total, double unetMs);
 
-// "4.5GB" (10^9), "1GiB" (2^30), "1800MB", "512MiB", or bytes; an Error naming --flag otherwise.
-uint64_t parseMemorySize(const std::string& flag, const std::string& text);
 // --memory-budget SIZE, --derived-weights resident|per-call, --scratch planned|own,
 // --arena-binding offsets|sub-buffers (see ExecOptions).
 void applyMemoryOptions(const Args& a, ExecOptions& exec);

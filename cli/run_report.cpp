@@ -46,7 +46,7 @@ TimingStats unetStats(const DiffusionResult& r) { return r.unetMs.empty() ? Timi
 // default", "defaults; fallback, ..." -> the kind only.
 std::string sourceKind(const std::string& s) {
   if (s.find("fallback") != std::string::npos) return "fallback";
-  for (const char* k : {"exact", "nearest", "device default", "vendor default", "generic default"})
+  for (const char* k : {"exact", "nearest", "device default", "vendor default", "generic default", "f32-weight entry"})
     if (s.rfind(k, 0) == 0) return k;
   return s;
 }

@@ -6,7 +6,8 @@
 #                                     sub-buffers); f32 runs unlimited and with 4.5GB;
 #                                     PyTorch fp32/fp16 eager peaks on the same machine
 #   bash scripts/device-memory.sh b   f16 weights + f16 activations: unlimited, 2.6GB, 1.8GB,
-#                                     1GiB; the memory ablation (configs/ablation/memory.yaml)
+#                                     1GiB; f32 unlimited and 4.5GB; the memory ablation
+#                                     (configs/ablation/memory.yaml)
 # SD 1.5 512x512, batch 2, 20 PNDM steps, seeded random weights, every run with --report.
 # Every step is capped; the results land in $OUT/memory-PHASE.tgz after each step.
 set -uo pipefail
@@ -62,6 +63,9 @@ if [ "$PHASE" = b ]; then
   run f16-2.6GB 90 $F16 --memory-budget 2.6GB
   run f16-1.8GB 90 $F16 --memory-budget 1.8GB
   run f16-1GiB 120 $F16 --memory-budget 1GiB
+  # f32 again now that components are released (phase a's peaks held all three)
+  run f32 90
+  run f32-4.5GB 90 --memory-budget 4.5GB
   step 300 ablate-memory $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 \
     --ablation configs/ablation/memory.yaml --out "$R/ablation"
   finish

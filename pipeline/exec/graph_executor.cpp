@@ -28,6 +28,25 @@ std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, 
   }
 }
 
+// The database's choice for an instance; for f16 (or other non-f32) weights without an
+// entry of their own (the database never crosses weight formats), the f32-weight
+// instance's choice, marked as such: the same kernels read the weights through the same
+// accessors, so its ranking is the best guess there is, and far better than the generic
+// default (conv's first variant is the direct kernel). `sdspeed tune --weights f16`
+// replaces the guess with measured entries.
+TunedChoice chooseForWeights(const TunedChooser& chooser, const Family& fam, const OpInstance& inst,
+                             const std::string& variant = "") {
+  TunedChoice c = chooser.choose(fam, inst, variant);
+  if (c.source != "generic default" || inst.format.weights == DType::F32) return c;
+  OpInstance f32 = inst;
+  f32.format = inst.format.withWeights(DType::F32);
+  TunedChoice g = chooser.choose(fam, f32, variant);
+  if (g.source == "generic default") return c;
+  g.source = "f32-weight entry (" + g.source + "; no " + dtypeName(inst.format.weights) + "-weight entry)";
+  g.medianUs = 0;  // timed with other weights: not this instance's time
+  return g;
+}
+
 // The variant's point this node can run: its tuned point (exact, nearest, device or
 // vendor default), else its declared defaults; empty when neither can run it (the
 // first refusal goes into `refused`).
@@ -35,7 +54,7 @@ std::optional<TunedChoice> runnablePoint(const TunedChooser& chooser, const Fami
                                          const std::string& variant, const GraphNode& n, const StorageFormat& f,
                                          const DeviceInfo& dev, std::string& refused) {
   for (TunedChoice c :
-       {chooser.choose(fam, inst, variant), TunedChoice{variant, fam.variant(variant).defaults().text(), "defaults"}}) {
+       {chooseForWeights(chooser, fam, inst, variant), TunedChoice{variant, fam.variant(variant).defaults().text(), "defaults"}}) {
     const std::string why = whyNot(fam, c, n, f, dev);
     if (why.empty()) return c;
     if (refused.empty()) refused = c.variant + " " + c.params + ": " + why;
@@ -54,7 +73,7 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
   auto allowed = opt.variants.find(fam.name());
   std::string refused;
   if (allowed == opt.variants.end()) {
-    TunedChoice c = chooser.choose(fam, inst);
+    TunedChoice c = chooseForWeights(chooser, fam, inst);
     const std::string why = whyNot(fam, c, n, opt.format, dev);
     if (why.empty()) return {inst.text(), c.variant, c.params, c.source};
     refused = c.variant + " " + c.params + ": " + why;
@@ -127,6 +146,33 @@ void checkFitsF16(const std::vector<float>& values, const std::string& component
         << " (e.g. --weights f16," << component << "=f32)";
       throw Error(m.str());
     }
+}
+
+uint64_t parseMemorySize(const std::string& what, const std::string& text) {
+  // Decimal units are powers of 10 (GB = 10^9), binary ones of 2 (GiB = 2^30), as the
+  // report prints them; a bare number is bytes.
+  static const std::pair<const char*, double> units[] = {{"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
+                                                         {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1.0}};
+  double scale = 1.0;
+  std::string number = text;
+  for (const auto& [u, f] : units) {
+    const std::string unit = u;
+    if (text.size() > unit.size() && text.compare(text.size() - unit.size(), unit.size(), unit) == 0) {
+      number = text.substr(0, text.size() - unit.size());
+      scale = f;
+      break;
+    }
+  }
+  double value = 0;
+  size_t used = 0;
+  try {
+    value = std::stod(number, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != number.size() || !(value > 0) || value * scale > 1e15)
+    throw Error(what + " wants a size such as 4.5GB, 1GiB, 1800MB or bytes, got '" + text + "'");
+  return static_cast<uint64_t>(value * scale);
 }
 
 ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format) {

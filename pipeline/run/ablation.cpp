@@ -40,8 +40,10 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
     for (const auto& kv : r) {
       const std::string k = kv.first.as<std::string>();
       if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "weights" && k != "max_abs" &&
-          k != "variants" && k != "release")
-        fail(kv.first, k, "unknown key (name, fused, planner, precision, weights, max_abs, variants, release)");
+          k != "variants" && k != "release" && k != "scratch" && k != "derived_weights" && k != "budget")
+        fail(kv.first, k,
+             "unknown key (name, fused, planner, precision, weights, max_abs, variants, release, scratch, "
+             "derived_weights, budget)");
     }
     if (!r["name"]) fail(r, "name", "every row needs a name");
     try {
@@ -69,6 +71,28 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
         bool v = false;
         if (!rel.IsScalar() || !YAML::convert<bool>::decode(rel, v)) fail(rel, "release", "want true or false");
         cur.release = v;
+      }
+      if (const YAML::Node n = r["scratch"]) {
+        const std::string v = n.as<std::string>();
+        if (v != "planned" && v != "own") fail(n, "scratch", "want planned or own");
+        cur.planScratch = v == "planned";
+      }
+      if (const YAML::Node n = r["derived_weights"]) {
+        const std::string v = n.as<std::string>();
+        if (v != "resident" && v != "per-call") fail(n, "derived_weights", "want resident or per-call");
+        cur.derivedPerCall = v == "per-call";
+      }
+      if (const YAML::Node n = r["budget"]) {
+        const std::string v = n.as<std::string>();
+        if (v == "none") {
+          cur.budget = 0;
+        } else {
+          try {
+            cur.budget = parseMemorySize("budget", v);
+          } catch (const Error& e) {
+            fail(n, "budget", e.what());
+          }
+        }
       }
       if (const YAML::Node v = r["variants"]) {
         if (!v.IsMap()) fail(v, "variants", "want FAMILY: [VARIANT, ...]");

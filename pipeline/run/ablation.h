@@ -25,6 +25,10 @@ struct AblationRow {
   // kept resident (false); unset: the ablate command's choice (released, unless
   // --keep-resident). Inherited like every key.
   std::optional<bool> release;
+  // `scratch: planned|own`, `derived_weights: resident|per-call`, `budget: SIZE|none`
+  // (ExecOptions::planScratch, derivedWeightsPerCall, memoryBudget); unset: the command's.
+  std::optional<bool> planScratch, derivedPerCall;
+  std::optional<uint64_t> budget;
   std::map<std::string, std::vector<std::string>> variants;
 };
 
@@ -47,6 +51,10 @@ struct AblationMeasurement {
   uint64_t activationBytes = 0;            // planned (or allocated, without planner), all components
   uint64_t scratchBytes = 0, weightBytes = 0, peakBytes = 0;
   bool released = false;                   // the components were released after use
+  bool planScratch = true, derivedPerCall = false;  // what the row ran with (row key or command)
+  uint64_t budgetBytes = 0;                         // per component; 0: none
+  uint64_t streamedBytes = 0;                       // weight bytes uploaded per run, all components
+  std::vector<std::string> budgetChoices;           // "component: choice", what the budget forced
   double maxAbs = 0, psnrDb = 0;           // decoded image vs the first row's
   bool withinTolerance = true;
   std::map<std::string, int> variants;     // "family/variant" -> op count, all components
