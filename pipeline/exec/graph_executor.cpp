@@ -282,11 +282,63 @@ uint64_t GraphExecutor::footprint() const {
   return opt_.planScratch ? total : total + ownScratch;
 }
 
+// The budget's second step: ops whose variant needs much scratch (naive attention's
+// score matrix, im2col's columns) switch to the runnable variant of their family with
+// the least scratch (its tuned point, else its defaults), the most scratch-hungry
+// first, until the footprint fits; the new variant's result is within its family's
+// tolerance, not bit-identical. Times are not weighed: the database rarely times
+// every variant of an instance, and each switch is listed in the report.
+void GraphExecutor::lessScratch(const TunedChooser& chooser) {
+  std::vector<size_t> order;
+  // Convolutions that derive weights made their trade in the first step (their scratch
+  // is what per-call transforms need); switching them to the direct kernel would cost
+  // far more time than any other saving here.
+  for (size_t i = 0; i < ops_.size(); ++i)
+    if (ops_[i]->scratchBytes() > 0 && ops_[i]->derivedWeightBytes() == 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return ops_[a]->scratchBytes() > ops_[b]->scratchBytes(); });
+  int switched = 0;
+  uint64_t saved = 0;
+  for (size_t i : order) {
+    const GraphNode& n = graph_.nodes()[i];
+    const Family& fam = *n.family;
+    const OpInstance inst = OpInstance::of(fam, *n.problem, opt_.format);
+    const uint64_t now = ops_[i]->scratchBytes();
+    std::unique_ptr<PreparedOp> best;
+    TunedChoice bestChoice;
+    for (const auto& v : fam.variants()) {
+      if (v.name == choices_[i].variant) continue;
+      std::string ignored;
+      const auto c = runnablePoint(chooser, fam, inst, v.name, n, opt_.format, ctx_.device(), ignored);
+      if (!c) continue;
+      auto op = fam.prepare(ctx_, v, v.parsePoint(c->params), *n.problem, opt_.format);
+      if (opt_.derivedWeightsPerCall || ops_[i]->derivedWeightsPerCall())
+        if (op->derivedWeightBytes() > 0) op->setDerivedWeightsPerCall(true);
+      const uint64_t bytes = op->scratchBytes() + (op->derivedWeightsPerCall() ? 0 : op->derivedWeightBytes());
+      if (bytes < now && (!best || bytes < best->scratchBytes())) {
+        best = std::move(op);
+        bestChoice = *c;
+      }
+    }
+    if (!best) continue;
+    saved += now - best->scratchBytes();
+    ++switched;
+    choices_[i].variant = bestChoice.variant;
+    choices_[i].params = bestChoice.params;
+    choices_[i].source = bestChoice.source + "; budget: least-scratch variant";
+    ops_[i] = std::move(best);
+    if (footprint() <= opt_.memoryBudget) break;
+  }
+  if (switched)
+    memory_.budgetChoices.push_back(std::to_string(switched) + " ops switched to their least-scratch variant (" +
+                                    gib(saved) + " less scratch)");
+}
+
 // The cheapest savings first: derived weights made per call (a transform kernel per
 // call; the largest first, so the fewest convolutions pay), then streamed weights (the
 // largest first: the fewest uploads). Each step is a binary search over how many of
 // the ordered candidates to switch, since a plan costs O(n^2).
-void GraphExecutor::fitBudget() {
+void GraphExecutor::fitBudget(const TunedChooser& chooser) {
   const uint64_t budget = opt_.memoryBudget;
   memory_.budgetBytes = budget;
   memory_.estimatedBytes = footprint();
@@ -319,6 +371,9 @@ void GraphExecutor::fitBudget() {
   }
   memory_.estimatedBytes = footprint();
   if (memory_.estimatedBytes <= budget) return;
+  lessScratch(chooser);
+  memory_.estimatedBytes = footprint();
+  if (memory_.estimatedBytes <= budget) return;
   if (opt_.planner == "none")
     throw Error("--memory-budget " + gib(budget) + ": the " + what + " needs " + gib(memory_.estimatedBytes) +
                 " without a planner, and weights stream only into a planned arena (drop --planner none)");
@@ -334,7 +389,8 @@ void GraphExecutor::fitBudget() {
   memory_.estimatedBytes = footprint();
   if (memory_.estimatedBytes > budget)
     throw Error("--memory-budget " + gib(budget) + " is below what the " + what + " can run in: at least " +
-                gib(memory_.estimatedBytes) + " with every derived weight made per call and every weight streamed");
+                gib(memory_.estimatedBytes) +
+                " with every derived weight made per call, the least-scratch variants and every weight streamed");
   uint64_t streamed = 0;
   for (size_t j = 0; j < k; ++j) streamed += TensorDesc{ts[weights[j]].shape, opt_.format.params()}.bytes();
   memory_.budgetChoices.push_back(std::to_string(k) + " of " + std::to_string(weights.size()) + " weights streamed (" +
@@ -363,7 +419,7 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
   for (const GraphTensor& t : ts)
     if (t.kind == GraphTensor::Kind::HostInput) memory_.otherBytes += TensorDesc{t.shape, kHostInputFormat}.bytes();
   makePlaceholders();
-  fitBudget();
+  fitBudget(chooser);
   allocate(weights);
   bindArguments();
   for (size_t i = 0; i < ops_.size(); ++i) {

@@ -46,8 +46,8 @@ struct ExecOptions {
   // resident after the first call, or made per call into planned scratch.
   bool derivedWeightsPerCall = false;
   // The component's device footprint may not exceed this (bytes; 0: no limit). Under
-  // it the executor first makes derived weights per call (largest first), then streams
-  // weights (largest first): they stay in host memory and are uploaded just ahead of
+  // it the executor first makes derived weights per call (largest first), then switches
+  // scratch-hungry ops to their least-scratch variant, then streams weights (largest first): they stay in host memory and are uploaded just ahead of
   // the op that reads them, on a second queue. Too small a budget is an Error naming
   // the smallest one that works.
   uint64_t memoryBudget = 0;
@@ -156,7 +156,8 @@ class GraphExecutor {
   struct Layout;  // the planner's records and who owns each
   Layout layout() const;
   uint64_t footprint() const;  // device bytes of the current choices (plans the arena)
-  void fitBudget();
+  void fitBudget(const TunedChooser& chooser);
+  void lessScratch(const TunedChooser& chooser);
   void allocate(const WeightSource& weights);
   void makePlaceholders();
   void bindArguments();
