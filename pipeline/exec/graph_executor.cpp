@@ -288,13 +288,14 @@ uint64_t GraphExecutor::footprint() const {
 // first, until the footprint fits; the new variant's result is within its family's
 // tolerance, not bit-identical. Times are not weighed: the database rarely times
 // every variant of an instance, and each switch is listed in the report.
-void GraphExecutor::lessScratch(const TunedChooser& chooser) {
+void GraphExecutor::lessScratch(const TunedChooser& chooser, bool convolutions) {
   std::vector<size_t> order;
   // Convolutions that derive weights made their trade in the first step (their scratch
-  // is what per-call transforms need); switching them to the direct kernel would cost
-  // far more time than any other saving here.
+  // is what per-call transforms need); switching them to the direct kernel costs far
+  // more time than any other saving, so they come last (convolutions = true), only
+  // after streaming every weight was not enough.
   for (size_t i = 0; i < ops_.size(); ++i)
-    if (ops_[i]->scratchBytes() > 0 && ops_[i]->derivedWeightBytes() == 0) order.push_back(i);
+    if (ops_[i]->scratchBytes() > 0 && (ops_[i]->derivedWeightBytes() > 0) == convolutions) order.push_back(i);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return ops_[a]->scratchBytes() > ops_[b]->scratchBytes(); });
   int switched = 0;
@@ -330,7 +331,8 @@ void GraphExecutor::lessScratch(const TunedChooser& chooser) {
     if (footprint() <= opt_.memoryBudget) break;
   }
   if (switched)
-    memory_.budgetChoices.push_back(std::to_string(switched) + " ops switched to their least-scratch variant (" +
+    memory_.budgetChoices.push_back(std::to_string(switched) + (convolutions ? " convolutions" : " ops") +
+                                    " switched to their least-scratch variant (" +
                                     gib(saved) + " less scratch)");
 }
 
@@ -383,10 +385,20 @@ void GraphExecutor::fitBudget(const TunedChooser& chooser) {
     if (ts[id].kind == GraphTensor::Kind::Weight) weights.push_back(id);
   std::stable_sort(weights.begin(), weights.end(),
                    [&](size_t a, size_t b) { return ts[a].shape.elements() > ts[b].shape.elements(); });
-  const size_t k = searchSwitch(weights.size(), [&](size_t k) {
+  auto streamFirst = [&](size_t k) {
     for (size_t j = 0; j < weights.size(); ++j) streamed_[weights[j]] = j < k;
-  });
+  };
+  size_t k = searchSwitch(weights.size(), streamFirst);
   memory_.estimatedBytes = footprint();
+  if (memory_.estimatedBytes > budget) {
+    // Last resort, where even streaming every weight does not fit: convolutions leave
+    // Winograd / im2col for their least-scratch variant (the direct kernel: no
+    // transformed planes; far slower), then the fewest weights stream again.
+    streamFirst(weights.size());
+    lessScratch(chooser, true);
+    k = searchSwitch(weights.size(), streamFirst);
+    memory_.estimatedBytes = footprint();
+  }
   if (memory_.estimatedBytes > budget)
     throw Error("--memory-budget " + gib(budget) + " is below what the " + what + " can run in: at least " +
                 gib(memory_.estimatedBytes) +

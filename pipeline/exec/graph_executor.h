@@ -157,7 +157,7 @@ class GraphExecutor {
   Layout layout() const;
   uint64_t footprint() const;  // device bytes of the current choices (plans the arena)
   void fitBudget(const TunedChooser& chooser);
-  void lessScratch(const TunedChooser& chooser);
+  void lessScratch(const TunedChooser& chooser, bool convolutions = false);
   void allocate(const WeightSource& weights);
   void makePlaceholders();
   void bindArguments();
