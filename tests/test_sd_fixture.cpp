@@ -156,15 +156,18 @@ TEST_P(Diffusers, VaeDecodeAlone) {
               fx().spread("decoded_ddim_vae_only"), GetParam() + " decoded (VAE only)");
 }
 
+// The test-name suffix of a fixture parameter.
+std::string fixtureTestName(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param == "tiny-sd-a"   ? std::string("TinySdA")
+         : info.param == "tiny-sd-b" ? std::string("TinySdB")
+                                     : std::string("TinySdASingleFile");
+}
+
 // tiny-sd-a: SD 1.x-like (2 levels, conv projections, 8 heads, quick_gelu CLIP);
 // tiny-sd-b: SD 2.x-like (3 levels, linear projections, heads per block, gelu CLIP).
 // tiny-sd-a/single_file: the same weights through the LDM key map (must match too).
 INSTANTIATE_TEST_SUITE_P(Fixtures, Diffusers, ::testing::Values("tiny-sd-a", "tiny-sd-a/single_file", "tiny-sd-b"),
-                         [](const auto& info) {
-                           return info.param == "tiny-sd-a"   ? std::string("TinySdA")
-                                  : info.param == "tiny-sd-b" ? std::string("TinySdB")
-                                                              : std::string("TinySdASingleFile");
-                         });
+                         fixtureTestName);
 
 // The memory planner changes where tensors live, never what is computed: every
 // strategy (and none) gives bit-identical UNet and VAE outputs, in both layouts.
@@ -366,11 +369,7 @@ TEST_P(F16Weights, UNetAndDecodedImageWithinHalfTolerance) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, F16Weights, ::testing::Values("tiny-sd-a", "tiny-sd-a/single_file", "tiny-sd-b"),
-                         [](const auto& info) {
-                           return info.param == "tiny-sd-a"   ? std::string("TinySdA")
-                                  : info.param == "tiny-sd-b" ? std::string("TinySdB")
-                                                              : std::string("TinySdASingleFile");
-                         });
+                         fixtureTestName);
 
 // --weights f16,vae_decoder=f32: the VAE decoder's weights stay f32, so its output is the
 // f32 run's bit for bit; the UNet's are f16. The spec parser names --weights on bad input.
