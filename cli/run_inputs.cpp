@@ -95,12 +95,21 @@ void applyMemoryOptions(const Args& a, ExecOptions& exec) {
   if (binding != "offsets" && binding != "sub-buffers")
     throw Error("--arena-binding wants offsets or sub-buffers, got '" + binding + "'");
   exec.arenaSubBuffers = binding == "sub-buffers";
+  const std::string staging = a.get("stream-staging", "pinned");
+  if (staging != "pinned" && staging != "pageable")
+    throw Error("--stream-staging wants pinned or pageable, got '" + staging + "'");
+  exec.pinnedStaging = staging == "pinned";
+  if (a.has("vae-tile")) {
+    exec.vaeTile = a.getInt("vae-tile", 0);
+    if (exec.vaeTile < 4) throw Error("--vae-tile wants a tile of at least 4 latent pixels, got '" + a.get("vae-tile") + "'");
+  }
 }
 
 std::set<std::string> runSetupOptions() {
   return {"model", "config", "prompt", "negative-prompt", "width", "height", "steps", "cfg-scale", "scheduler", "seed",
           "rng", "precision", "layout", "input-ids", "uncond-input-ids", "init-latents", "variant", "planner",
-          "db-dir", "weights-seed", "memory-budget", "derived-weights", "scratch", "arena-binding", "weights"};
+          "db-dir", "weights-seed", "memory-budget", "derived-weights", "scratch", "arena-binding", "weights",
+          "stream-staging", "vae-tile"};
 }
 
 std::set<std::string> runSetupFlags() { return {"random-weights"}; }

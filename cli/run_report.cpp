@@ -84,6 +84,7 @@ void RunReport::collect(SdPipeline& pipe) {
     c.nodes = st.nodes;
     c.memory = st.memory;
     c.deviceBytes = st.deviceBytes;
+    c.tiling = st.tiling;
     c.weights = componentWeightFormat(exec, name);
     if (auto s = result->setup.find(name); s != result->setup.end()) c.setup = s->second;
     for (size_t i = 0; i < st.choices.size(); ++i) {
@@ -153,6 +154,10 @@ void RunReport::print(std::ostream& os) const {
        << mib(c.memory.scratchPeakBytes) << std::setw(17) << mib(c.memory.plannedScratchBytes) << std::setw(14)
        << mib(c.memory.streamedBytes) << mib(c.memory.estimatedBytes) << "\n";
     for (const auto& choice : c.memory.budgetChoices) os << "  budget: " << choice << "\n";
+    if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
+    if (c.memory.stagingHostBytes)
+      os << "  streamed weights' host copies: " << mib(c.memory.stagingHostBytes)
+         << (c.memory.stagingPinned ? " in pinned staging" : " in pageable memory") << " (host memory)\n";
   }
   if (exec.memoryBudget)
     os << "memory budget " << gb(exec.memoryBudget) << " per component\n";
@@ -227,7 +232,8 @@ nlohmann::json RunReport::json() const {
               {"scratch", exec.planScratch ? "planned" : "own"},
               {"derived_weights", exec.derivedWeightsPerCall ? "per-call" : "resident"},
               {"memory_budget_bytes", exec.memoryBudget},
-              {"arena_binding", exec.arenaSubBuffers ? "sub-buffers" : "offsets"}};
+              {"arena_binding", exec.arenaSubBuffers ? "sub-buffers" : "offsets"},
+              {"stream_staging", exec.pinnedStaging ? "pinned" : "pageable"}};
   j["variant_overrides"] = exec.variants;
   const TimingStats unet = unetStats(r);
   j["time_ms"] = {{"text_encoder", r.textMs},
@@ -255,9 +261,14 @@ nlohmann::json RunReport::json() const {
               {"scratch_peak_bytes", c.memory.scratchPeakBytes},
               {"planned_scratch_bytes", c.memory.plannedScratchBytes},
               {"streamed_bytes_per_run", c.memory.streamedBytes},
+              {"streamed_host_copy_bytes", c.memory.stagingHostBytes},
               {"estimated_bytes", c.memory.estimatedBytes},
               {"budget_choices", c.memory.budgetChoices},
               {"device_footprint_bytes", c.deviceBytes}};
+    if (c.tiling.tiled())
+      m["tiling"] = {{"tile_latents", {c.tiling.tileH, c.tiling.tileW}}, {"overlap_latents", c.tiling.overlap},
+                     {"tiles", c.tiling.tiles()}, {"why", c.tiling.why}, {"seam_max_abs", c.tiling.seamMaxAbs},
+                     {"seam_rms", c.tiling.seamRms}};
     j["memory"]["components"][c.name] = m;
     j["setup_ms"][c.name] = {{"setup", c.setup.setupMs()},
                              {"load", c.setup.loadMs},

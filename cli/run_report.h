@@ -21,6 +21,7 @@ struct ComponentReport {
   DType weights = DType::F32;                          // the component's weight format (--weights)
   ExecMemory memory;                                  // at the run's batch
   uint64_t deviceBytes = 0;                           // its own footprint (ComponentStats)
+  VaeTiling tiling;                                   // vae_decoder: tiles and seams (ComponentStats)
   ComponentSetup setup;                               // this run's load / warm-up / release
   std::map<std::string, uint64_t> plansBatch1;        // in the run's format
   std::map<std::string, uint64_t> plansBatch1F16;     // half storage

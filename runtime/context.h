@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -72,6 +73,28 @@ class Context {
     std::shared_ptr<Tracker> tracker_;
     int id_ = 0;
     uint64_t start_ = 0;
+  };
+
+  // Host memory the device copies from at the bus's full speed: a CL_MEM_ALLOC_HOST_PTR
+  // buffer, mapped once for the object's life. Drivers back such buffers with
+  // page-locked host memory (NVIDIA's and AMD's OpenCL guides give this as the way to
+  // pinned transfers), so clEnqueueWriteBuffer from data() is a DMA that can overlap
+  // kernels instead of a copy through the driver's own bounce buffers; on a phone's
+  // unified memory it is ordinary shared DRAM. Host memory: not in the device count.
+  class HostStaging {
+   public:
+    HostStaging(Context& ctx, size_t bytes);
+    ~HostStaging();
+    HostStaging(const HostStaging&) = delete;
+    HostStaging& operator=(const HostStaging&) = delete;
+    uint8_t* data() const { return ptr_; }
+    size_t size() const { return bytes_; }
+
+   private:
+    Context& ctx_;
+    ClMem mem_;
+    uint8_t* ptr_ = nullptr;
+    size_t bytes_ = 0;
   };
 
   void writeBuffer(cl_mem buf, const void* data, size_t bytes, size_t offset = 0);

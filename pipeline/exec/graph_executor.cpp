@@ -376,6 +376,10 @@ void GraphExecutor::fitBudget(const TunedChooser& chooser) {
   lessScratch(chooser);
   memory_.estimatedBytes = footprint();
   if (memory_.estimatedBytes <= budget) return;
+  if (!opt_.budgetMayStream)
+    throw BudgetNeedsStreaming("--memory-budget " + gib(budget) + ": the " + what + " needs " + gib(memory_.estimatedBytes) +
+                                   " without streaming weights",
+                               memory_.estimatedBytes);
   if (opt_.planner == "none")
     throw Error("--memory-budget " + gib(budget) + ": the " + what + " needs " + gib(memory_.estimatedBytes) +
                 " without a planner, and weights stream only into a planned arena (drop --planner none)");
@@ -454,6 +458,7 @@ GraphExecutor::~GraphExecutor() {
   } catch (const std::exception&) {
   }
   uploadDone_.clear();
+  hostWeights_.clear();  // unmapped while the context's queue is idle
   ops_.clear();
   args_.clear();
   placeholders_.clear();
@@ -464,7 +469,8 @@ GraphExecutor::~GraphExecutor() {
 void GraphExecutor::allocate(const WeightSource& weights) {
   const auto& ts = graph_.tensors();
   tensors_.resize(ts.size());
-  hostWeights_.assign(ts.size(), {});
+  hostWeights_.clear();
+  hostWeights_.resize(ts.size());
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
     const TensorDesc desc{t.shape, t.kind == GraphTensor::Kind::HostInput ? kHostInputFormat : opt_.format.params()};
@@ -472,8 +478,18 @@ void GraphExecutor::allocate(const WeightSource& weights) {
       const std::vector<float> values = weights.load(t.name, t.diskShape);
       if (opt_.format.weights == DType::F16) checkFitsF16(values, graph_.component(), t.name);
       if (streamed_[id]) {
-        hostWeights_[id] = packTensor(desc, values);  // placed in the arena below
+        // Placed in the arena below; uploaded from here before every run.
+        std::vector<uint8_t> packed = packTensor(desc, values);
+        HostCopy& h = hostWeights_[id];
+        if (opt_.pinnedStaging) {
+          h.pinned = std::make_unique<Context::HostStaging>(ctx_, packed.size());
+          std::copy(packed.begin(), packed.end(), h.pinned->data());
+        } else {
+          h.pageable = std::move(packed);
+        }
         memory_.streamedBytes += desc.bytes();
+        memory_.stagingHostBytes += h.size();
+        memory_.stagingPinned = opt_.pinnedStaging;
         continue;
       }
       auto d = std::make_unique<DeviceTensor>(ctx_, desc);
@@ -637,7 +653,7 @@ std::vector<float> GraphExecutor::output(const std::string& name) const {
 // queue is idle), so each upload overlaps `node`'s kernels.
 void GraphExecutor::enqueueUploads(int node, cl_event opBefore) {
   for (int id : uploadsAt_[static_cast<size_t>(node)]) {
-    const auto& bytes = hostWeights_[static_cast<size_t>(id)];
+    const HostCopy& bytes = hostWeights_[static_cast<size_t>(id)];
     const DeviceTensor& t = *tensors_[static_cast<size_t>(id)];
     cl_event done = nullptr;
     clCheck(clEnqueueWriteBuffer(ctx_.copyQueue(), t.mem(), CL_FALSE, t.offsetBytes(), bytes.size(), bytes.data(),

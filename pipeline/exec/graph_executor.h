@@ -51,6 +51,17 @@ struct ExecOptions {
   // the op that reads them, on a second queue. Too small a budget is an Error naming
   // the smallest one that works.
   uint64_t memoryBudget = 0;
+  // Streamed weights' host copies in pinned staging (Context::HostStaging: uploads are
+  // DMA that overlap kernels) or in pageable memory (the driver copies them through its
+  // own buffers first: the behaviour before staging, kept for the measurement).
+  bool pinnedStaging = true;
+  // false: a budget that the first two steps cannot meet fails (BudgetNeedsStreaming)
+  // instead of streaming weights; the pipeline then tries a tiled VAE decode first.
+  bool budgetMayStream = true;
+  // The VAE decodes in overlapping tiles of this many latent pixels a side (diffusers'
+  // enable_vae_tiling idea; the pipeline does it, SdPipeline::decode); 0: only when a
+  // memory budget cannot be met otherwise (the budget's third step).
+  int64_t vaeTile = 0;
   // Diagnostic: bind planned tensors through one sub-buffer each (the binding before
   // offsets were kernel arguments) instead of the arena and an offset.
   bool arenaSubBuffers = false;
@@ -111,6 +122,8 @@ struct ExecMemory {
   uint64_t plannedScratchBytes = 0; // what planned scratch adds to the arena (0 when not planned)
   uint64_t activationBytes = 0;     // the chosen plan's device memory: activations (+ planned scratch, streamed weights)
   uint64_t streamedBytes = 0;       // weight bytes uploaded per run (streaming)
+  uint64_t stagingHostBytes = 0;    // their host copies (host memory, not in the device count)
+  bool stagingPinned = false;       // ... in pinned staging (else pageable)
   uint64_t otherBytes = 0;          // host inputs and placeholders for unused slots
   uint64_t estimatedBytes = 0;      // the component's footprint, estimated before allocating
   uint64_t budgetBytes = 0;         // ExecOptions::memoryBudget
@@ -128,6 +141,13 @@ struct ActivationUsage {
 ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format);
 // Every strategy's plan size (by planStrategyName) and "lower-bound".
 std::map<std::string, uint64_t> planSizes(const ActivationUsage& usage, uint64_t alignment);
+
+// The budget cannot be met without streaming weights while ExecOptions::budgetMayStream
+// is false; estimatedBytes is the footprint reached without streaming.
+struct BudgetNeedsStreaming : Error {
+  BudgetNeedsStreaming(const std::string& what, uint64_t bytes) : Error(what), estimatedBytes(bytes) {}
+  uint64_t estimatedBytes;
+};
 
 class GraphExecutor {
  public:
@@ -176,7 +196,14 @@ class GraphExecutor {
   std::vector<TensorUsage> planRecords_;
   std::optional<MemoryPlan> plan_;
   std::vector<bool> streamed_;                  // by graph tensor id: a streamed weight
-  std::vector<std::vector<uint8_t>> hostWeights_;  // streamed weights' packed bytes, by tensor id
+  // Streamed weights' packed bytes, by tensor id: pinned staging or pageable memory.
+  struct HostCopy {
+    std::vector<uint8_t> pageable;
+    std::unique_ptr<Context::HostStaging> pinned;
+    const uint8_t* data() const { return pinned ? pinned->data() : pageable.data(); }
+    size_t size() const { return pinned ? pinned->size() : pageable.size(); }
+  };
+  std::vector<HostCopy> hostWeights_;
   std::vector<std::vector<int>> uploadsAt_;    // per node: streamed weights whose upload starts with it
   std::vector<std::vector<int>> readyBy_;      // per node: streamed weights it must wait for
   std::vector<ClEvent> uploadDone_;            // by tensor id, during run()

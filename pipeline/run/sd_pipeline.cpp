@@ -1,6 +1,8 @@
 #include "pipeline/run/sd_pipeline.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <optional>
 
 #include "runtime/cl_error.h"
@@ -32,6 +34,7 @@ struct SdPipeline::Part {
   std::unique_ptr<Graph> graph;
   std::unique_ptr<GraphExecutor> exec;
   RunTiming last;
+  VaeTiling tiling;
   bool warmedUp = false;
   uint64_t deviceBytes = 0;  // its footprint window's added bytes, once closed
   int loads = 0;
@@ -97,13 +100,98 @@ std::unique_ptr<SdPipeline::Part> SdPipeline::build(const std::string& component
     p->graph = std::make_unique<Graph>(buildTextEncoderGraph(clip_, batch_, clip_.positions, prefix, gopt));
   } else if (component == "unet") {
     p->graph = std::make_unique<Graph>(buildUNetGraph(unet_, batch_, latentH_, latentW_, clip_.positions, gopt));
-  } else {
-    p->graph = std::make_unique<Graph>(buildVaeDecoderGraph(vae_, 1, latentH_, latentW_, gopt));
   }
   ExecOptions opt = exec_;  // the component's weight format (--weights f16,vae_decoder=f32)
   opt.format.weights = componentWeightFormat(exec_, component);
+  if (component == "vae_decoder") {
+    buildVae(*p, *weights, opt);
+    return p;
+  }
   p->exec = std::make_unique<GraphExecutor>(ctx_, *p->graph, *weights, opt);
   return p;
+}
+
+std::vector<int64_t> tileOrigins(int64_t size, int64_t tile, int64_t overlap) {
+  if (tile >= size) return {0};
+  // The fewest tiles whose even spread keeps every overlap >= `overlap`:
+  // (n - 1)(tile - overlap) >= size - tile.
+  const int64_t n = 1 + (size - tile + (tile - overlap) - 1) / (tile - overlap);
+  std::vector<int64_t> o;
+  for (int64_t i = 0; i < n; ++i) o.push_back((i * (size - tile) + (n - 1) / 2) / (n - 1));
+  return o;
+}
+
+std::string VaeTiling::describe() const {
+  if (!tiled()) return "not tiled";
+  char b[256];
+  std::snprintf(b, sizeof b, "decoded in %d tiles (%zux%zu) of %lldx%lld latents, overlap >= %lld (%s); seam max abs %.3g, rms %.3g",
+                tiles(), ys.size(), xs.size(), static_cast<long long>(tileH), static_cast<long long>(tileW),
+                static_cast<long long>(overlap), why.c_str(), seamMaxAbs, seamRms);
+  return b;
+}
+
+// The decoder's graph at the whole latent size; with a budget that cannot be met before
+// streaming (the executor's first two steps), tiles of decreasing size, the largest that
+// fits without streaming (the budget's third step: fewer tiles, fewer seams); if none
+// does, the smallest tile with streaming. --vae-tile N asks for tiles of N.
+void SdPipeline::buildVae(Part& p, const WeightSource& weights, const ExecOptions& opt) {
+  const GraphOptions gopt{exec_.fuseActivations};
+  auto make = [&](int64_t th, int64_t tw, bool mayStream) {
+    p.exec.reset();
+    p.graph = std::make_unique<Graph>(buildVaeDecoderGraph(vae_, 1, th, tw, gopt));
+    ExecOptions o = opt;
+    o.budgetMayStream = mayStream;
+    try {
+      p.exec = std::make_unique<GraphExecutor>(ctx_, *p.graph, weights, o);
+    } catch (...) {
+      p.graph.reset();
+      throw;
+    }
+  };
+  auto tileWith = [&](int64_t t, const std::string& why) {
+    VaeTiling& tl = p.tiling;
+    tl.tileH = std::min(t, latentH_);
+    tl.tileW = std::min(t, latentW_);
+    // A quarter of the tile, as diffusers' tile_overlap_factor 0.25.
+    tl.overlap = std::max<int64_t>(1, t / 4);
+    tl.ys = tileOrigins(latentH_, tl.tileH, tl.overlap);
+    tl.xs = tileOrigins(latentW_, tl.tileW, tl.overlap);
+    tl.why = why;
+  };
+  p.tiling = VaeTiling{};
+  const int64_t side = std::max(latentH_, latentW_);
+  if (exec_.vaeTile > 0 && exec_.vaeTile < side) {
+    tileWith(exec_.vaeTile, "--vae-tile " + std::to_string(exec_.vaeTile));
+    make(p.tiling.tileH, p.tiling.tileW, true);
+    return;
+  }
+  if (!exec_.memoryBudget) {
+    make(latentH_, latentW_, true);
+    return;
+  }
+  try {
+    make(latentH_, latentW_, false);
+    return;
+  } catch (const BudgetNeedsStreaming&) {
+  }
+  // 3/4, 1/2, 3/8 and 1/4 of the longer side, at least 4 latents (32 pixels).
+  std::vector<int64_t> sizes;
+  for (int64_t t : {side * 3 / 4, side / 2, side * 3 / 8, side / 4})
+    if (t >= 4 && t < side && (sizes.empty() || t < sizes.back())) sizes.push_back(t);
+  for (int64_t t : sizes) {
+    tileWith(t, "memory budget");
+    try {
+      make(p.tiling.tileH, p.tiling.tileW, false);
+      return;
+    } catch (const BudgetNeedsStreaming&) {
+    }
+  }
+  if (sizes.empty()) {
+    p.tiling = VaeTiling{};
+    make(latentH_, latentW_, true);
+  } else {
+    make(p.tiling.tileH, p.tiling.tileW, true);  // the smallest tiles stream least
+  }
 }
 
 // The open window's bytes go to the component that opened it (if still resident;
@@ -154,6 +242,7 @@ ComponentStats SdPipeline::snapshot(const Part& p) const {
   s.choices = p.exec->choices();
   s.deviceBytes = windowOwner_ == p.name && window_ ? window_->addedBytes() : p.deviceBytes;
   s.resident = true;
+  s.tiling = p.tiling;
   s.loads = p.loads;
   return s;
 }
@@ -198,9 +287,94 @@ std::vector<float> SdPipeline::decode(const std::vector<float>& latents, bool pr
   // diffusers: vae.decode(latents / scaling_factor), a float32 division.
   const float sf = static_cast<float>(vae_.scalingFactor);
   for (size_t i = 0; i < z.size(); ++i) z[i] = latents[i] / sf;
+  if (p.tiling.tiled()) return decodeTiled(p, z, profile);
   p.exec->setInput("latents", z);
   p.last = p.exec->run(profile);
   return p.exec->output("decoded");
+}
+
+namespace {
+
+// A tile's weight along one axis at output pixel i of n: a linear ramp over the overlap
+// with the tile before (`before` output pixels) and after (`after`), 1 elsewhere. Two
+// neighbours' ramps over one overlap sum to 1.
+float ramp(int64_t i, int64_t n, int64_t before, int64_t after) {
+  float w = 1.0f;
+  if (before > 0 && i < before) w = std::min(w, (static_cast<float>(i) + 0.5f) / static_cast<float>(before));
+  if (after > 0 && i >= n - after) w = std::min(w, (static_cast<float>(n - i) - 0.5f) / static_cast<float>(after));
+  return w;
+}
+
+// Output pixels tile k overlaps with tile k-1 (before) and k+1 (after).
+std::pair<int64_t, int64_t> overlaps(const std::vector<int64_t>& o, size_t k, int64_t tile, int64_t scale) {
+  const int64_t before = k > 0 ? (o[k - 1] + tile - o[k]) * scale : 0;
+  const int64_t after = k + 1 < o.size() ? (o[k] + tile - o[k + 1]) * scale : 0;
+  return {before, after};
+}
+
+}  // namespace
+
+std::vector<float> SdPipeline::decodeTiled(Part& p, const std::vector<float>& z, bool profile) {
+  VaeTiling& tl = p.tiling;
+  const int64_t c = vae_.latentChannels, h = latentH_, w = latentW_, th = tl.tileH, tw = tl.tileW;
+  const int64_t oc = vae_.outChannels;
+  std::vector<double> acc, wsum;
+  int64_t scale = 0, outH = 0, outW = 0;
+  RunTiming total;
+  double seamSq = 0, seamMax = 0;
+  uint64_t seamN = 0;
+  std::vector<float> tile(static_cast<size_t>(c * th * tw));
+  for (size_t ky = 0; ky < tl.ys.size(); ++ky)
+    for (size_t kx = 0; kx < tl.xs.size(); ++kx) {
+      const int64_t y0 = tl.ys[ky], x0 = tl.xs[kx];
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t y = 0; y < th; ++y)
+          std::copy_n(&z[static_cast<size_t>((ch * h + y0 + y) * w + x0)], tw, &tile[static_cast<size_t>((ch * th + y) * tw)]);
+      p.exec->setInput("latents", tile);
+      const RunTiming t = p.exec->run(profile);
+      total.deviceMs += t.deviceMs;
+      total.wallMs += t.wallMs;
+      if (total.nodes.empty()) total.nodes = t.nodes;
+      else
+        for (size_t i = 0; i < t.nodes.size() && i < total.nodes.size(); ++i) total.nodes[i].us += t.nodes[i].us;
+      const std::vector<float> out = p.exec->output("decoded");
+      if (!scale) {
+        scale = std::lround(std::sqrt(static_cast<double>(out.size()) / static_cast<double>(oc * th * tw)));
+        outH = h * scale;
+        outW = w * scale;
+        acc.assign(static_cast<size_t>(oc * outH * outW), 0.0);
+        wsum.assign(static_cast<size_t>(outH * outW), 0.0);
+      }
+      const int64_t ph = th * scale, pw = tw * scale;
+      const auto [top, bottom] = overlaps(tl.ys, ky, th, scale);
+      const auto [left, right] = overlaps(tl.xs, kx, tw, scale);
+      for (int64_t y = 0; y < ph; ++y)
+        for (int64_t x = 0; x < pw; ++x) {
+          const double wt = static_cast<double>(ramp(y, ph, top, bottom)) * ramp(x, pw, left, right);
+          const size_t at = static_cast<size_t>((y0 * scale + y) * outW + x0 * scale + x);
+          for (int64_t ch = 0; ch < oc; ++ch) {
+            const double v = out[static_cast<size_t>((ch * ph + y) * pw + x)];
+            double& a = acc[static_cast<size_t>(ch * outH * outW) + at];
+            if (wsum[at] > 0) {  // decoded before by a neighbour: how far this tile moves the blend there
+              const double d = wt * std::abs(v - a / wsum[at]) / (wsum[at] + wt);
+              seamMax = std::max(seamMax, d);
+              seamSq += d * d;
+              ++seamN;
+            }
+            a += wt * v;
+          }
+          wsum[at] += wt;
+        }
+    }
+  std::vector<float> img(acc.size());
+  for (int64_t ch = 0; ch < oc; ++ch)
+    for (int64_t i = 0; i < outH * outW; ++i)
+      img[static_cast<size_t>(ch * outH * outW + i)] =
+          static_cast<float>(acc[static_cast<size_t>(ch * outH * outW + i)] / wsum[static_cast<size_t>(i)]);
+  tl.seamMaxAbs = seamMax;
+  tl.seamRms = seamN ? std::sqrt(seamSq / static_cast<double>(seamN)) : 0.0;
+  p.last = total;
+  return img;
 }
 
 }  // namespace sdspeed

@@ -26,6 +26,30 @@ struct ModelSource {
   std::string describe() const;
 };
 
+// A VAE decode in overlapping tiles (diffusers' enable_vae_tiling idea, with evenly
+// spread tiles of one size so one graph serves them all): each tile's output is weighted
+// by linear ramps across its overlaps with its neighbours and the weighted sum
+// normalized. GroupNorm's statistics and the mid-block's attention then see one tile,
+// not the image: the seam measures how much that changes.
+struct VaeTiling {
+  int64_t tileH = 0, tileW = 0;  // latent pixels; 0: not tiled
+  int64_t overlap = 0;           // the least overlap between neighbours (latent pixels)
+  std::vector<int64_t> ys, xs;   // tile origins (latent pixels)
+  std::string why;               // "--vae-tile N" or "memory budget"
+  // Where a tile overlaps the tiles decoded before it: how far adding it moved the blend
+  // there (its weight times its difference from the blend so far, over the summed
+  // weights), over the last decode: a measure of the seams with no untiled decode to
+  // compare with. A tile's border (zero padding) disagrees most but weighs least.
+  double seamMaxAbs = 0, seamRms = 0;
+  bool tiled() const { return tileH > 0; }
+  int tiles() const { return static_cast<int>(ys.size() * xs.size()); }
+  std::string describe() const;
+};
+
+// Evenly spread origins of tiles of `tile` covering [0, size) with neighbours
+// overlapping by at least `overlap` (one tile when it covers all).
+std::vector<int64_t> tileOrigins(int64_t size, int64_t tile, int64_t overlap);
+
 // What a component ran with; kept when it is released, so reports can still read it.
 struct ComponentStats {
   std::string name;
@@ -38,6 +62,7 @@ struct ComponentStats {
   // until it was released or the next component began loading: its own footprint
   // (weights, arena, scratch, and anything its first runs allocate).
   uint64_t deviceBytes = 0;
+  VaeTiling tiling;       // vae_decoder: how it decoded
   bool resident = false;  // its executor is held now
   int loads = 0;          // how many times it was built
 };
@@ -89,6 +114,8 @@ class SdPipeline {
   Part& part(const std::string& component);
   Part* find(const std::string& component) const;
   std::unique_ptr<Part> build(const std::string& component);
+  void buildVae(Part& p, const WeightSource& weights, const ExecOptions& opt);
+  std::vector<float> decodeTiled(Part& p, const std::vector<float>& z, bool profile);
   ComponentStats snapshot(const Part& p) const;
   void closeWindow();
   std::unique_ptr<WeightSource> weightsFor(const std::string& component) const;
