@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "kernels/registry.h"
+#include "runtime/memory_size.h"
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 #include "tuning/csv.h"
@@ -16,7 +17,7 @@ namespace sdspeed {
 int cmdBench(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "attrs", "variant", "storage", "weights", "params", "points", "seed", "csv",
-                  "min-ms", "warmup", "llc-mib", "devices-dir"});
+                  "min-ms", "warmup", "llc-mib", "devices-dir", "memory-budget"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
@@ -24,11 +25,15 @@ int cmdBench(const std::vector<std::string>& argv) {
     std::cout << "usage: sdspeed bench --op OP --shape NxCxHxW[,..] [--attrs K=V,..] [--variant V,..]\n"
                  "                     [--storage F,..] [--weights f32,f16] [--params K=V,..] [--points N|all]\n"
                  "                     [--csv FILE]\n"
-                 "                     [--min-ms MS] [--warmup N] [--llc-mib MIB]\n"
+                 "                     [--min-ms MS] [--warmup N] [--llc-mib MIB] [--memory-budget SIZE]\n"
                  "Times each variant (defaults + N sampled points, default 0; `all` sweeps the space)\n"
                  "with device events: median and min over repeats after warm-up, inputs rotated past\n"
                  "the last-level cache. Every timed point first passes the accuracy check. --weights\n"
-                 "(default f32) times each storage format once per weight format (weight slots in f16).\n";
+                 "(default f32) times each storage format once per weight format (weight slots in f16).\n"
+                 "--memory-budget: one run's device bytes (tensors, scratch, resident derived weights; the\n"
+                 "\"device MiB\" column, \"pc\": derived weights made per call) must fit: convolutions make\n"
+                 "derived weights per call when resident ones do not fit and that needs fewer bytes; what\n"
+                 "still does not fit is reported unsupported with its bytes.\n";
     return args.has("help") ? 0 : 2;
   }
   const std::string op = args.get("op");
@@ -58,6 +63,7 @@ int cmdBench(const std::vector<std::string>& argv) {
   const int extra = all ? 0 : args.getInt("points", 0);
   const TimingPolicy policy = timingPolicyFromArgs(args);
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1234));
+  const uint64_t budget = args.has("memory-budget") ? parseMemorySize("--memory-budget", args.get("memory-budget")) : 0;
 
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
   const DeviceInfo& dev = ctx.device();
@@ -73,9 +79,15 @@ int cmdBench(const std::vector<std::string>& argv) {
   else
     std::cout << "no ceilings for this device (run `sdspeed roofline`): % of copy bandwidth not shown\n";
   auto pct = [&](double gbs) { return haveCeil ? fmtFixed(100.0 * gbs / ceil.copyGBs, 1) + "%" : std::string("-"); };
-  TextTable table({"problem", "variant", "params", "storage", "median us", "min us", "GB/s", "% copy", "rot", "status"});
+  TextTable table({"problem", "variant", "params", "storage", "median us", "min us", "GB/s", "% copy", "rot",
+                    "device MiB", "status"});
   std::string csv = csvRow({"device", "driver", "problem", "variant", "params", "storage", "status",
-                            "median_us", "min_us", "max_us", "repeats", "rotations", "gb_per_s", "message"});
+                            "median_us", "min_us", "max_us", "repeats", "rotations", "gb_per_s", "message",
+                            "footprint_bytes", "derived_weights"});
+  auto deviceMib = [](const Measurement& m) {
+    return m.footprintBytes ? fmtFixed(static_cast<double>(m.footprintBytes) / (1 << 20), 1) + (m.derivedPerCall ? " pc" : "")
+                            : std::string("-");
+  };
   struct Best { double us = 0; std::string what; };
   std::vector<std::string> failures;
   std::map<std::string, Best> best;  // per problem + storage
@@ -87,22 +99,25 @@ int cmdBench(const std::vector<std::string>& argv) {
       else points = samplePoints(*v, dev, extra, seed);
       for (const auto& p : points)
         for (const auto& f : formats) {
-          Measurement m = measureCase(ctx, fam, *v, p, *prob, f, policy, seed);
+          Measurement m = measureCase(ctx, fam, *v, p, *prob, f, policy, seed, budget);
           const bool ok = m.check.status == Status::Ok;
           const bool failed = !ok && m.check.status != Status::Unsupported;
           if (failed) failures.push_back(prob->text() + " " + v->name + " [" + p.text() + "] " + f.name() + ": " +
                                          statusName(m.check.status) + ": " + m.check.message);
           std::string status = statusName(m.check.status);
           if (ok && m.timing.fitsInCache) status += " (working set fits in cache)";
-          if (failed) status += ": " + m.check.message.substr(0, m.check.message.find('\n'));
+          // Failures and refusals (a budget's included) say why, on one line.
+          if (!ok && !m.check.message.empty()) status += ": " + m.check.message.substr(0, m.check.message.find('\n'));
           table.add({prob->text(), v->name, p.text(), f.name(), ok ? fmtFixed(m.timing.medianMs * 1e3, 2) : "-",
                      ok ? fmtFixed(m.timing.minMs * 1e3, 2) : "-", ok ? fmtFixed(m.gbPerSec(), 1) : "-",
-                     ok ? pct(m.gbPerSec()) : "-", ok ? std::to_string(m.timing.rotations) : "-", status});
+                     ok ? pct(m.gbPerSec()) : "-", ok ? std::to_string(m.timing.rotations) : "-", deviceMib(m), status});
           csv += csvRow({dev.name, dev.driverVersion, prob->text(), v->name, p.text(), f.name(),
                          statusName(m.check.status), ok ? fmtFixed(m.timing.medianMs * 1e3, 3) : "",
                          ok ? fmtFixed(m.timing.minMs * 1e3, 3) : "", ok ? fmtFixed(m.timing.maxMs * 1e3, 3) : "",
                          ok ? std::to_string(m.timing.repeats) : "", ok ? std::to_string(m.timing.rotations) : "",
-                         ok ? fmtFixed(m.gbPerSec(), 2) : "", m.check.message});
+                         ok ? fmtFixed(m.gbPerSec(), 2) : "", m.check.message,
+                         m.footprintBytes ? std::to_string(m.footprintBytes) : "",
+                         m.footprintBytes ? (m.derivedPerCall ? "per-call" : "resident") : ""});
           if (ok) {
             Best& b = best[prob->text() + " " + f.name()];
             if (b.what.empty() || m.timing.medianMs * 1e3 < b.us)

@@ -55,6 +55,10 @@ struct ProfileRow {
   std::string instance, variant;
   int calls = 0;
   double us = 0;
+  int nodes = 0;
+  uint64_t scratchBytes = 0;   // the largest of its nodes' (each alive for its op alone)
+  uint64_t streamedBytes = 0;  // summed over its nodes, per run
+  int derivedPerCall = 0;      // nodes making derived weights per call
 };
 
 std::vector<ProfileRow> profileRows(const std::vector<OpProfile>& profile) {
@@ -65,11 +69,29 @@ std::vector<ProfileRow> profileRows(const std::vector<OpProfile>& profile) {
     row.variant = p.variant;
     row.calls += p.calls;
     row.us += p.us;
+    ++row.nodes;
+    row.scratchBytes = std::max(row.scratchBytes, p.scratchBytes);
+    row.streamedBytes += p.streamedBytes;
+    row.derivedPerCall += p.derivedPerCall ? 1 : 0;
   }
   std::vector<ProfileRow> rows;
   for (auto& [k, v] : by) rows.push_back(v);
   std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.us > b.us; });
   return rows;
+}
+
+// Per op instance: its scratch (MiB, the largest of its nodes': each op's own peak
+// besides its tensors), weights streamed ahead of it per run (MiB) and how many of its
+// nodes make derived weights per call ("pc N").
+const char* const kProfileHeader =
+    "  count   total ms   share  scratch MiB  streamed MiB  derived  variant                 op instance\n";
+
+std::string memoryColumns(const ProfileRow& row) {
+  char b[96];
+  std::snprintf(b, sizeof b, "%11.2f  %12.2f  %7s", static_cast<double>(row.scratchBytes) / (1 << 20),
+                static_cast<double>(row.streamedBytes) / (1 << 20),
+                row.derivedPerCall ? ("pc " + std::to_string(row.derivedPerCall)).c_str() : "-");
+  return b;
 }
 
 }  // namespace
@@ -180,21 +202,21 @@ void RunReport::print(std::ostream& os) const {
     const double unetUs = 1000.0 * unet.medianMs;
     const double calls = static_cast<double>(r.unetMs.size());
     os << "\nUNet profile per iteration (median UNet " << ms(unetUs / 1000) << " ms; op instances, most costly first)\n";
-    os << "  count   total ms   share  variant                 op instance\n";
+    os << kProfileHeader;
     for (const auto& row : profileRows(r.profile)) {
       char line[512];
-      std::snprintf(line, sizeof line, "  %5.0f %10.3f %6.1f%%  %-22s  %s\n", row.calls / calls, row.us / calls / 1000,
-                    100.0 * row.us / calls / unetUs, row.variant.c_str(), row.instance.c_str());
+      std::snprintf(line, sizeof line, "  %5.0f %10.3f %6.1f%%  %s  %-22s  %s\n", row.calls / calls, row.us / calls / 1000,
+                    100.0 * row.us / calls / unetUs, memoryColumns(row).c_str(), row.variant.c_str(), row.instance.c_str());
       os << line;
     }
   }
   if (!r.vaeProfile.empty()) {
     os << "\nVAE decoder profile (" << ms(r.vaeMs) << " ms; op instances, most costly first)\n";
-    os << "  count   total ms   share  variant                 op instance\n";
+    os << kProfileHeader;
     for (const auto& row : profileRows(r.vaeProfile)) {
       char line[512];
-      std::snprintf(line, sizeof line, "  %5d %10.3f %6.1f%%  %-22s  %s\n", row.calls, row.us / 1000,
-                    100.0 * row.us / 1000 / r.vaeMs, row.variant.c_str(), row.instance.c_str());
+      std::snprintf(line, sizeof line, "  %5d %10.3f %6.1f%%  %s  %-22s  %s\n", row.calls, row.us / 1000,
+                    100.0 * row.us / 1000 / r.vaeMs, memoryColumns(row).c_str(), row.variant.c_str(), row.instance.c_str());
       os << line;
     }
   }
@@ -284,10 +306,15 @@ nlohmann::json RunReport::json() const {
       j["unet_profile"].push_back({{"instance", row.instance},
                                    {"variant", row.variant},
                                    {"count_per_step", row.calls / calls},
-                                   {"ms_per_step", row.us / calls / 1000}});
+                                   {"ms_per_step", row.us / calls / 1000},
+                                   {"scratch_bytes", row.scratchBytes},
+                                   {"streamed_bytes_per_step", row.streamedBytes},
+                                   {"derived_per_call_nodes", row.derivedPerCall}});
   }
   for (const auto& row : profileRows(r.vaeProfile))
-    j["vae_profile"].push_back({{"instance", row.instance}, {"variant", row.variant}, {"count", row.calls}, {"ms", row.us / 1000}});
+    j["vae_profile"].push_back({{"instance", row.instance}, {"variant", row.variant}, {"count", row.calls}, {"ms", row.us / 1000},
+                                {"scratch_bytes", row.scratchBytes}, {"streamed_bytes", row.streamedBytes},
+                                {"derived_per_call_nodes", row.derivedPerCall}});
   return j;
 }
 

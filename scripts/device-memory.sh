@@ -8,6 +8,16 @@
 #   bash scripts/device-memory.sh b   f16 weights + f16 activations: unlimited, 2.6GB, 1.8GB,
 #                                     1GiB; f32 unlimited and 4.5GB; the memory ablation
 #                                     (configs/ablation/memory.yaml)
+#   bash scripts/device-memory.sh c1  f16 storage + f16 weights tuned for attention and
+#                                     GroupNorm (model-guided, into build-dev/tuned, a copy of
+#                                     configs/tuned: the next call's tree copy would overwrite
+#                                     configs/), the database and sweeps packed
+#   bash scripts/device-memory.sh c2  (same machine, right after c1) with that database:
+#                                     f16 unlimited, 2.6GB, 1.8GB, 1GiB from pinned and from
+#                                     pageable host copies (nvidia-smi's memory.used sampled
+#                                     beside both: pinned staging must not take device memory),
+#                                     1GiB profiled; f32 unlimited and 4.5GB; PyTorch fp32/fp16
+#                                     peaks in the same call; the memory ablation
 # SD 1.5 512x512, batch 2, 20 PNDM steps, seeded random weights, every run with --report.
 # Every step is capped; the results land in $OUT/memory-PHASE.tgz after each step.
 set -uo pipefail
@@ -70,5 +80,46 @@ if [ "$PHASE" = b ]; then
     --ablation configs/ablation/memory.yaml --out "$R/ablation"
   finish
 fi
-log "unknown phase $PHASE (a or b)"
+DB=build-dev/tuned
+if [ "$PHASE" = c1 ]; then
+  mkdir -p $DB && cp configs/tuned/*.yaml $DB/
+  F16="--precision f16 --weights f16"
+  run f16-warm 150 $F16 --no-decode --steps 2 --db-dir $DB
+  for op in attention groupnorm; do
+    step 160 tune-f16-$op $S tune --op $op --model configs/models/sd15 --storage f16.buffer.nc4hw4 --weights f16 \
+      --strategy model --seconds $([ $op = attention ] && echo 12 || echo 5) --threads 16 --min-ms 5 --llc-mib 60 --sweep-dir build-dev/sweeps --db-dir $DB
+  done
+  cp $DB/nvidia-h200-580.yaml "$R/" && cp -r build-dev/sweeps "$R/sweeps"
+  finish
+fi
+# sampled NAME CAP ARGS...: a run with nvidia-smi's memory.used (MiB, driver context
+# included) sampled every 100 ms beside it; the largest sample goes to NAME-smi-max.txt.
+sampled() {
+  local name=$1
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 100 > "$R/$name-smi.txt" 2>&1 &
+  local smi=$!
+  run "$@"
+  kill $smi 2>/dev/null; wait $smi 2>/dev/null
+  sort -n "$R/$name-smi.txt" | tail -1 > "$R/$name-smi-max.txt"
+  rm -f "$R/$name-smi.txt"
+}
+if [ "$PHASE" = c2 ]; then
+  F16="--precision f16 --weights f16 --db-dir $DB"
+  run f16 90 $F16
+  run f16-2.6GB 90 $F16 --memory-budget 2.6GB
+  run f16-1.8GB 90 $F16 --memory-budget 1.8GB
+  sampled f16-1GiB 120 $F16 --memory-budget 1GiB
+  sampled f16-1GiB-pageable 150 $F16 --memory-budget 1GiB --stream-staging pageable
+  run f16-1GiB-profile 150 $F16 --memory-budget 1GiB --profile --no-decode
+  run f16-profile 90 $F16 --profile --no-decode
+  run f32 90 --db-dir $DB
+  run f32-4.5GB 90 --db-dir $DB --memory-budget 4.5GB
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+    step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
+  fi
+  step 300 ablate-memory $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 \
+    --ablation configs/ablation/memory.yaml --db-dir $DB --out "$R/ablation"
+  finish
+fi
+log "unknown phase $PHASE (a, b, c1 or c2)"
 finish

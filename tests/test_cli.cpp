@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "cli_support.h"
@@ -115,4 +116,30 @@ TEST_F(Cli, KernelDirMissing) {
   expectOneLineError({"check", "--op", "groupnorm", "--variant", "two_pass", "--points", "0", "--storage",
                       "f32.buffer.nchw", "--kernel-dir", "/nonexistent"},
                      {"/nonexistent"});
+}
+
+// bench --memory-budget: F(2x2, 3x3) Winograd fits (430216 bytes on PoCL: tensors,
+// planes, resident transforms), F(6x6, 3x3)'s larger planes (561288) do not and it is
+// refused with its bytes; the direct kernel runs. Exit 0: a refusal under a budget is
+// no failure.
+TEST_F(Cli, BenchUnderAMemoryBudget) {
+  TempDir work;
+  const std::string csv = work.path() + "/bench.csv";
+  const Result r = run({"bench", "--op", "conv", "--shape", "1x32x16x16", "--attrs", "k=3,cout=32", "--storage",
+                        "f32.buffer.nchw", "--variant", "direct,winograd_f2x2_3x3,winograd_f6x6_3x3", "--memory-budget",
+                        "500KiB", "--min-ms", "1", "--csv", csv});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  const auto rows = sdspeed::csvParse(slurp(csv));
+  ASSERT_EQ(rows.size(), 4u) << slurp(csv);
+  std::map<std::string, std::vector<std::string>> by;
+  for (size_t i = 1; i < rows.size(); ++i) by[rows[i][3]] = rows[i];
+  const size_t status = 6, message = 13, footprint = 14, derived = 15;
+  ASSERT_EQ(rows[0][footprint], "footprint_bytes");
+  EXPECT_EQ(by["direct"][status], "ok");
+  EXPECT_EQ(by["winograd_f2x2_3x3"][status], "ok") << by["winograd_f2x2_3x3"][message];
+  EXPECT_EQ(by["winograd_f2x2_3x3"][derived], "resident");  // per call would need as much here
+  EXPECT_LE(std::stoull(by["winograd_f2x2_3x3"][footprint]), 500u * 1024);
+  EXPECT_EQ(by["winograd_f6x6_3x3"][status], "unsupported");
+  EXPECT_NE(by["winograd_f6x6_3x3"][message].find("over --memory-budget"), std::string::npos);
+  EXPECT_GT(std::stoull(by["winograd_f6x6_3x3"][footprint]), 500u * 1024);
 }

@@ -1,14 +1,26 @@
 #include "tuning/measure.h"
 
+#include <cstdio>
 #include <memory>
 #include <random>
+#include <string>
 
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
 
+namespace {
+
+std::string mib(uint64_t b) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.2f MiB", static_cast<double>(b) / (1 << 20));
+  return s;
+}
+
+}  // namespace
+
 TimedCase::TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p, const Problem& prob,
-                     const StorageFormat& f, const TimingPolicy& policy, uint64_t seed)
+                     const StorageFormat& f, const TimingPolicy& policy, uint64_t seed, uint64_t memoryBudget)
     : ctx_(ctx), fam_(fam), format_(f), policy_(policy), tolerance_(fam.tolerance(v, f.dtype)) {
   check_ = checkCase(ctx, fam, v, p, prob, f, seed);
   bytes_ = fam.minBytes(prob, f);
@@ -16,9 +28,33 @@ TimedCase::TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const
   try {
     op_ = fam.prepare(ctx, v, p, prob, f);  // cached program: no rebuild
     data_ = referenceData(fam, prob, f, seed);
+    sets_.push_back(OpTensors::create(ctx, fam, prob, f, false));
+    uint64_t tensors = 0;
+    for (const DeviceTensor* t : sets_.front().args()) tensors += t->desc().bytes();
+    auto footprint = [&] {
+      return tensors + op_->scratchBytes() + (op_->derivedWeightsPerCall() ? 0 : op_->derivedWeightBytes());
+    };
+    footprint_ = footprint();
+    if (memoryBudget && footprint_ > memoryBudget && op_->derivedWeightBytes() > 0) {
+      // Per call the transform needs a scratch region of its own, which for one op alone
+      // may save nothing (the pipeline saves by sharing that region between ops).
+      op_->setDerivedWeightsPerCall(true);
+      if (footprint() < footprint_) footprint_ = footprint();
+      else op_->setDerivedWeightsPerCall(false);
+    }
+    if (memoryBudget && footprint_ > memoryBudget) {
+      check_.status = Status::Unsupported;
+      check_.message = "needs " + mib(footprint_) + " on the device (tensors " + mib(tensors) + ", scratch " +
+                       mib(op_->scratchBytes()) + ", derived weights " +
+                       mib(op_->derivedWeightsPerCall() ? 0 : op_->derivedWeightBytes()) + "), over --memory-budget " +
+                       mib(memoryBudget);
+      sets_.clear();
+      return;
+    }
     // Enough full tensor sets that the bytes the op must touch, rotated, pass the LLC.
     const int rotations = rotationsFor(ctx.device(), bytes_, policy);
-    for (int r = 0; r < rotations; ++r) {
+    sets_.front().upload(data_->inputs);
+    for (int r = 1; r < rotations; ++r) {
       sets_.push_back(OpTensors::create(ctx, fam, prob, f, false));
       sets_.back().upload(data_->inputs);
     }
@@ -72,10 +108,12 @@ bool TimedCase::verify() {
 
 Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                         const Problem& prob, const StorageFormat& f, const TimingPolicy& policy,
-                        uint64_t seed) {
+                        uint64_t seed, uint64_t memoryBudget) {
   Measurement m;
-  TimedCase tc(ctx, fam, v, p, prob, f, policy, seed);
+  TimedCase tc(ctx, fam, v, p, prob, f, policy, seed, memoryBudget);
   m.bytes = tc.bytes();
+  m.footprintBytes = tc.footprintBytes();
+  m.derivedPerCall = tc.derivedPerCall();
   if (tc.ok()) {
     try {
       m.timing = tc.time(policy);

@@ -14,6 +14,8 @@ struct Measurement {
   CheckResult check;      // status / message of the accuracy gate (or build/run failure)
   TimingStats timing;     // valid when check.status == Ok
   size_t bytes = 0;       // the op's minimal traffic (Family::minBytes)
+  uint64_t footprintBytes = 0;  // device bytes of one run (TimedCase::footprintBytes)
+  bool derivedPerCall = false;  // derived weights made per call (a budget asked for it)
   double gbPerSec() const { return timing.medianMs > 0 ? bytes / (timing.medianMs * 1e6) : 0; }
 };
 
@@ -24,8 +26,12 @@ struct Measurement {
 // created and uploaded.
 class TimedCase {
  public:
+  // memoryBudget (bytes, 0: none): the op's device footprint of one run must fit; a
+  // convolution whose resident derived weights do not fit makes them per call (as the
+  // pipeline's budget does) when that needs fewer bytes, and what still does not fit is
+  // Unsupported, naming its bytes.
   TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p, const Problem& prob,
-            const StorageFormat& f, const TimingPolicy& policy, uint64_t seed);
+            const StorageFormat& f, const TimingPolicy& policy, uint64_t seed, uint64_t memoryBudget = 0);
   // The gate's result, or RunFailed when preparing or a timed run threw, or
   // Inaccurate when the output was wrong after the timed launches (verify()).
   const CheckResult& check() const { return check_; }
@@ -33,6 +39,11 @@ class TimedCase {
   size_t bytes() const { return bytes_; }
   int rotations() const { return static_cast<int>(sets_.size()); }
   bool fitsInCache() const;
+  // One run's device bytes: one tensor set (inputs, weights, output), the op's scratch and
+  // its resident derived weights. The extra tensor sets timing rotates through to get past
+  // the cache are the measurement's, not the op's, and are not counted.
+  uint64_t footprintBytes() const { return footprint_; }
+  bool derivedPerCall() const { return op_ && op_->derivedWeightsPerCall(); }
   // timeOp (runtime/timing.h) with `policy`, the rotation continuing where the last
   // call left it. Requires ok(); on a failed launch check() becomes RunFailed and the
   // Error is rethrown.
@@ -49,6 +60,7 @@ class TimedCase {
   Tolerance tolerance_;  // the variant's
   CheckResult check_;
   size_t bytes_ = 0;
+  uint64_t footprint_ = 0;
   std::unique_ptr<PreparedOp> op_;
   std::shared_ptr<const ReferenceData> data_;
   std::vector<OpTensors> sets_;
@@ -57,6 +69,6 @@ class TimedCase {
 
 Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                         const Problem& prob, const StorageFormat& f, const TimingPolicy& policy,
-                        uint64_t seed);
+                        uint64_t seed, uint64_t memoryBudget = 0);
 
 }  // namespace sdspeed

@@ -148,33 +148,6 @@ void checkFitsF16(const std::vector<float>& values, const std::string& component
     }
 }
 
-uint64_t parseMemorySize(const std::string& what, const std::string& text) {
-  // Decimal units are powers of 10 (GB = 10^9), binary ones of 2 (GiB = 2^30), as the
-  // report prints them; a bare number is bytes.
-  static const std::pair<const char*, double> units[] = {{"GiB", 1073741824.0}, {"MiB", 1048576.0}, {"KiB", 1024.0},
-                                                         {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1.0}};
-  double scale = 1.0;
-  std::string number = text;
-  for (const auto& [u, f] : units) {
-    const std::string unit = u;
-    if (text.size() > unit.size() && text.compare(text.size() - unit.size(), unit.size(), unit) == 0) {
-      number = text.substr(0, text.size() - unit.size());
-      scale = f;
-      break;
-    }
-  }
-  double value = 0;
-  size_t used = 0;
-  try {
-    value = std::stod(number, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != number.size() || !(value > 0) || value * scale > 1e15)
-    throw Error(what + " wants a size such as 4.5GB, 1GiB, 1800MB or bytes, got '" + text + "'");
-  return static_cast<uint64_t>(value * scale);
-}
-
 ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format) {
   const auto& ts = graph.tensors();
   const auto& nodes = graph.nodes();
@@ -316,7 +289,9 @@ void GraphExecutor::lessScratch(const TunedChooser& chooser, bool convolutions) 
       if (opt_.derivedWeightsPerCall || ops_[i]->derivedWeightsPerCall())
         if (op->derivedWeightBytes() > 0) op->setDerivedWeightsPerCall(true);
       const uint64_t bytes = op->scratchBytes() + (op->derivedWeightsPerCall() ? 0 : op->derivedWeightBytes());
-      if (bytes < now && (!best || bytes < best->scratchBytes())) {
+      // A switch must save at least a thousandth of the budget: another variant costs
+      // time, and KiB-sized savings (a GroupNorm's partials) never decide a fit.
+      if (bytes + opt_.memoryBudget / 1000 < now && (!best || bytes < best->scratchBytes())) {
         best = std::move(op);
         bestChoice = *c;
       }

@@ -16,6 +16,7 @@
 #include "pipeline/model/graph.h"
 #include "pipeline/weights.h"
 #include "runtime/memory_planner.h"
+#include "runtime/memory_size.h"
 #include "runtime/tensor.h"
 #include "tuning/database.h"
 
@@ -89,9 +90,6 @@ std::string weightsSpecText(const ExecOptions& opt);
 // f16 rounding would make such a value inf, silently.
 void checkFitsF16(const std::vector<float>& values, const std::string& component, const std::string& tensor);
 
-// "4.5GB" (10^9), "1GiB" (2^30), "1800MB", "512MiB", or bytes (the units the report
-// prints); an Error naming `what` (e.g. "--memory-budget") otherwise.
-uint64_t parseMemorySize(const std::string& what, const std::string& text);
 
 // What one node runs with, and why.
 struct NodeChoice {

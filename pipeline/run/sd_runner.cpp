@@ -31,6 +31,9 @@ void addProfile(const GraphExecutor& exec, const RunTiming& t, std::map<int, OpP
     p.label = exec.graph().nodes()[static_cast<size_t>(nt.node)].label;
     p.instance = c.instance;
     p.variant = c.variant;
+    p.scratchBytes = c.scratchBytes;
+    p.streamedBytes = c.streamedBytes;
+    p.derivedPerCall = c.derivedPerCall;
     p.us += nt.us;
     ++p.calls;
   }

@@ -40,6 +40,9 @@ struct OpProfile {
   std::string label, instance, variant;
   double us = 0;  // summed over the steps
   int calls = 0;
+  uint64_t scratchBytes = 0;   // its own scratch, alive for it alone (NodeChoice)
+  uint64_t streamedBytes = 0;  // weight bytes uploaded ahead of it per call
+  bool derivedPerCall = false; // makes its derived weights per call
 };
 
 // Wall time outside the timed totals, per component.
