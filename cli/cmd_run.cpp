@@ -33,7 +33,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "       [--input-ids F:T] [--uncond-input-ids F:T] [--init-latents F:T] [--save-latents F] [--save-decoded F]\n"
            "       [--no-decode] [--no-warmup] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
            "       [--memory-budget SIZE] [--derived-weights resident|per-call] [--scratch planned|own]\n"
-           "       [--arena-binding offsets|sub-buffers] [--stream-staging pinned|pageable] [--vae-tile N]\n"
+           "       [--arena-binding offsets|sub-buffers] [--stream-staging ring|pageable] [--vae-tile N]\n"
            "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n"
            "Each component is loaded and warmed up just before it first runs and freed once its output exists\n"
            "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n"

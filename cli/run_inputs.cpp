@@ -95,10 +95,10 @@ void applyMemoryOptions(const Args& a, ExecOptions& exec) {
   if (binding != "offsets" && binding != "sub-buffers")
     throw Error("--arena-binding wants offsets or sub-buffers, got '" + binding + "'");
   exec.arenaSubBuffers = binding == "sub-buffers";
-  const std::string staging = a.get("stream-staging", "pinned");
-  if (staging != "pinned" && staging != "pageable")
-    throw Error("--stream-staging wants pinned or pageable, got '" + staging + "'");
-  exec.pinnedStaging = staging == "pinned";
+  const std::string staging = a.get("stream-staging", "ring");
+  if (staging != "ring" && staging != "pageable")
+    throw Error("--stream-staging wants ring or pageable, got '" + staging + "'");
+  exec.pinnedStaging = staging == "ring";
   if (a.has("vae-tile")) {
     exec.vaeTile = a.getInt("vae-tile", 0);
     if (exec.vaeTile < 4) throw Error("--vae-tile wants a tile of at least 4 latent pixels, got '" + a.get("vae-tile") + "'");

@@ -38,7 +38,7 @@ RunSetup runSetup(const Args& a);
 void printProgress(int done, int total, double unetMs);
 
 // --memory-budget SIZE, --derived-weights resident|per-call, --scratch planned|own,
-// --arena-binding offsets|sub-buffers, --stream-staging pinned|pageable (see ExecOptions).
+// --arena-binding offsets|sub-buffers, --stream-staging ring|pageable (see ExecOptions).
 void applyMemoryOptions(const Args& a, ExecOptions& exec);
 
 }  // namespace sdspeed

@@ -178,8 +178,10 @@ void RunReport::print(std::ostream& os) const {
     for (const auto& choice : c.memory.budgetChoices) os << "  budget: " << choice << "\n";
     if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
     if (c.memory.stagingHostBytes)
-      os << "  streamed weights' host copies: " << mib(c.memory.stagingHostBytes)
-         << (c.memory.stagingPinned ? " in pinned staging" : " in pageable memory") << " (host memory)\n";
+      os << "  streamed weights' host copies: " << mib(c.memory.stagingHostBytes) << " (host memory), uploaded "
+         << (c.memory.stagingRingBytes ? "through a pinned staging ring of " + mib(c.memory.stagingRingBytes) + " (counted)"
+                                       : std::string("from pageable memory"))
+         << "\n";
   }
   if (exec.memoryBudget)
     os << "memory budget " << gb(exec.memoryBudget) << " per component\n";
@@ -255,7 +257,7 @@ nlohmann::json RunReport::json() const {
               {"derived_weights", exec.derivedWeightsPerCall ? "per-call" : "resident"},
               {"memory_budget_bytes", exec.memoryBudget},
               {"arena_binding", exec.arenaSubBuffers ? "sub-buffers" : "offsets"},
-              {"stream_staging", exec.pinnedStaging ? "pinned" : "pageable"}};
+              {"stream_staging", exec.pinnedStaging ? "ring" : "pageable"}};
   j["variant_overrides"] = exec.variants;
   const TimingStats unet = unetStats(r);
   j["time_ms"] = {{"text_encoder", r.textMs},
@@ -284,6 +286,7 @@ nlohmann::json RunReport::json() const {
               {"planned_scratch_bytes", c.memory.plannedScratchBytes},
               {"streamed_bytes_per_run", c.memory.streamedBytes},
               {"streamed_host_copy_bytes", c.memory.stagingHostBytes},
+              {"streaming_ring_bytes", c.memory.stagingRingBytes},
               {"estimated_bytes", c.memory.estimatedBytes},
               {"budget_choices", c.memory.budgetChoices},
               {"device_footprint_bytes", c.deviceBytes}};

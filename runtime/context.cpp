@@ -175,10 +175,10 @@ void Context::readImage(cl_mem img, void* data, size_t width, size_t height) {
 
 Context::HostStaging::HostStaging(Context& ctx, size_t bytes) : ctx_(ctx), bytes_(bytes) {
   cl_int err = CL_SUCCESS;
-  // Not through createBuffer: host memory, outside the device's live count.
   mem_ = ClMem(clCreateBuffer(ctx.handle(), CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, std::max<size_t>(bytes, 4), nullptr, &err));
   if (err != CL_SUCCESS)
     throw ClError("clCreateBuffer", err, "allocating " + std::to_string(bytes) + " bytes of pinned host staging");
+  ctx.track(mem_.get(), std::max<size_t>(bytes, 4));
   void* p = clEnqueueMapBuffer(ctx.queue(), mem_.get(), CL_TRUE, CL_MAP_WRITE | CL_MAP_READ, 0, std::max<size_t>(bytes, 4), 0,
                                nullptr, nullptr, &err);
   if (err != CL_SUCCESS) throw ClError("clEnqueueMapBuffer", err, "mapping " + std::to_string(bytes) + " bytes of host staging");

@@ -80,7 +80,10 @@ class Context {
   // page-locked host memory (NVIDIA's and AMD's OpenCL guides give this as the way to
   // pinned transfers), so clEnqueueWriteBuffer from data() is a DMA that can overlap
   // kernels instead of a copy through the driver's own bounce buffers; on a phone's
-  // unified memory it is ordinary shared DRAM. Host memory: not in the device count.
+  // unified memory it is ordinary shared DRAM. Counted as device memory: on the H200
+  // NVIDIA's driver backs each such buffer with as much device memory as well
+  // (nvidia-smi's memory.used grew by the staged bytes, results/memory/README.md), and
+  // on unified memory it is the GPU's DRAM anyway.
   class HostStaging {
    public:
     HostStaging(Context& ctx, size_t bytes);

@@ -79,10 +79,12 @@ double psnr(const std::vector<float>& a, const std::vector<float>& b) {
 
 // A tiled decode against the whole one on tiny-sd-a (16x16 latents): each tile's
 // GroupNorm statistics and mid-block attention see only the tile, so it is not
-// bit-identical. Measured on PoCL: 38.0 dB with 12-latent tiles (4 tiles), 29.9 dB with
-// 8-latent tiles (9 tiles, each seeing a quarter of the image). The bound, 6 dB under the
-// 12-latent figure, is for tiles of 3/4 of the side, which a budget tries first.
-constexpr double kTiledPsnrDb = 32.0;
+// bit-identical. Measured on PoCL: 32.6 dB with 2x2 tiles of 10 latents overlapping by 4
+// (what a budget tries first here), 38.0 dB with --vae-tile 12 (2x2 overlapping by 8),
+// 28.3 dB with tiles of 9 overlapping by 2. Bounds 2.6 and 3 dB under the measurements;
+// (A mutation placing tiles one latent off fails both tests: uncovered pixels, NaN.)
+constexpr double kTiledPsnrDb = 30.0;
+constexpr double kTile12PsnrDb = 35.0;
 
 TEST(MemoryModes, OutputsBitIdenticalInEveryMode) {
   const Outputs ref = runTiny(baseOptions());
@@ -103,7 +105,13 @@ TEST(MemoryModes, OutputsBitIdenticalInEveryMode) {
        [](ExecOptions& e, const ExecMemory& m) { e.memoryBudget = m.estimatedBytes - m.derivedWeightBytes / 4; }},
       // Half the footprint: every transform per call and weights streamed.
       {"budget: streaming", [](ExecOptions& e, const ExecMemory& m) { e.memoryBudget = m.estimatedBytes / 2; }},
-      // The same from pageable host copies (the driver's own staging) instead of pinned ones.
+      // Weights in many 4 KiB chunks through the ring (each slot reused many times per call).
+      {"budget: streaming, 4 KiB ring slots",
+       [](ExecOptions& e, const ExecMemory& m) {
+         e.memoryBudget = m.estimatedBytes / 2;
+         e.stagingSlotBytes = 4096;
+       }},
+      // The same from pageable host copies (the driver's own staging) instead of the ring.
       {"budget: streaming, pageable",
        [](ExecOptions& e, const ExecMemory& m) {
          e.memoryBudget = m.estimatedBytes / 2;
@@ -199,6 +207,10 @@ TEST(MemoryModes, StreamingFitsTheDeviceBytesInTheBudget) {
   EXPECT_LE(held, exec.memoryBudget);
   EXPECT_GT(m.streamedBytes, 0u);
   EXPECT_EQ(m.derivedWeightBytes, 0u);
+  // The pinned ring is device memory too (NVIDIA backs it with some): in the held bytes
+  // above and in the estimate.
+  EXPECT_GT(m.stagingRingBytes, 0u);
+  EXPECT_LE(m.estimatedBytes, exec.memoryBudget);
 }
 
 TEST(VaeTiling, OriginsSpreadEvenlyWithTheOverlap) {
@@ -231,7 +243,7 @@ TEST(VaeTiling, TiledDecodeWithinItsTolerance) {
   EXPECT_EQ(got.unet, ref.unet);  // the UNet is not touched
   ASSERT_TRUE(got.vaeTiling.tiled());
   EXPECT_EQ(got.vaeTiling.tiles(), 4);
-  EXPECT_GE(psnr(got.decoded, ref.decoded), kTiledPsnrDb) << got.vaeTiling.describe();
+  EXPECT_GE(psnr(got.decoded, ref.decoded), kTile12PsnrDb) << got.vaeTiling.describe();
   EXPECT_GT(got.vaeTiling.seamRms, 0.0);
   EXPECT_TRUE(std::isfinite(got.vaeTiling.seamMaxAbs));
   // Smaller tiles: a smaller arena.

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <thread>
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -15,6 +17,23 @@ namespace {
 
 // Host inputs (token ids, timesteps) are f32 NCHW whatever the weight format.
 const StorageFormat kHostInputFormat{DType::F32, Storage::Buffer, Layout::NCHW};
+
+// The pinned staging ring's slots (ExecOptions::pinnedStaging, GraphExecutor::ringSlotBytes).
+constexpr int kRingSlots = 3;
+
+// memcpy by several threads: one host thread copies ~5-10 GB/s, too slow to keep up
+// with a PCIe DMA (and with the kernels) when a gigabyte streams per UNet call.
+void parallelCopy(uint8_t* dst, const uint8_t* src, size_t bytes) {
+  const size_t threads = bytes < (4u << 20) ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
+  const size_t part = (bytes + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) {
+    const size_t at = t * part;
+    if (at < bytes) pool.emplace_back([=] { std::memcpy(dst + at, src + at, std::min(part, bytes - at)); });
+  }
+  std::memcpy(dst, src, std::min(part, bytes));
+  for (auto& th : pool) th.join();
+}
 
 // The chosen point if the family can run it here, else why not.
 std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, const StorageFormat& f,
@@ -240,6 +259,7 @@ uint64_t GraphExecutor::footprint() const {
   for (size_t id = 0; id < ts.size(); ++id)
     if (ts[id].kind == GraphTensor::Kind::Weight && !streamed_[id])
       total += TensorDesc{ts[id].shape, opt_.format.params()}.bytes();
+  total += kRingSlots * ringSlotBytes();
   uint64_t ownScratch = 0;
   for (const auto& op : ops_) {
     if (!op->derivedWeightsPerCall()) total += op->derivedWeightBytes();
@@ -433,7 +453,8 @@ GraphExecutor::~GraphExecutor() {
   } catch (const std::exception&) {
   }
   uploadDone_.clear();
-  hostWeights_.clear();  // unmapped while the context's queue is idle
+  ringBusy_.clear();
+  ring_.clear();  // unmapped while the context's queues are idle
   ops_.clear();
   args_.clear();
   placeholders_.clear();
@@ -444,8 +465,7 @@ GraphExecutor::~GraphExecutor() {
 void GraphExecutor::allocate(const WeightSource& weights) {
   const auto& ts = graph_.tensors();
   tensors_.resize(ts.size());
-  hostWeights_.clear();
-  hostWeights_.resize(ts.size());
+  hostWeights_.assign(ts.size(), {});
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
     const TensorDesc desc{t.shape, t.kind == GraphTensor::Kind::HostInput ? kHostInputFormat : opt_.format.params()};
@@ -453,18 +473,9 @@ void GraphExecutor::allocate(const WeightSource& weights) {
       const std::vector<float> values = weights.load(t.name, t.diskShape);
       if (opt_.format.weights == DType::F16) checkFitsF16(values, graph_.component(), t.name);
       if (streamed_[id]) {
-        // Placed in the arena below; uploaded from here before every run.
-        std::vector<uint8_t> packed = packTensor(desc, values);
-        HostCopy& h = hostWeights_[id];
-        if (opt_.pinnedStaging) {
-          h.pinned = std::make_unique<Context::HostStaging>(ctx_, packed.size());
-          std::copy(packed.begin(), packed.end(), h.pinned->data());
-        } else {
-          h.pageable = std::move(packed);
-        }
+        hostWeights_[id] = packTensor(desc, values);  // placed in the arena below
         memory_.streamedBytes += desc.bytes();
-        memory_.stagingHostBytes += h.size();
-        memory_.stagingPinned = opt_.pinnedStaging;
+        memory_.stagingHostBytes += hostWeights_[id].size();
         continue;
       }
       auto d = std::make_unique<DeviceTensor>(ctx_, desc);
@@ -558,6 +569,23 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   }
   uploadDone_.clear();
   uploadDone_.resize(ts.size());
+  ring_.clear();
+  if (const uint64_t slot = ringSlotBytes())
+    for (int k = 0; k < kRingSlots; ++k) ring_.push_back(std::make_unique<Context::HostStaging>(ctx_, slot));
+  ringBusy_.assign(ring_.size(), ClEvent());
+  memory_.stagingRingBytes = ring_.size() * ringSlotBytes();
+}
+
+// Slots of at most ExecOptions::stagingSlotBytes, 32 MiB (a 1280x1280 3x3 f16 weight is
+// 28 MiB: one slot; the largest f32 ones take two), as large as the largest streamed weight below that; three, so one
+// fills while one uploads and one is read by nothing yet.
+uint64_t GraphExecutor::ringSlotBytes() const {
+  if (!opt_.pinnedStaging) return 0;
+  uint64_t largest = 0;
+  const auto& ts = graph_.tensors();
+  for (size_t id = 0; id < ts.size(); ++id)
+    if (streamed_[id]) largest = std::max(largest, TensorDesc{ts[id].shape, opt_.format.params()}.bytes());
+  return std::min<uint64_t>(largest, opt_.stagingSlotBytes);
 }
 
 // Zero placeholders for unused slots, one per (shape, kind), shared by nodes; made
@@ -625,18 +653,42 @@ std::vector<float> GraphExecutor::output(const std::string& name) const {
 
 // Streamed weights whose upload starts with `node`: on the copy queue, after every op
 // before `node` has finished (opBefore: a marker behind them; null for node 0, when the
-// queue is idle), so each upload overlaps `node`'s kernels.
+// queue is idle), so each upload overlaps `node`'s kernels. Through the ring: each
+// chunk waits for its slot's last upload, is copied into it on the host and uploaded
+// from it; the host thread runs ahead of the device by at most the ring.
 void GraphExecutor::enqueueUploads(int node, cl_event opBefore) {
+  cl_command_queue q = ctx_.copyQueue();
   for (int id : uploadsAt_[static_cast<size_t>(node)]) {
-    const HostCopy& bytes = hostWeights_[static_cast<size_t>(id)];
+    const auto& bytes = hostWeights_[static_cast<size_t>(id)];
     const DeviceTensor& t = *tensors_[static_cast<size_t>(id)];
     cl_event done = nullptr;
-    clCheck(clEnqueueWriteBuffer(ctx_.copyQueue(), t.mem(), CL_FALSE, t.offsetBytes(), bytes.size(), bytes.data(),
-                                 opBefore ? 1 : 0, opBefore ? &opBefore : nullptr, &done),
-            "clEnqueueWriteBuffer (weight stream)");
+    if (ring_.empty()) {
+      clCheck(clEnqueueWriteBuffer(q, t.mem(), CL_FALSE, t.offsetBytes(), bytes.size(), bytes.data(), opBefore ? 1 : 0,
+                                   opBefore ? &opBefore : nullptr, &done),
+              "clEnqueueWriteBuffer (weight stream)");
+    } else {
+      const size_t slotBytes = ring_.front()->size();
+      for (size_t at = 0; at < bytes.size(); at += slotBytes) {
+        const size_t k = ringNext_++ % ring_.size();
+        if (ringBusy_[k]) {
+          cl_event e = ringBusy_[k].get();
+          clCheck(clWaitForEvents(1, &e), "clWaitForEvents (staging slot)");
+        }
+        const size_t n = std::min(slotBytes, bytes.size() - at);
+        parallelCopy(ring_[k]->data(), bytes.data() + at, n);
+        if (done) clReleaseEvent(done);
+        done = nullptr;
+        clCheck(clEnqueueWriteBuffer(q, t.mem(), CL_FALSE, t.offsetBytes() + at, n, ring_[k]->data(), opBefore ? 1 : 0,
+                                     opBefore ? &opBefore : nullptr, &done),
+                "clEnqueueWriteBuffer (weight stream)");
+        clCheck(clRetainEvent(done), "clRetainEvent");
+        ringBusy_[k] = ClEvent(done);
+        clCheck(clFlush(q), "clFlush (copy queue)");  // its event is waited for on the host
+      }
+    }
     uploadDone_[static_cast<size_t>(id)] = ClEvent(done);
   }
-  clCheck(clFlush(ctx_.copyQueue()), "clFlush (copy queue)");
+  clCheck(clFlush(q), "clFlush (copy queue)");
 }
 
 RunTiming GraphExecutor::run(bool profile) {

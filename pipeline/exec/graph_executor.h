@@ -52,10 +52,13 @@ struct ExecOptions {
   // the op that reads them, on a second queue. Too small a budget is an Error naming
   // the smallest one that works.
   uint64_t memoryBudget = 0;
-  // Streamed weights' host copies in pinned staging (Context::HostStaging: uploads are
-  // DMA that overlap kernels) or in pageable memory (the driver copies them through its
-  // own buffers first: the behaviour before staging, kept for the measurement).
+  // Streamed weights go from their (pageable) host copies through a small ring of pinned
+  // staging buffers (Context::HostStaging, counted in the footprint: a few slots of at
+  // most 32 MiB), filled by several host threads, so each upload is a DMA that overlaps
+  // kernels; false: straight from the pageable copies (the driver stages them through
+  // its own buffers, serially: the behaviour before the ring, kept for the measurement).
   bool pinnedStaging = true;
+  uint64_t stagingSlotBytes = 32ull << 20;  // the ring's largest slot (tests make it small: chunked uploads)
   // false: a budget that the first two steps cannot meet fails (BudgetNeedsStreaming)
   // instead of streaming weights; the pipeline then tries a tiled VAE decode first.
   bool budgetMayStream = true;
@@ -121,7 +124,7 @@ struct ExecMemory {
   uint64_t activationBytes = 0;     // the chosen plan's device memory: activations (+ planned scratch, streamed weights)
   uint64_t streamedBytes = 0;       // weight bytes uploaded per run (streaming)
   uint64_t stagingHostBytes = 0;    // their host copies (host memory, not in the device count)
-  bool stagingPinned = false;       // ... in pinned staging (else pageable)
+  uint64_t stagingRingBytes = 0;    // the pinned staging ring they pass through (counted)
   uint64_t otherBytes = 0;          // host inputs and placeholders for unused slots
   uint64_t estimatedBytes = 0;      // the component's footprint, estimated before allocating
   uint64_t budgetBytes = 0;         // ExecOptions::memoryBudget
@@ -194,14 +197,13 @@ class GraphExecutor {
   std::vector<TensorUsage> planRecords_;
   std::optional<MemoryPlan> plan_;
   std::vector<bool> streamed_;                  // by graph tensor id: a streamed weight
-  // Streamed weights' packed bytes, by tensor id: pinned staging or pageable memory.
-  struct HostCopy {
-    std::vector<uint8_t> pageable;
-    std::unique_ptr<Context::HostStaging> pinned;
-    const uint8_t* data() const { return pinned ? pinned->data() : pageable.data(); }
-    size_t size() const { return pinned ? pinned->size() : pageable.size(); }
-  };
-  std::vector<HostCopy> hostWeights_;
+  std::vector<std::vector<uint8_t>> hostWeights_;  // streamed weights' packed bytes, by tensor id
+  // The pinned staging ring (ExecOptions::pinnedStaging): slots used in turn, each busy
+  // until the upload reading it has finished.
+  uint64_t ringSlotBytes() const;  // 0 when nothing streams through a ring
+  std::vector<std::unique_ptr<Context::HostStaging>> ring_;
+  std::vector<ClEvent> ringBusy_;
+  size_t ringNext_ = 0;
   std::vector<std::vector<int>> uploadsAt_;    // per node: streamed weights whose upload starts with it
   std::vector<std::vector<int>> readyBy_;      // per node: streamed weights it must wait for
   std::vector<ClEvent> uploadDone_;            // by tensor id, during run()

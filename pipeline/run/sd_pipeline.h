@@ -49,6 +49,8 @@ struct VaeTiling {
 // Evenly spread origins of tiles of `tile` covering [0, size) with neighbours
 // overlapping by at least `overlap` (one tile when it covers all).
 std::vector<int64_t> tileOrigins(int64_t size, int64_t tile, int64_t overlap);
+// The overlap tiles of an image whose longer latent side is `side` keep.
+int64_t tileOverlap(int64_t side);
 
 // What a component ran with; kept when it is released, so reports can still read it.
 struct ComponentStats {
