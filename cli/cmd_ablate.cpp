@@ -341,6 +341,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   const DeviceInfo dev = deviceFromArgs(a);
   Context ctx(dev, contextOptionsFromArgs(a));
   const std::string out = a.get("out", "results/ablation/" + dev.key());
+  checkWritable(out + "/ablation.json", "--out");  // before the runs, not after them
   fs::create_directories(out);
   std::string command = "sdspeed ablate";
   for (const auto& s : rawArgv) command += " " + s;

@@ -87,6 +87,8 @@ int cmdCheck(const std::vector<std::string>& argv) {
     throw Error("--attrs needs --shape");
   }
 
+  // Before the run, not after it: an unwritable --csv would throw away every result.
+  if (args.has("csv")) checkWritable(args.get("csv"), "--csv");
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
   std::cout << "device: " << ctx.device().name << " (" << ctx.device().index() << ", "
             << ctx.device().driverVersion << ", " << ctx.device().openclVersion << ")\n";

@@ -11,6 +11,7 @@
 #endif
 #include "cli/table.h"
 #include "kernels/registry.h"
+#include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 #include "tuning/check.h"
 #include "tuning/database.h"
@@ -197,6 +198,7 @@ int cmdTune(const std::vector<std::string>& argv) {
     SweepCache cache(sweepDir + "/" + key + "/" + fam.name() + ".csv", paramNames(fam));
     if (cache.droppedPartialRows()) std::cout << "dropped a half-written row from " << cache.path() << "\n";
     const std::string dbPath = dbDir + "/" + key + ".yaml";
+    checkWritable(dbPath, "--db-dir");  // before the sweep, which may take hours
     TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, dev);
     const auto space = tuningSpace(fam, dev, args.list("variant"));
     // A variant this device cannot run at all for lack of a capability (fp16

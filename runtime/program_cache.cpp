@@ -1,10 +1,13 @@
 #include "runtime/program_cache.h"
 
 #include <cstdlib>
+#include <filesystem>
+#include <iostream>
 
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
 #include "runtime/hash.h"
+#include "runtime/program_entry.h"
 
 namespace sdspeed {
 
@@ -52,20 +55,43 @@ ClProgram ProgramCache::buildFromSource(const std::string& label, const std::str
   return program;
 }
 
-ClProgram ProgramCache::loadBinary(const std::string& path, const std::string& options) {
-  std::string bin;
-  if (!readFile(path, bin) || bin.empty()) return {};
-  const unsigned char* data = reinterpret_cast<const unsigned char*>(bin.data());
-  size_t len = bin.size();
+namespace {
+
+// One line on stderr, then the entry is deleted: it is rebuilt and stored again.
+void discardEntry(const std::string& path, const std::string& why) {
+  std::cerr << "sdspeed: warning: program cache entry " << path << " is unusable (" << why
+            << "); deleted, rebuilding\n";
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
+}
+
+}  // namespace
+
+ClProgram ProgramCache::loadBinary(const std::string& path, const std::string& key, const std::string& options) {
+  std::string bytes;
+  if (!readFile(path, bytes)) return {};  // no entry yet
+  // Checked before the driver sees it: some drivers crash on a damaged binary.
+  const DecodedProgramEntry entry = decodeProgramEntry(bytes, key);
+  if (!entry.ok()) {
+    discardEntry(path, entry.error);
+    return {};
+  }
+  const unsigned char* data = reinterpret_cast<const unsigned char*>(entry.binary.data());
+  size_t len = entry.binary.size();
   cl_int status = CL_SUCCESS, err = CL_SUCCESS;
   ClProgram program(clCreateProgramWithBinary(ctx_, 1, &dev_.id, &len, &data, &status, &err));
-  if (err != CL_SUCCESS || status != CL_SUCCESS) return {};  // stale or corrupt: rebuild
-  if (clBuildProgram(program.get(), 1, &dev_.id, options.c_str(), nullptr, nullptr) != CL_SUCCESS)
+  if (err != CL_SUCCESS || status != CL_SUCCESS || !program) {
+    discardEntry(path, "the driver rejects the binary");
     return {};
+  }
+  if (clBuildProgram(program.get(), 1, &dev_.id, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    discardEntry(path, "the driver cannot build the binary");
+    return {};
+  }
   return program;
 }
 
-void ProgramCache::storeBinary(cl_program program, const std::string& path) {
+void ProgramCache::storeBinary(cl_program program, const std::string& path, const std::string& key) {
   size_t size = 0;
   if (clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr) !=
           CL_SUCCESS ||
@@ -76,7 +102,7 @@ void ProgramCache::storeBinary(cl_program program, const std::string& path) {
   if (clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof(ptr), &ptr, nullptr) != CL_SUCCESS)
     return;
   try {
-    writeFileAtomically(path, bin);
+    writeFileAtomically(path, encodeProgramEntry(key, bin));
   } catch (const Error&) {
     // A read-only or full cache directory must not fail the run; it only costs rebuilds.
   }
@@ -113,12 +139,12 @@ cl_program ProgramCache::get(const std::string& label, const std::string& source
   bool fromDisk = false;
   const std::string path = dir_.empty() ? std::string() : dir_ + "/programs/" + key + ".bin";
   if (!path.empty()) {
-    program = loadBinary(path, options);
+    program = loadBinary(path, key, options);
     fromDisk = static_cast<bool>(program);
   }
   if (!program) {
     program = buildFromSource(label, source, options);
-    if (!path.empty()) storeBinary(program.get(), path);
+    if (!path.empty()) storeBinary(program.get(), path, key);
   }
   std::lock_guard<std::mutex> lock(mu_);
   // Only this thread builds `key` (the others wait above), so the insert is new.

@@ -2,6 +2,8 @@
 // text) plus build options, and cached twice: in memory for the process, and on disk
 // as device binaries keyed by device + driver + source + options, so a re-run of the
 // same sweep does not compile again. A build failure throws with the compiler log.
+// Disk entries carry a checked header (runtime/program_entry.h): a damaged one is
+// reported in one warning line, deleted and rebuilt, never handed to the driver.
 #pragma once
 
 #include <condition_variable>
@@ -51,8 +53,8 @@ class ProgramCache {
  private:
   ClProgram buildFromSource(const std::string& label, const std::string& source,
                             const std::string& options);
-  ClProgram loadBinary(const std::string& path, const std::string& options);
-  void storeBinary(cl_program program, const std::string& path);
+  ClProgram loadBinary(const std::string& path, const std::string& key, const std::string& options);
+  void storeBinary(cl_program program, const std::string& path, const std::string& key);
   std::string buildLog(cl_program program) const;
 
   cl_context ctx_;

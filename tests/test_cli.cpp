@@ -68,6 +68,16 @@ TEST_F(Cli, OptionMissingValue) { expectOneLineError({"check", "--op"}, {"--op n
 
 TEST_F(Cli, UnknownVerb) { expectOneLineError({"frobnicate"}, {"unknown verb 'frobnicate'"}); }
 
+// An output that cannot be written fails before the run, in one line naming the flag
+// and the path (runtime/atomic_file.h checkWritable), not after every result is in.
+TEST_F(Cli, UnwritableCsvFailsBeforeTheRun) {
+  TempDir work;
+  const std::string file = work.path() + "/a-file";
+  std::ofstream(file) << "x";
+  expectOneLineError({"check", "--op", "groupnorm", "--csv", file + "/result.csv"}, {"--csv", file + "/result.csv"});
+  expectOneLineError({"check", "--op", "groupnorm", "--csv", work.path()}, {"--csv", "is a directory"});
+}
+
 TEST_F(Cli, CheckWritesCsvAndDumpedKernels) {
   TempDir work;
   const std::string dump = work.path() + "/dump", csv = work.path() + "/out/result.csv";

@@ -9,12 +9,15 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "runtime/cl_error.h"
 #include "runtime/context.h"
 #include "runtime/device.h"
+#include "runtime/atomic_file.h"
 #include "runtime/program_cache.h"
+#include "runtime/program_entry.h"
 #include "runtime/tensor.h"
 #include "runtime/timing.h"
 #include "test_support.h"
@@ -291,6 +294,67 @@ TEST(ProgramCache, CorruptBinaryIsRebuilt) {
   EXPECT_EQ(ctx.programs().stats().builds, 1);
   EXPECT_EQ(ctx.programs().stats().diskHits, 0);
   runFill(ctx, p, 1.5f);
+}
+
+// A damaged disk entry (issue #19) used to reach clCreateProgramWithBinary, where PoCL
+// crashes on a truncated binary, on every run until the cache was deleted. Each kind of
+// damage is made here from a real entry; a fresh cache must warn naming the file,
+// rebuild (builds 1, diskHits 0), run the program, and leave a valid entry that the
+// next cache loads from disk.
+TEST(ProgramCache, DamagedEntriesAreRebuiltNotHandedToTheDriver) {
+  SDSPEED_SEEDED_RNG(rng);
+  TempDir dir;
+  const std::string src = uniqueSource(rng());
+  std::string key, path;
+  {
+    Context first(testDevice(), ContextOptions{"", dir.path()});
+    first.programs().get("test.fill", src, "");
+    key = first.programs().keyFor(src, "");
+    path = dir.path() + "/programs/" + key + ".bin";
+  }
+  std::string good;
+  ASSERT_TRUE(readFile(path, good)) << path;
+  ASSERT_TRUE(decodeProgramEntry(good, key).ok()) << decodeProgramEntry(good, key).error;
+  const std::string bin = decodeProgramEntry(good, key).binary;
+  auto flipBit = [&](std::string s, size_t byte) {
+    s[byte] = static_cast<char>(s[byte] ^ (1 << (rng() % 8)));
+    return s;
+  };
+  const std::vector<std::pair<std::string, std::string>> damaged = {
+      {"truncated binary", good.substr(0, kProgramEntryHeaderBytes + bin.size() / 2)},
+      {"truncated header", good.substr(0, kProgramEntryHeaderBytes / 2)},
+      {"empty file", ""},
+      {"zeroed", std::string(good.size(), '\0')},
+      {"bit flipped in the binary", flipBit(good, kProgramEntryHeaderBytes + rng() % bin.size())},
+      {"bit flipped in the header", flipBit(good, rng() % kProgramEntryHeaderBytes)},
+      {"bytes appended", good + "trailing"},
+      {"another key's entry", encodeProgramEntry("0123456789abcdef", bin)},
+      {"older entry without header", bin},
+      {"older entry, truncated", bin.substr(0, bin.size() / 2)},
+  };
+  for (const auto& [what, bytes] : damaged) {
+    SCOPED_TRACE(what);
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    }
+    testing::internal::CaptureStderr();
+    Context ctx(testDevice(), ContextOptions{"", dir.path()});
+    cl_program p = ctx.programs().get("test.fill", src, "");
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(ctx.programs().stats().builds, 1);
+    EXPECT_EQ(ctx.programs().stats().diskHits, 0);
+    EXPECT_CONTAINS(err, path);
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    runFill(ctx, p, static_cast<float>(rng() % 100));
+    std::string after;
+    ASSERT_TRUE(readFile(path, after));
+    EXPECT_TRUE(decodeProgramEntry(after, key).ok()) << decodeProgramEntry(after, key).error;
+    Context next(testDevice(), ContextOptions{"", dir.path()});
+    next.programs().get("test.fill", src, "");
+    EXPECT_EQ(next.programs().stats().diskHits, 1);
+    EXPECT_EQ(next.programs().stats().builds, 0);
+  }
 }
 
 TEST(ProgramCache, SyntaxErrorThrowsWithCompilerLog) {

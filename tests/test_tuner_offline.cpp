@@ -262,6 +262,87 @@ TEST(TuningDatabase, MalformedFilesNameLineAndKey) {
   EXPECT_NE(msg.find("malformed YAML"), std::string::npos) << msg;
 }
 
+// A valid database; each defect below changes one thing in it (issue #19: all of
+// these used to load silently, and a lookup then ran parameters nobody measured or
+// never found the entry).
+const std::string kGoodDatabase =
+    "format: 1\n"                                                                              // 1
+    "device: {key: pocl-cpu-5, name: n, driver: d}\n"                                          // 2
+    "entries:\n"                                                                               // 3
+    "  - instance: groupnorm 2x320x64x64 eps=1e-05 g=32 residual=0 silu=1 f32.buffer.nchw\n"   // 4
+    "    best: split\n"                                                                        // 5
+    "    variants:\n"                                                                          // 6
+    "      split: {params: \"CACHE=4,SPLIT=4,VEC=4,WG=512\", median_us: 14.08, min_us: 13.6}\n"  // 7
+    "      one_pass: {params: \"CACHE=8,VEC=4,WG=1024\", median_us: 19.23, min_us: 18.3}\n";     // 8
+
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+TEST(TuningDatabase, EachDefectIsAnErrorNamingFileAndLine) {
+  sdspeed_test::TempDir dir;
+  const std::string path = dir.path() + "/pocl-cpu-5.yaml";
+  writeFileAtomically(path, kGoodDatabase);
+  ASSERT_NO_THROW(TuningDatabase::load(path, "pocl-cpu-5"));
+  struct Defect {
+    const char* what;
+    std::string text;
+    int line;
+    const char* says;
+  };
+  const std::string inst = "groupnorm 2x320x64x64 eps=1e-05 g=32 residual=0 silu=1 f32.buffer.nchw";
+  const std::vector<Defect> defects = {
+      {"unknown variant", replaced(kGoodDatabase, "one_pass:", "three_pass:"), 8, "unknown variant 'three_pass'"},
+      {"unknown parameter", replaced(kGoodDatabase, "CACHE=8,VEC=4", "CACHE=8,VECX=4"), 8, "unknown parameter 'VECX'"},
+      {"value outside the list", replaced(kGoodDatabase, "WG=1024", "WG=1000"), 8, "value 1000 of WG is not one of"},
+      {"NaN median", replaced(kGoodDatabase, "median_us: 19.23", "median_us: .nan"), 8, "median_us"},
+      {"infinite median", replaced(kGoodDatabase, "median_us: 19.23", "median_us: .inf"), 8, "median_us"},
+      {"negative minimum", replaced(kGoodDatabase, "min_us: 18.3", "min_us: -1"), 8, "min_us"},
+      {"zero median", replaced(kGoodDatabase, "median_us: 14.08", "median_us: 0"), 7, "median_us"},
+      {"minimum above median", replaced(kGoodDatabase, "min_us: 13.6", "min_us: 15"), 7, "minimum above the median"},
+      {"unknown family", replaced(kGoodDatabase, "groupnorm 2x", "groupnormal 2x"), 4, "unknown op 'groupnormal'"},
+      {"malformed shape", replaced(kGoodDatabase, "2x320x64x64", "2x320xx64"), 4, "'instance'"},
+      {"unknown attribute", replaced(kGoodDatabase, "silu=1", "silu=1 q=2"), 4, "unknown groupnorm attribute 'q'"},
+      {"non-canonical attribute", replaced(kGoodDatabase, "eps=1e-05", "eps=0.00001"), 4, "canonical"},
+      {"missing attribute", replaced(kGoodDatabase, " residual=0", ""), 4, "canonical"},
+      {"best names no variant", replaced(kGoodDatabase, "best: split", "best: nope"), 5, "names no listed variant"},
+      {"duplicate instance",
+       kGoodDatabase + "  - instance: " + inst + "\n    best: split\n    variants:\n"
+                       "      split: {params: \"CACHE=4,SPLIT=4,VEC=4,WG=512\", median_us: 14.5, min_us: 13.9}\n",
+       9, "duplicate of the entry at line 4"},
+      {"variant listed twice",
+       kGoodDatabase + "      one_pass: {params: \"CACHE=8,VEC=4,WG=512\", median_us: 19.5, min_us: 18.5}\n", 9,
+       "listed twice"},
+      {"device key not the file's", replaced(kGoodDatabase, "key: pocl-cpu-5", "key: nvidia-h200-580"), 2,
+       "not this file's 'pocl-cpu-5'"},
+  };
+  for (const Defect& d : defects) {
+    SCOPED_TRACE(d.what);
+    writeFileAtomically(path, d.text);
+    const std::string msg = sdspeed_test::errorMessage([&] { TuningDatabase::load(path, "pocl-cpu-5"); });
+    EXPECT_CONTAINS(msg, path + " line " + std::to_string(d.line));
+    EXPECT_CONTAINS(msg, d.says);
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
+  }
+}
+
+// The device's own file is checked against its key when the runtime or `tune` opens it.
+TEST(TuningDatabase, OwnFileWithAnotherDevicesKeyIsRefused) {
+  sdspeed_test::TempDir dir;
+  DeviceInfo h200 = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  h200.vendor = "NVIDIA Corporation";
+  h200.name = "NVIDIA H200";
+  h200.driverVersion = "580.159.04";
+  const std::string path = dir.path() + "/" + h200.key() + ".yaml";
+  writeFileAtomically(path, kGoodDatabase);  // key: pocl-cpu-5
+  const std::string msg = sdspeed_test::errorMessage([&] { TuningDatabase::loadOrEmpty(path, h200); });
+  EXPECT_CONTAINS(msg, path + " line 2");
+  EXPECT_CONTAINS(msg, "pocl-cpu-5");
+  EXPECT_THROW(TunedChooser(dir.path(), h200), Error);
+}
+
 TEST(TuningDatabase, FallbacksInOrder) {
   GroupNormFamily fam;
   TuningDatabase db;
@@ -410,6 +491,7 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   // Another vendor's database must not be used.
   TuningDatabase amd = db;
   amd.record(gn("2x320x64x64"), "two_pass", "NWG=128,SPLIT=2,VEC=4,WG=256", 1.0, 1.0);
+  amd.deviceKey = "amd-mi300x-6";
   amd.save(dir.path() + "/amd-mi300x-6.yaml");
   DeviceInfo h100 = h200;
   h100.name = "NVIDIA H100 80GB HBM3";
@@ -433,6 +515,7 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   pocl.driverVersion = "5.0+debian";
   TuningDatabase p3 = TuningDatabase::loadOrEmpty(dir.path() + "/pocl-cpu-3.yaml", pocl);
   p3.record(gn("1x320x16x16"), "one_pass", "CACHE=1,VEC=8,WG=256", 189.0, 180.0);
+  p3.deviceKey = "pocl-cpu-3";  // the file's own key: one made for pocl-cpu-5 is refused
   p3.save(dir.path() + "/pocl-cpu-3.yaml");
   c = tunedChoice(dir.path(), pocl, fam, gn("1x320x16x16"));
   EXPECT_EQ(c.source, "vendor default (pocl-cpu-3: exact)");
@@ -447,7 +530,8 @@ TEST(TuningDatabase, CheckedInDatabasesLoadWithKnownVariantsAndPoints) {
     if (f.path().extension() != ".yaml") continue;
     SCOPED_TRACE(f.path().string());
     ++files;
-    const TuningDatabase db = TuningDatabase::load(f.path().string());
+    // Under its own name: the loader checks key, instances, variants, points and times.
+    const TuningDatabase db = TuningDatabase::load(f.path().string(), f.path().stem().string());
     EXPECT_EQ(db.deviceKey, f.path().stem().string());
     EXPECT_FALSE(db.entries().empty());
     for (const auto& e : db.entries()) {

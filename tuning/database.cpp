@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <sstream>
 
 #include "runtime/atomic_file.h"
+#include "kernels/registry.h"
 #include "runtime/cl_error.h"
 #include "tuning/yaml_file.h"
 
@@ -26,9 +28,31 @@ T need(const YAML::Node& parent, const std::string& key, const std::string& path
   }
 }
 
+// "PATH line N" for a node without a key of its own (a variant's name).
+std::string lineOf(const std::string& path, const YAML::Node& n) {
+  return path + " line " + std::to_string(n.Mark().line + 1);
+}
+
+// The instance must name a known family with attributes it accepts, in the canonical
+// form lookups compare against (Family::makeProblem, OpInstance::of): an entry spelled
+// any other way (eps=0.00001, a missing attribute, .wf16 on a family without weights)
+// would never match and be silently ignored.
+void checkInstance(const OpInstance& inst) {
+  const Family& fam = findFamily(inst.family);  // throws "unknown op 'x' (known: ...)"
+  const OpInstance canonical = OpInstance::of(fam, *inst.problem(fam), inst.format);
+  if (!(canonical == inst)) throw Error("not in canonical form (want '" + canonical.text() + "')");
+}
+
+// A stored time: a finite, positive number of microseconds.
+double checkTime(const YAML::Node& parent, const std::string& key, const std::string& path) {
+  const double t = need<double>(parent, key, path);
+  if (!std::isfinite(t) || t <= 0) throw Error(yamlWhere(path, parent[key], key) + ": want a time > 0 microseconds");
+  return t;
+}
+
 }  // namespace
 
-TuningDatabase TuningDatabase::load(const std::string& path) {
+TuningDatabase TuningDatabase::load(const std::string& path, const std::string& expectedKey) {
   const YAML::Node root = loadYamlFile(path, "tuning database");
   if (!root.IsMap()) throw Error(path + ": not a tuning database (want a mapping at the top)");
   if (need<int>(root, "format", path) != 1) throw Error(yamlWhere(path, root["format"], "format") + ": unknown version");
@@ -39,27 +63,55 @@ TuningDatabase TuningDatabase::load(const std::string& path) {
     db.deviceKey = need<std::string>(dev, "key", path);
     db.deviceName = need<std::string>(dev, "name", path);
     db.driver = need<std::string>(dev, "driver", path);
+    // Entries are measurements of one device: a file copied to another key's name
+    // would hand that device parameters tuned elsewhere.
+    if (!expectedKey.empty() && db.deviceKey != expectedKey)
+      throw Error(yamlWhere(path, dev["key"], "key") + ": device key '" + db.deviceKey + "' is not this file's '" +
+                  expectedKey + "'");
     const YAML::Node entries = root["entries"];
     if (entries && !entries.IsSequence()) throw Error(yamlWhere(path, entries, "entries") + ": not a list");
+    std::map<std::string, int> seen;  // instance text -> line of its first entry
     for (const auto& e : entries) {
       TunedEntry t;
+      const Family* fam = nullptr;
+      const std::string text = need<std::string>(e, "instance", path);
       try {
-        t.instance = OpInstance::parse(need<std::string>(e, "instance", path));
+        t.instance = OpInstance::parse(text);
+        checkInstance(t.instance);
+        fam = &findFamily(t.instance.family);
       } catch (const Error& err) {
-        throw Error(yamlWhere(path, e, "instance") + ": " + err.what());
+        throw Error(yamlWhere(path, e["instance"], "instance") + ": " + err.what());
       }
+      const int line = e["instance"].Mark().line + 1;
+      if (auto [it, fresh] = seen.emplace(t.instance.text(), line); !fresh)
+        throw Error(yamlWhere(path, e["instance"], "instance") + ": duplicate of the entry at line " +
+                    std::to_string(it->second));
       t.best = need<std::string>(e, "best", path);
       const YAML::Node vars = e["variants"];
       if (!vars || !vars.IsMap()) throw Error(yamlWhere(path, e, "variants") + ": missing or not a mapping");
       for (const auto& kv : vars) {
         const std::string name = kv.first.as<std::string>();
+        const VariantDef* def = nullptr;
+        try {
+          def = &fam->variant(name);
+        } catch (const Error& err) {
+          throw Error(lineOf(path, kv.first) + ": " + err.what());
+        }
+        if (t.variants.count(name)) throw Error(lineOf(path, kv.first) + ": variant " + name + " listed twice");
         TunedVariant v;
         v.params = need<std::string>(kv.second, "params", path);
-        v.medianUs = need<double>(kv.second, "median_us", path);
-        v.minUs = need<double>(kv.second, "min_us", path);
+        try {
+          def->parsePoint(v.params);  // unknown parameter, value outside its list, constraint
+        } catch (const Error& err) {
+          throw Error(yamlWhere(path, kv.second["params"], "params") + ": " + err.what());
+        }
+        v.medianUs = checkTime(kv.second, "median_us", path);
+        v.minUs = checkTime(kv.second, "min_us", path);
+        if (v.minUs > v.medianUs)
+          throw Error(yamlWhere(path, kv.second["min_us"], "min_us") + ": minimum above the median");
         t.variants[name] = v;
       }
-      if (!t.variants.count(t.best)) throw Error(yamlWhere(path, e, "best") + ": names no listed variant");
+      if (!t.variants.count(t.best)) throw Error(yamlWhere(path, e["best"], "best") + ": names no listed variant");
       db.entries_.push_back(std::move(t));
     }
   } catch (const YAML::Exception& e) {
@@ -71,7 +123,7 @@ TuningDatabase TuningDatabase::load(const std::string& path) {
 
 TuningDatabase TuningDatabase::loadOrEmpty(const std::string& path, const DeviceInfo& dev) {
   std::string probe;
-  if (readFile(path, probe)) return load(path);
+  if (readFile(path, probe)) return load(path, dev.key());
   TuningDatabase db;
   db.deviceKey = dev.key();
   db.deviceName = dev.name;
@@ -182,7 +234,7 @@ TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) {
   std::sort(paths.begin(), paths.end());
   for (const auto& path : paths) {
     try {
-      siblings_.emplace_back(path.stem().string(), TuningDatabase::load(path.string()));
+      siblings_.emplace_back(path.stem().string(), TuningDatabase::load(path.string(), path.stem().string()));
     } catch (const Error&) {
       // Another device's file: a fallback source only, so a malformed one is passed over
       // (its own device reports the error when it is used there).

@@ -45,9 +45,13 @@ class TuningDatabase {
  public:
   std::string deviceKey, deviceName, driver;
 
-  // Throws Error naming the file, line and key of anything malformed.
-  static TuningDatabase load(const std::string& path);
-  // Missing file: an empty database for that device.
+  // Throws Error naming the file, line and key of anything malformed or wrong: an
+  // unknown or non-canonical instance, a duplicate instance, an unknown variant, a
+  // parameter unknown or outside its list, a time not finite and > 0 or a minimum
+  // above its median, `best` naming no listed variant, and (expectedKey not empty) a
+  // device key other than expectedKey, the file's name (configs/tuned/KEY.yaml).
+  static TuningDatabase load(const std::string& path, const std::string& expectedKey = "");
+  // Missing file: an empty database for that device. Present: load(path, dev.key()).
   static TuningDatabase loadOrEmpty(const std::string& path, const DeviceInfo& dev);
   void save(const std::string& path) const;  // atomic (temp file + rename)
 
