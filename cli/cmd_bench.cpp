@@ -63,6 +63,7 @@ int cmdBench(const std::vector<std::string>& argv) {
   const int extra = all ? 0 : args.getInt("points", 0);
   const TimingPolicy policy = timingPolicyFromArgs(args);
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1234));
+  if (args.has("csv")) checkWritable(args.get("csv"), "--csv");  // before the timing, not after it
   const uint64_t budget = args.has("memory-budget") ? parseMemorySize("--memory-budget", args.get("memory-budget")) : 0;
 
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));

@@ -49,6 +49,9 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
   const RunSetup s = runSetup(a);
+  // Output paths fail before the run, not after minutes of it.
+  for (const char* opt : {"output", "report", "save-latents", "save-decoded"})
+    if (a.has(opt)) checkWritable(a.get(opt), std::string(opt == std::string("output") ? "-o" : "--") + (opt == std::string("output") ? "" : opt));
   auto scheduler = loadScheduler(s.schedulerName, s.schedulerPath);
   const DeviceInfo dev = deviceFromArgs(a);
   Context ctx(dev, contextOptionsFromArgs(a));
