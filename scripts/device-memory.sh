@@ -18,6 +18,8 @@
 #                                     beside both: pinned staging must not take device memory),
 #                                     1GiB profiled; f32 unlimited and 4.5GB; PyTorch fp32/fp16
 #                                     peaks in the same call; the memory ablation
+#   bash scripts/device-memory.sh d   the same after the staging ring and the new VAE tiles
+#                                     (c1's database if still on the machine)
 # SD 1.5 512x512, batch 2, 20 PNDM steps, seeded random weights, every run with --report.
 # Every step is capped; the results land in $OUT/memory-PHASE.tgz after each step.
 set -uo pipefail
@@ -121,5 +123,27 @@ if [ "$PHASE" = c2 ]; then
     --ablation configs/ablation/memory.yaml --db-dir $DB --out "$R/ablation"
   finish
 fi
-log "unknown phase $PHASE (a, b, c1 or c2)"
+if [ "$PHASE" = d ]; then
+  # After c1/c2: streamed weights through the pinned ring (counted), VAE tiles of the
+  # least redundant work; nvidia-smi beside the unlimited and the budget runs. Uses c1's
+  # database when this machine still has it (build-dev/tuned), else the checked-in one.
+  [ -f $DB/nvidia-h200-580.yaml ] || DB=configs/tuned
+  F16="--precision f16 --weights f16 --db-dir $DB"
+  run f16-warm 150 $F16 --no-decode --steps 2
+  sampled f16 90 $F16
+  sampled f16-1GiB 120 $F16 --memory-budget 1GiB
+  sampled f16-1GiB-pageable 150 $F16 --memory-budget 1GiB --stream-staging pageable
+  sampled f16-1.8GB 90 $F16 --memory-budget 1.8GB
+  sampled f16-2.6GB 90 $F16 --memory-budget 2.6GB
+  run f16-1GiB-profile 150 $F16 --memory-budget 1GiB --profile
+  run f32 90 --db-dir $DB
+  run f32-4.5GB 90 --db-dir $DB --memory-budget 4.5GB
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+    step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
+  fi
+  step 300 ablate-memory $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 \
+    --ablation configs/ablation/memory.yaml --db-dir $DB --out "$R/ablation"
+  finish
+fi
+log "unknown phase $PHASE (a, b, c1, c2 or d)"
 finish
