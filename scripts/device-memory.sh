@@ -20,6 +20,8 @@
 #                                     peaks in the same call; the memory ablation
 #   bash scripts/device-memory.sh d   the same after the staging ring and the new VAE tiles
 #                                     (c1's database if still on the machine)
+#   bash scripts/device-memory.sh e   flash tuned at the f16 4096-token self-attention,
+#                                     then the f16 runs (unlimited, 1GiB, 2.6GB, 1.8GB) again
 # SD 1.5 512x512, batch 2, 20 PNDM steps, seeded random weights, every run with --report.
 # Every step is capped; the results land in $OUT/memory-PHASE.tgz after each step.
 set -uo pipefail
@@ -145,5 +147,23 @@ if [ "$PHASE" = d ]; then
     --ablation configs/ablation/memory.yaml --db-dir $DB --out "$R/ablation"
   finish
 fi
-log "unknown phase $PHASE (a, b, c1, c2 or d)"
+if [ "$PHASE" = e ]; then
+  # The f16 UNet's costliest op (d's profiles): self-attention at 4096 tokens ran naive
+  # (35.5 ms per step), the database having only c1's one point for it. Flash tuned there,
+  # then the f16 runs again with that database.
+  mkdir -p $DB && cp configs/tuned/*.yaml $DB/
+  F16="--precision f16 --weights f16 --db-dir $DB"
+  step 150 tune-f16-attention-4096 $S tune --op attention --shape 2x320x1x4096 --attrs heads=8,kv=4096 \
+    --storage f16.buffer.nc4hw4 --weights f16 --variant flash --strategy model --seconds 90 --threads 16 \
+    --min-ms 5 --llc-mib 60 --sweep-dir build-dev/sweeps --db-dir $DB
+  cp $DB/nvidia-h200-580.yaml "$R/" && cp -r build-dev/sweeps "$R/sweeps"
+  sampled f16 90 $F16
+  sampled f16-1GiB 120 $F16 --memory-budget 1GiB
+  run f16-1GiB-profile 120 $F16 --memory-budget 1GiB --profile --no-decode
+  run f16-profile 90 $F16 --profile --no-decode
+  run f16-2.6GB 90 $F16 --memory-budget 2.6GB
+  run f16-1.8GB 90 $F16 --memory-budget 1.8GB
+  finish
+fi
+log "unknown phase $PHASE (a, b, c1, c2, d or e)"
 finish
