@@ -177,8 +177,9 @@ void RunReport::print(std::ostream& os) const {
        << mib(c.memory.streamedBytes) << mib(c.memory.estimatedBytes) << "\n";
     for (const auto& choice : c.memory.budgetChoices) os << "  budget: " << choice << "\n";
     if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
-    if (c.memory.stagingHostBytes)
-      os << "  streamed weights' host copies: " << mib(c.memory.stagingHostBytes) << " (host memory), uploaded "
+    if (c.memory.streamedBytes)
+      os << "  streamed weights: " << mib(c.memory.stagingHostBytes) << " from packed host copies, "
+         << mib(c.memory.streamedMappedBytes) << " from the mapped checkpoint (host memory), uploaded "
          << (c.memory.stagingRingBytes ? "through a pinned staging ring of " + mib(c.memory.stagingRingBytes) + " (counted)"
                                        : std::string("from pageable memory"))
          << "\n";
@@ -287,6 +288,7 @@ nlohmann::json RunReport::json() const {
               {"streamed_bytes_per_run", c.memory.streamedBytes},
               {"streamed_host_copy_bytes", c.memory.stagingHostBytes},
               {"streaming_ring_bytes", c.memory.stagingRingBytes},
+              {"streamed_from_mapped_checkpoint_bytes", c.memory.streamedMappedBytes},
               {"estimated_bytes", c.memory.estimatedBytes},
               {"budget_choices", c.memory.budgetChoices},
               {"device_footprint_bytes", c.deviceBytes}};

@@ -68,6 +68,10 @@ class FolderSource : public WeightSource {
   bool has(const std::string& name) const override { return lookup(name) != nullptr; }
   std::string describe() const override { return file_.path(); }
   std::string diskDType(const std::string& name) const override { return dtypeName(find(name).dtype); }
+  std::span<const std::byte> mappedBytes(const std::string& name, const std::string& dtype) const override {
+    const TensorInfo& t = find(name);
+    return dtypeName(t.dtype) == dtype ? file_.bytes(t.name) : std::span<const std::byte>{};
+  }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
     for (const TensorInfo& t : file_.tensors()) out.push_back(text_ ? canonicalText(t.name) : t.name);
@@ -142,6 +146,10 @@ class SingleFileSource : public WeightSource {
   bool has(const std::string& name) const override { return lookup(name) != nullptr; }
   std::string describe() const override { return file_.path() + " (" + component_ + ", LDM keys)"; }
   std::string diskDType(const std::string& name) const override { return dtypeName(file_.info(find(name).ldm).dtype); }
+  std::span<const std::byte> mappedBytes(const std::string& name, const std::string& dtype) const override {
+    const std::string& ldm = find(name).ldm;
+    return dtypeName(file_.info(ldm).dtype) == dtype ? file_.bytes(ldm) : std::span<const std::byte>{};
+  }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
     for (const auto& [name, key] : map_) out.push_back(name);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,17 @@ class WeightSource {
   // (Addition) The diffusers names this source holds, sorted; empty for random weights,
   // which produce any name asked for.
   virtual std::vector<std::string> names() const { return {}; }
+  // The tensor's bytes inside the memory-mapped checkpoint when it is stored there as
+  // `dtype` ("F32", "F16"): little-endian, in diffusers' element order, i.e. exactly what a
+  // packed NCHW tensor of that dtype holds. A streamed weight is then uploaded from the
+  // file's pages (which the OS may drop and read again: on a phone's shared DRAM no second
+  // copy) instead of a packed copy. Empty for random weights or another dtype on disk.
+  // Valid while the source lives.
+  virtual std::span<const std::byte> mappedBytes(const std::string& name, const std::string& dtype) const {
+    (void)name;
+    (void)dtype;
+    return {};
+  }
 };
 
 // component: "unet", "vae", "text_encoder". Folder layout:

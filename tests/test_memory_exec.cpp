@@ -147,6 +147,9 @@ TEST(MemoryModes, HalfWeightsStreamBitIdentical) {
   exec.memoryBudget = m.estimatedBytes - m.derivedWeightBytes - m.weightBytes / 2;
   const Outputs got = runTiny(exec, false);  // the UNet alone: the VAE needs more than this
   EXPECT_GT(got.unetMemory.streamedBytes, 0u);
+  // F32 on disk, f16 weights: packed (rounded) host copies, nothing from the mapping.
+  EXPECT_EQ(got.unetMemory.stagingHostBytes, got.unetMemory.streamedBytes);
+  EXPECT_EQ(got.unetMemory.streamedMappedBytes, 0u);
   EXPECT_EQ(got.unet, ref.unet);
   EXPECT_EQ(got.unetAgain, ref.unet);
 }
@@ -211,6 +214,10 @@ TEST(MemoryModes, StreamingFitsTheDeviceBytesInTheBudget) {
   // above and in the estimate.
   EXPECT_GT(m.stagingRingBytes, 0u);
   EXPECT_LE(m.estimatedBytes, exec.memoryBudget);
+  // tiny-sd-a is F32 on disk, as the run's weights: every streamed weight is uploaded from
+  // the mapped checkpoint, none from a packed copy.
+  EXPECT_EQ(m.streamedMappedBytes, m.streamedBytes);
+  EXPECT_EQ(m.stagingHostBytes, 0u);
 }
 
 TEST(VaeTiling, OriginsSpreadEvenlyWithTheOverlap) {

@@ -465,6 +465,7 @@ GraphExecutor::~GraphExecutor() {
 void GraphExecutor::allocate(const WeightSource& weights) {
   const auto& ts = graph_.tensors();
   tensors_.resize(ts.size());
+  hostCopies_.assign(ts.size(), {});
   hostWeights_.assign(ts.size(), {});
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
@@ -472,10 +473,17 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     if (t.kind == GraphTensor::Kind::Weight) {
       const std::vector<float> values = weights.load(t.name, t.diskShape);
       if (opt_.format.weights == DType::F16) checkFitsF16(values, graph_.component(), t.name);
-      if (streamed_[id]) {
-        hostWeights_[id] = packTensor(desc, values);  // placed in the arena below
+      if (streamed_[id]) {  // placed in the arena below, uploaded before every run
         memory_.streamedBytes += desc.bytes();
-        memory_.stagingHostBytes += hostWeights_[id].size();
+        const auto mapped = weights.mappedBytes(t.name, opt_.format.weights == DType::F16 ? "F16" : "F32");
+        if (mapped.size() == desc.bytes() && desc.format.layout == sdspeed::Layout::NCHW) {
+          hostWeights_[id] = {reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size()};
+          memory_.streamedMappedBytes += mapped.size();
+        } else {
+          hostCopies_[id] = packTensor(desc, values);
+          hostWeights_[id] = hostCopies_[id];
+          memory_.stagingHostBytes += hostCopies_[id].size();
+        }
         continue;
       }
       auto d = std::make_unique<DeviceTensor>(ctx_, desc);

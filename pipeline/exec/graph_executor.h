@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -123,7 +124,8 @@ struct ExecMemory {
   uint64_t plannedScratchBytes = 0; // what planned scratch adds to the arena (0 when not planned)
   uint64_t activationBytes = 0;     // the chosen plan's device memory: activations (+ planned scratch, streamed weights)
   uint64_t streamedBytes = 0;       // weight bytes uploaded per run (streaming)
-  uint64_t stagingHostBytes = 0;    // their host copies (host memory, not in the device count)
+  uint64_t stagingHostBytes = 0;    // their packed host copies (host memory, not in the device count)
+  uint64_t streamedMappedBytes = 0; // ... uploaded from the mapped checkpoint instead (no copy)
   uint64_t stagingRingBytes = 0;    // the pinned staging ring they pass through (counted)
   uint64_t otherBytes = 0;          // host inputs and placeholders for unused slots
   uint64_t estimatedBytes = 0;      // the component's footprint, estimated before allocating
@@ -152,7 +154,9 @@ struct BudgetNeedsStreaming : Error {
 
 class GraphExecutor {
  public:
-  // Prepares every op (programs come from the cache) and uploads the weights.
+  // Prepares every op (programs come from the cache) and uploads the weights. `weights`
+  // must outlive the executor: streamed weights stored on disk as the run's weight dtype
+  // are uploaded from its memory-mapped pages (WeightSource::mappedBytes).
   GraphExecutor(Context& ctx, const Graph& graph, const WeightSource& weights, const ExecOptions& options);
   ~GraphExecutor();
 
@@ -197,7 +201,10 @@ class GraphExecutor {
   std::vector<TensorUsage> planRecords_;
   std::optional<MemoryPlan> plan_;
   std::vector<bool> streamed_;                  // by graph tensor id: a streamed weight
-  std::vector<std::vector<uint8_t>> hostWeights_;  // streamed weights' packed bytes, by tensor id
+  // Streamed weights' bytes by tensor id: a packed copy (hostCopies_), or the checkpoint's
+  // mapped pages when they already hold the packed bytes.
+  std::vector<std::vector<uint8_t>> hostCopies_;
+  std::vector<std::span<const uint8_t>> hostWeights_;
   // The pinned staging ring (ExecOptions::pinnedStaging): slots used in turn, each busy
   // until the upload reading it has finished.
   uint64_t ringSlotBytes() const;  // 0 when nothing streams through a ring

@@ -31,6 +31,9 @@ std::string ModelSource::describe() const {
 
 struct SdPipeline::Part {
   std::string name;
+  // Before the executor (destroyed after it): streamed weights may be read from its
+  // memory-mapped checkpoint at every run.
+  std::unique_ptr<WeightSource> weights;
   std::unique_ptr<Graph> graph;
   std::unique_ptr<GraphExecutor> exec;
   RunTiming last;
@@ -103,11 +106,12 @@ std::unique_ptr<SdPipeline::Part> SdPipeline::build(const std::string& component
   }
   ExecOptions opt = exec_;  // the component's weight format (--weights f16,vae_decoder=f32)
   opt.format.weights = componentWeightFormat(exec_, component);
+  p->weights = std::move(weights);
   if (component == "vae_decoder") {
-    buildVae(*p, *weights, opt);
+    buildVae(*p, *p->weights, opt);
     return p;
   }
-  p->exec = std::make_unique<GraphExecutor>(ctx_, *p->graph, *weights, opt);
+  p->exec = std::make_unique<GraphExecutor>(ctx_, *p->graph, *p->weights, opt);
   return p;
 }
 
