@@ -204,18 +204,14 @@ std::vector<ClEvent> SingleKernelOp::enqueue(const std::vector<DeviceTensor*>& t
 }
 
 void checkKernelLimits(const Context& ctx, const Launch& l) {
-  size_t maxWg = 0;
+  // Local memory only. CL_KERNEL_WORK_GROUP_SIZE is not checked before launching (nor
+  // queried here): NVIDIA's driver (580, H200) reports 256 for kernels that run at
+  // reqd_work_group_size 1024. A launch the device refuses for its work-group size is
+  // mapped to UnsupportedError instead (enqueueLaunch).
   cl_ulong localMem = 0;
-  const cl_device_id dev = ctx.device().id;
-  clCheck(clGetKernelWorkGroupInfo(l.kernel, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(maxWg), &maxWg, nullptr),
+  clCheck(clGetKernelWorkGroupInfo(l.kernel, ctx.device().id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(localMem), &localMem,
+                                   nullptr),
           "clGetKernelWorkGroupInfo");
-  clCheck(clGetKernelWorkGroupInfo(l.kernel, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(localMem), &localMem, nullptr),
-          "clGetKernelWorkGroupInfo");
-  // CL_KERNEL_WORK_GROUP_SIZE is not checked before launching: NVIDIA's driver (580,
-  // H200) reports 256 for kernels that run at reqd_work_group_size 1024. A launch the
-  // device refuses for its work-group size is mapped to UnsupportedError instead
-  // (enqueueLaunch).
-  (void)maxWg;
   if (localMem > ctx.device().localMemBytes)
     throw UnsupportedError("kernel needs " + std::to_string(localMem) + " bytes of local memory, device has " +
                            std::to_string(ctx.device().localMemBytes));

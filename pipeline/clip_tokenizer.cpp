@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 
@@ -266,7 +266,7 @@ ClipTokens ClipTokenizer::tokenize(std::string_view text, int maxLength) const {
 
 #else  // built without ICU (a GPU machine's image without libicu-dev): no tokenizer
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

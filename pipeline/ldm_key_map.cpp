@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "pipeline/weights.h"
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "pipeline/weights.h"
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

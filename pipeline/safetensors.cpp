@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors data is little-endian; a big-endian host needs byte swaps");

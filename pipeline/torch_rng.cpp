@@ -7,7 +7,7 @@
 #include <bit>
 #include <cmath>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

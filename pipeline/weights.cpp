@@ -10,7 +10,7 @@
 #include <set>
 
 #include "pipeline/safetensors.h"
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

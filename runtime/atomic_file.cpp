@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 #include "runtime/temp_files.h"
 
 namespace sdspeed {

@@ -4,16 +4,11 @@
 
 #include <CL/cl.h>
 
-#include <stdexcept>
 #include <string>
 
-namespace sdspeed {
+#include "runtime/error.h"
 
-// Base class of every error sdspeed reports to a user: the CLI prints what() as one line.
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace sdspeed {
 
 // "CL_OUT_OF_RESOURCES" for -5; "CL_UNKNOWN_ERROR(-1234)" for codes no spec names.
 std::string clErrorName(cl_int code);

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 #include "runtime/memory_planner_strategies.h"
 
 namespace sdspeed {

@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

@@ -10,7 +10,7 @@
 #include <numeric>
 #include <random>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 #include "runtime/memory_planner.h"
 #include "runtime/memory_planner_strategies.h"
 #include "test_support.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 // EXPECT_CONTAINS(text, part) without gmock.
 #define EXPECT_CONTAINS(text, part)                                                     \

@@ -263,6 +263,10 @@ std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
   return {};
 }
 
+void GemmFamily::prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const {
+  buildProgram(ctx, v, p, f, 1);
+}
+
 std::unique_ptr<PreparedOp> GemmFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                                 const Problem& prob, const StorageFormat& f) const {
   const auto& g = asGemm(prob);

@@ -54,6 +54,9 @@ class GemmFamily : public Family {
   // builds the program of every other epilogue.
   std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p, const Problem& prob,
                                       const StorageFormat& f) const override;
+  // The program prepare builds: scalar accessors (VEC is the kernel's own float4 path,
+  // not the accessors' width), so a tuner's build-ahead compiles what the timed run uses.
+  void prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const override;
 
   static ProblemPtr problem(Shape x, int64_t rows, const std::string& epilogue, bool bias = true,
                             bool residual = false);

@@ -4,7 +4,7 @@
 #include <span>
 #include <string>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed::sched {
 

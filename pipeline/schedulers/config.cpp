@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed::sched {
 

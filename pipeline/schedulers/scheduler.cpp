@@ -2,7 +2,7 @@
 
 #include "pipeline/schedulers/config.h"
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 
