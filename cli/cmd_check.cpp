@@ -58,7 +58,7 @@ class CheckProgress {
     last_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
     char line[160];
-    std::snprintf(line, sizeof line, "check: [%zu/%zu] %d failed | %.0fs, eta %.0fs | ", done_, total_, failed, elapsed,
+    std::snprintf(line, sizeof line, "check: [%zu/%zu] failures %d | %.0fs, eta %.0fs | ", done_, total_, failed, elapsed,
                   elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
     if (tty_) {
       // Cut to the terminal's usual width: a wrapped line would not be overwritten.
@@ -181,6 +181,8 @@ int cmdCheck(const std::vector<std::string>& argv) {
           for (const auto& prob : problems) cases.push_back({fam, &v, p, f, prob});
     }
   }
+  // The total up front, on a terminal or not: the log says how much is coming.
+  std::cout << "check: " << cases.size() << (cases.size() == 1 ? " case" : " cases") << std::endl;
   CheckProgress progress(cases.size());
   for (const Case& c : cases) {
     CheckResult r = checkCase(ctx, *c.fam, *c.variant, c.point, *c.problem, c.format, ++caseSeed);
