@@ -135,8 +135,9 @@ std::vector<float> alphasCumprod(const ConfigReader& cfg) {
   } else {
     const std::string schedule = cfg.string("beta_schedule", "linear");
     const double b0 = cfg.number("beta_start", 0.0001), b1 = cfg.number("beta_end", 0.02);
-    // A beta is a noise variance fraction: 1 - beta >= 1 or <= 0 makes alphas_cumprod
-    // zero or negative, the sigmas inf or NaN, and the image all NaN.
+    // A beta is the fraction of variance each training step replaces by noise: beta >= 1
+    // makes alphas_cumprod zero or negative, the sigmas inf or NaN and the image all NaN
+    // (beta_end 2 did, with exit status 0); a negative one is no variance at all.
     for (const auto& [key, b] : {std::pair<const char*, double>{"beta_start", b0}, {"beta_end", b1}})
       if (!(b >= 0 && b < 1)) cfg.unsupported(key, fmtBeta(b), "betas must be in [0, 1)");
     // torch.linspace(start, end, n, dtype=float32) on the CPU: float step, the first
