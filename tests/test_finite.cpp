@@ -154,6 +154,31 @@ TEST_F(FiniteCli, CheckFiniteIsInTheUsage) {
   EXPECT_NE(r.out.find("--check-finite"), std::string::npos) << r.out;
 }
 
+// Every scheduler refuses betas outside [0, 1) (beta_start, beta_end and trained_betas),
+// naming the config and the key; the edges of the interval still load.
+TEST(FiniteGuard, SchedulerBetasOutsideTheUnitIntervalAreRefused) {
+  for (const std::string& name : sdspeed::schedulerNames()) {
+    SCOPED_TRACE(name);
+    // PNDM refuses configs without skip_prk_steps (SD's all set it); the others ignore it.
+    auto withPrk = [](const std::string& json) { return "{\"skip_prk_steps\": true, " + json.substr(1); };
+    auto msg = [&](const std::string& json) {
+      return sdspeed_test::errorMessage([&] { sdspeed::makeScheduler(name, withPrk(json), "my.json"); });
+    };
+    for (const char* bad : {R"({"beta_end": 1})", R"({"beta_end": 2, "beta_schedule": "scaled_linear"})",
+                            R"({"beta_start": -0.1})", R"({"beta_end": NaN})"}) {
+      const std::string m = msg(bad);
+      EXPECT_NE(m.find("my.json"), std::string::npos) << bad << ": " << m;
+      EXPECT_NE(m.find(std::string(bad).find("beta_start") != std::string::npos ? "beta_start=" : "beta_end="),
+                std::string::npos)
+          << bad << ": " << m;
+      EXPECT_NE(m.find("[0, 1)"), std::string::npos) << bad << ": " << m;
+    }
+    const std::string m = msg(R"({"num_train_timesteps": 3, "trained_betas": [0.1, 1.5, 0.2]})");
+    EXPECT_NE(m.find("trained_betas=1.5 (entry 1)"), std::string::npos) << m;
+    EXPECT_NO_THROW(sdspeed::makeScheduler(name, withPrk(R"({"beta_start": 0, "beta_end": 0.999})"))) << "the edges load";
+  }
+}
+
 // A scheduler whose arithmetic goes wrong at one step (what beta_end >= 1 did before
 // the config check): the runner names that step and says the noise was finite.
 class NaNAtStep : public sdspeed::Scheduler {
