@@ -1,3 +1,7 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -37,6 +41,43 @@ std::vector<StorageFormat> formatsFromArgs(const Args& args) {
   if (out.empty()) out = StorageFormat::all();
   return withWeightFormatsFromArgs(args, out);
 }
+
+// Where a check stands: PoCL builds a program per case, minutes before the table. Like
+// tune's progress, on stdout (stderr stays for the one error line): on a terminal one
+// line updated per case and cleared before the table; otherwise (a CI log) a line at
+// most every kLogEvery, so a short check prints none and a long one a few.
+class CheckProgress {
+ public:
+  explicit CheckProgress(size_t total)
+      : total_(total), tty_(::isatty(STDOUT_FILENO)), start_(std::chrono::steady_clock::now()), last_(start_) {}
+
+  void done(int failed, const std::string& lastCase) {
+    ++done_;
+    const auto now = std::chrono::steady_clock::now();
+    if (!tty_ && now - last_ < kLogEvery) return;
+    last_ = now;
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    char line[160];
+    std::snprintf(line, sizeof line, "check: [%zu/%zu] failures %d | %.0fs, eta %.0fs | ", done_, total_, failed, elapsed,
+                  elapsed / static_cast<double>(done_) * static_cast<double>(total_ - done_));
+    if (tty_) {
+      // Cut to the terminal's usual width: a wrapped line would not be overwritten.
+      std::cout << "\r\033[K" << (line + lastCase).substr(0, 120) << std::flush;
+      shown_ = true;
+    } else {
+      std::cout << line << lastCase << std::endl;  // flushed: a killed run keeps its log
+    }
+  }
+  void finish() {
+    if (shown_) std::cout << "\r\033[K" << std::flush;
+  }
+
+ private:
+  static constexpr std::chrono::seconds kLogEvery{10};
+  size_t total_, done_ = 0;
+  bool tty_, shown_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
 
 }  // namespace
 
@@ -103,6 +144,16 @@ int cmdCheck(const std::vector<std::string>& argv) {
   std::vector<std::string> skipped;
   std::map<std::string, int> lackedCases;
   uint64_t caseSeed = seed;
+  // Every case first (so the progress line knows the total), in the order they run
+  // and draw their seeds.
+  struct Case {
+    const Family* fam;
+    const VariantDef* variant;
+    ParamPoint point;
+    StorageFormat format;
+    ProblemPtr problem;
+  };
+  std::vector<Case> cases;
   for (const Family* fam : families) {
     // f16 weights are the f32 case for a family that reads no weights (same program,
     // same data: Family::keyFormat): run once, and say so.
@@ -112,6 +163,7 @@ int cmdCheck(const std::vector<std::string>& argv) {
         famFormats.push_back(fam->keyFormat(f));
     if (famFormats.size() < formats.size())
       skipped.push_back(fam->name() + ": reads no weights, f16 weights checked as f32 weights (same program)");
+    const auto problems = shapeProblems.empty() ? fam->checkProblems(args.has("full")) : shapeProblems;
     for (const auto& v : fam->variants()) {
       if (!variantNames.empty() &&
           std::find(variantNames.begin(), variantNames.end(), v.name) == variantNames.end())
@@ -126,33 +178,39 @@ int cmdCheck(const std::vector<std::string>& argv) {
       }
       for (const auto& p : points)
         for (const auto& f : famFormats)
-          for (const auto& prob : shapeProblems.empty() ? fam->checkProblems(args.has("full")) : shapeProblems) {
-            CheckResult r = checkCase(ctx, *fam, v, p, *prob, f, ++caseSeed);
-            std::string result = statusName(r.status);
-            if (r.status == Status::Ok) ++passed;
-            else if (r.status == Status::Unsupported) {
-              ++unsupported;
-              result += " (" + r.message.substr(0, r.message.find('\n')) + ")";
-              if (std::string cap = lackedCapability(r.message); !cap.empty()) ++lackedCases[cap];
-            }
-            else {
-              ++failed;
-              result = "FAIL " + result;
-              failures.push_back(r.variant + " [" + r.params + "] " + r.storage + " " + r.problem + ": " + r.message);
-            }
-            const bool ran = r.status == Status::Ok || r.status == Status::Inaccurate;
-            table.add({r.family, r.variant, r.params, r.storage, r.problem,
-                       ran ? fmtSci(r.cmp.maxAbsErr) : "-", ran ? fmtSci(r.cmp.relL2) : "-",
-                       ran && r.relL2VsUnrounded >= 0 ? fmtSci(r.relL2VsUnrounded) : "-", fmtBytes(r.scratchBytes),
-                       result});
-            csv += csvRow({ctx.device().name, r.family, r.variant, r.params, r.storage, r.problem,
-                           statusName(r.status), ran ? fmtSci(r.cmp.maxAbsErr, 3) : "",
-                           ran ? fmtSci(r.cmp.relL2, 3) : "",
-                           ran && r.relL2VsUnrounded >= 0 ? fmtSci(r.relL2VsUnrounded, 3) : "",
-                           std::to_string(r.scratchBytes), r.message});
-          }
+          for (const auto& prob : problems) cases.push_back({fam, &v, p, f, prob});
     }
   }
+  // The total up front, on a terminal or not: the log says how much is coming.
+  std::cout << "check: " << cases.size() << (cases.size() == 1 ? " case" : " cases") << std::endl;
+  CheckProgress progress(cases.size());
+  for (const Case& c : cases) {
+    CheckResult r = checkCase(ctx, *c.fam, *c.variant, c.point, *c.problem, c.format, ++caseSeed);
+    std::string result = statusName(r.status);
+    if (r.status == Status::Ok) ++passed;
+    else if (r.status == Status::Unsupported) {
+      ++unsupported;
+      result += " (" + r.message.substr(0, r.message.find('\n')) + ")";
+      if (std::string cap = lackedCapability(r.message); !cap.empty()) ++lackedCases[cap];
+    }
+    else {
+      ++failed;
+      result = "FAIL " + result;
+      failures.push_back(r.variant + " [" + r.params + "] " + r.storage + " " + r.problem + ": " + r.message);
+    }
+    const bool ran = r.status == Status::Ok || r.status == Status::Inaccurate;
+    table.add({r.family, r.variant, r.params, r.storage, r.problem,
+               ran ? fmtSci(r.cmp.maxAbsErr) : "-", ran ? fmtSci(r.cmp.relL2) : "-",
+               ran && r.relL2VsUnrounded >= 0 ? fmtSci(r.relL2VsUnrounded) : "-", fmtBytes(r.scratchBytes),
+               result});
+    csv += csvRow({ctx.device().name, r.family, r.variant, r.params, r.storage, r.problem,
+                   statusName(r.status), ran ? fmtSci(r.cmp.maxAbsErr, 3) : "",
+                   ran ? fmtSci(r.cmp.relL2, 3) : "",
+                   ran && r.relL2VsUnrounded >= 0 ? fmtSci(r.relL2VsUnrounded, 3) : "",
+                   std::to_string(r.scratchBytes), r.message});
+    progress.done(failed, r.family + " " + r.variant + " " + r.storage + " " + r.problem);
+  }
+  progress.finish();
   table.print(std::cout);
   for (const auto& line : skipped) std::cout << "skipped: " << line << "\n";
   for (const auto& [cap, n] : lackedCases)

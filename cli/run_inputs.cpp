@@ -9,6 +9,7 @@
 
 #include "kernels/registry.h"
 #include "pipeline/clip_tokenizer.h"
+#include "pipeline/finite.h"
 #include "pipeline/run/model_shapes.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
@@ -112,7 +113,7 @@ std::set<std::string> runSetupOptions() {
           "stream-staging", "vae-tile"};
 }
 
-std::set<std::string> runSetupFlags() { return {"random-weights"}; }
+std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite"}; }
 
 RunSetup runSetup(const Args& a) {
   RunSetup s;
@@ -183,6 +184,9 @@ RunSetup runSetup(const Args& a) {
   s.exec.planner = a.get("planner", "greedy-by-size");
   if (s.exec.planner != "none") parsePlanStrategy(s.exec.planner);
   applyMemoryOptions(a, s.exec);
+  // --check-finite: op by op with a finish after each, every output scanned (slow: a
+  // diagnostic for a NaN image, naming the op that first wrote a NaN or inf).
+  s.exec.checkFinite = a.has("check-finite");
 
   // Token ids: given, tokenized, or (random weights without a tokenizer) seeded.
   const int64_t tokens = clip.positions;
@@ -210,6 +214,9 @@ RunSetup runSetup(const Args& a) {
   if (a.has("init-latents")) {
     const auto [file, tensor] = fileTensor(a.get("init-latents"), "init-latents");
     s.initLatents = SafetensorsFile(file).toFloat(tensor);
+    if (const size_t i = firstNonFinite(s.initLatents); i < s.initLatents.size())
+      throw Error("--init-latents " + file + ":" + tensor + " holds " + nonFiniteAt(s.initLatents, i) +
+                  " (initial latents must be finite)");
   } else {
     s.initLatents = torchRandn(s.seed, {1, unet.inChannels, s.latentH, s.latentW});
   }

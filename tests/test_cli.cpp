@@ -153,3 +153,29 @@ TEST_F(Cli, BenchUnderAMemoryBudget) {
   EXPECT_NE(by["winograd_f6x6_3x3"][message].find("over --memory-budget"), std::string::npos);
   EXPECT_GT(std::stoull(by["winograd_f6x6_3x3"][footprint]), 500u * 1024);
 }
+
+// check says up front how many cases are coming (issue #19 item 9: minutes of silence on
+// PoCL before the table), and that count is what runs. Not a terminal here: no
+// carriage returns or escape codes; any progress lines (one per 10 s) come before the table.
+TEST_F(Cli, CheckAnnouncesItsCasesAndLogsPlainLines) {
+  TempDir work;
+  const std::string csv = work.path() + "/check.csv";
+  const Result r = run({"check", "--op", "groupnorm", "--variant", "two_pass", "--points", "0", "--storage",
+                        "f32.buffer.nchw,f32.buffer.nc4hw4", "--csv", csv});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  const size_t rows = sdspeed::csvParse(slurp(csv)).size() - 1;
+  ASSERT_GE(rows, 2u);
+  EXPECT_NE(r.out.find("\ncheck: " + std::to_string(rows) + " cases\n"), std::string::npos) << r.out;
+  int passed = 0, failed = 0, unsupported = 0;
+  const auto summary = r.out.rfind("check: ");
+  ASSERT_EQ(std::sscanf(r.out.c_str() + summary, "check: %d passed, %d failed, %d unsupported", &passed, &failed,
+                        &unsupported), 3) << r.out;
+  EXPECT_EQ(static_cast<size_t>(passed + failed + unsupported), rows);
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\033'), std::string::npos) << r.out;
+  const auto lastProgress = r.out.rfind("check: [");
+  if (lastProgress != std::string::npos) {
+    EXPECT_LT(lastProgress, r.out.find("\nop ")) << r.out;
+  }
+  EXPECT_EQ(r.err, "");
+}

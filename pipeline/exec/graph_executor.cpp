@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kernels/registry.h"
+#include "pipeline/finite.h"
 #include "runtime/cl_error.h"
 #include "runtime/timing.h"
 
@@ -165,6 +166,13 @@ void checkFitsF16(const std::vector<float>& values, const std::string& component
         << " (e.g. --weights f16," << component << "=f32)";
       throw Error(m.str());
     }
+}
+
+void checkFiniteWeight(const std::vector<float>& values, const std::string& component, const std::string& tensor) {
+  const size_t i = firstNonFinite(values);
+  if (i == values.size()) return;
+  throw Error(component + " weight " + tensor + " holds " + nonFiniteAt(values, i) +
+              ": the checkpoint has a non-finite value (every output would be NaN)");
 }
 
 ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format) {
@@ -472,6 +480,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     const TensorDesc desc{t.shape, t.kind == GraphTensor::Kind::HostInput ? kHostInputFormat : opt_.format.params()};
     if (t.kind == GraphTensor::Kind::Weight) {
       const std::vector<float> values = weights.load(t.name, t.diskShape);
+      checkFiniteWeight(values, graph_.component(), t.name);
       if (opt_.format.weights == DType::F16) checkFitsF16(values, graph_.component(), t.name);
       if (streamed_[id]) {  // placed in the arena below, uploaded before every run
         memory_.streamedBytes += desc.bytes();
@@ -640,7 +649,14 @@ void GraphExecutor::warmUp() {
   // Zero inputs: valid token ids and timesteps, finite activations.
   for (const auto& [name, id] : graph_.inputs())
     setInput(name, std::vector<float>(static_cast<size_t>(graph_.tensor(id).shape.elements()), 0.0f));
-  run(false);
+  warmingUp_ = true;
+  try {
+    run(false);
+  } catch (...) {
+    warmingUp_ = false;
+    throw;
+  }
+  warmingUp_ = false;
 }
 
 void GraphExecutor::setInput(const std::string& name, const std::vector<float>& nchw) {
@@ -650,6 +666,10 @@ void GraphExecutor::setInput(const std::string& name, const std::vector<float>& 
   if (nchw.size() != static_cast<size_t>(s.elements()))
     throw Error(graph_.component() + " input '" + name + "' needs " + s.text() + " (" + std::to_string(s.elements()) +
                 " values), given " + std::to_string(nchw.size()));
+  // Host inputs are small (latents, timesteps, token ids, text embeddings): a scan here
+  // keeps a NaN from entering the graph unnamed (--check-finite would blame the first op).
+  if (const size_t i = firstNonFinite(nchw); i < nchw.size())
+    throw Error(graph_.component() + " input '" + name + "' holds " + nonFiniteAt(nchw, i));
   tensors_[static_cast<size_t>(it->second)]->upload(nchw);
 }
 
@@ -699,6 +719,22 @@ void GraphExecutor::enqueueUploads(int node, cl_event opBefore) {
   clCheck(clFlush(q), "clFlush (copy queue)");
 }
 
+// --check-finite: op by op, each finished before its output is read back, rather than
+// downloading every output after the run: the planner reuses arena memory, so by the
+// end of the run most ops' outputs have been overwritten by later ones. Earlier ops'
+// outputs were checked, weights are checked at load and host inputs come from the
+// host, so the first op whose output is non-finite is where the NaN/inf began.
+// download() converts f16 storage and NC4HW4 layouts to float NCHW.
+void GraphExecutor::checkOutputFinite(size_t node) const {
+  const GraphNode& n = graph_.nodes()[node];
+  const std::vector<float> out = tensors_[static_cast<size_t>(n.output())]->download();
+  const size_t i = firstNonFinite(out);
+  if (i == out.size()) return;
+  throw Error(graph_.component() + ": --check-finite: op " + std::to_string(node) + " " + n.label + " (" +
+              choices_[node].instance + ", variant " + choices_[node].variant + ") wrote " + nonFiniteAt(out, i) +
+              " of its output, the first op to write one" + (warmingUp_ ? " (the warm-up run on zero inputs)" : ""));
+}
+
 RunTiming GraphExecutor::run(bool profile) {
   RunTiming t;
   const auto start = std::chrono::steady_clock::now();
@@ -721,6 +757,10 @@ RunTiming GraphExecutor::run(bool profile) {
       clCheck(clEnqueueBarrierWithWaitList(ctx_.queue(), 1, &e, nullptr), "clEnqueueBarrierWithWaitList");
     }
     std::vector<ClEvent> ev = ops_[i]->enqueue(args_[i]);
+    if (opt_.checkFinite) {
+      ctx_.finish();
+      checkOutputFinite(i);
+    }
     if (ev.empty()) continue;
     if (!firstEvent) firstEvent = ev.front();
     lastEvent = ev.back();

@@ -70,6 +70,10 @@ struct ExecOptions {
   // Diagnostic: bind planned tensors through one sub-buffer each (the binding before
   // offsets were kernel arguments) instead of the arena and an offset.
   bool arenaSubBuffers = false;
+  // Diagnostic (--check-finite, slow): run() finishes the queue after every op and
+  // downloads its output, failing with one Error naming the first op (label and
+  // instance) whose output holds a NaN or infinity.
+  bool checkFinite = false;
 };
 
 // The weight format `component` runs with: its override, else opt.format.weights.
@@ -93,6 +97,10 @@ std::string weightsSpecText(const ExecOptions& opt);
 // naming the component, the tensor and the value, suggesting --weights COMPONENT=f32.
 // f16 rounding would make such a value inf, silently.
 void checkFitsF16(const std::vector<float>& values, const std::string& component, const std::string& tensor);
+// Every value is finite: else one Error naming the component, the tensor and the first
+// NaN/inf's element index. Applies to every weight format: a NaN in a checkpoint
+// otherwise becomes an all-NaN image with exit status 0.
+void checkFiniteWeight(const std::vector<float>& values, const std::string& component, const std::string& tensor);
 
 
 // What one node runs with, and why.
@@ -187,6 +195,7 @@ class GraphExecutor {
   void makePlaceholders();
   void bindArguments();
   void enqueueUploads(int node, cl_event opBefore);
+  void checkOutputFinite(size_t node) const;  // ExecOptions::checkFinite, after the node has finished
 
   Context& ctx_;
   const Graph& graph_;
@@ -214,6 +223,7 @@ class GraphExecutor {
   std::vector<std::vector<int>> uploadsAt_;    // per node: streamed weights whose upload starts with it
   std::vector<std::vector<int>> readyBy_;      // per node: streamed weights it must wait for
   std::vector<ClEvent> uploadDone_;            // by tensor id, during run()
+  bool warmingUp_ = false;                     // run() is warmUp's (error lines say so)
 };
 
 }  // namespace sdspeed

@@ -1,5 +1,6 @@
 #include "pipeline/model/model_config.h"
 
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "runtime/atomic_file.h"
@@ -198,6 +199,12 @@ VaeConfig loadVaeConfig(const std::string& path) {
   if (v.groups < 1 || v.latentChannels < 1 || v.outChannels < 1)
     c.fail("norm_num_groups, latent_channels and out_channels must be positive");
   v.scalingFactor = c.number("scaling_factor", 0.18215);
+  // The decoder reads latents / scaling_factor: 0 would make every pixel inf or NaN.
+  if (!(v.scalingFactor > 0)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", v.scalingFactor);
+    c.fail(std::string("scaling_factor must be positive, got ") + got);
+  }
   v.usePostQuantConv = c.boolean("use_post_quant_conv", true);
   v.midAttention = c.boolean("mid_block_add_attention", true);
   v.sampleSize = c.integer("sample_size", 512);

@@ -1,8 +1,10 @@
 #include "pipeline/run/sd_runner.h"
 
 #include <chrono>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "pipeline/finite.h"
 #include "pipeline/guidance.h"
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
@@ -63,6 +65,22 @@ void done(SdPipeline& pipe, const std::string& component, const DiffusionRequest
   r.setup[component].releaseMs += msSince(t);
 }
 
+// The non-finite guard: the runner has these vectors on the host already (the noise
+// prediction and the latents come back every step for the scheduler, the image for the
+// PNG), so a host scan costs microseconds and no device reduction is needed. `where`
+// names the step (or stage) and the component the values came from.
+void requireFinite(const std::vector<float>& values, const std::string& where, const std::string& hint = "") {
+  const size_t i = firstNonFinite(values);
+  if (i == values.size()) return;
+  throw Error(where + " holds " + nonFiniteAt(values, i) + (hint.empty() ? "" : " (" + hint + ")"));
+}
+
+std::string stepName(size_t i, size_t steps, float t) {
+  char b[96];
+  std::snprintf(b, sizeof b, "denoising step %zu/%zu (timestep %g)", i + 1, steps, static_cast<double>(t));
+  return b;
+}
+
 double setupTotalMs(const DiffusionResult& r) {
   double t = 0;
   for (const auto& [c, s] : r.setup) t += s.setupMs() + s.releaseMs;
@@ -91,6 +109,7 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
   if (cfg) ids.insert(ids.end(), req.condIds.begin(), req.condIds.end());
   prepare(pipe, "text_encoder", req, r);
   r.textEmbeddings = pipe.encodeText(ids);
+  requireFinite(r.textEmbeddings, "the text_encoder output");
   r.textMs = pipe.stats("text_encoder").last.deviceMs;
   done(pipe, "text_encoder", req, r);
 
@@ -107,11 +126,16 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
     if (cfg) x.insert(x.end(), latents.begin(), latents.end());
     scheduler.scaleModelInput(x, t);
     const std::vector<float> noise = pipe.predictNoise(x, t, r.textEmbeddings, req.profile);
+    requireFinite(noise, stepName(i, r.timesteps.size(), t) + ": the unet noise prediction",
+                  "--check-finite names the op that first wrote one");
     const ComponentStats st = pipe.stats("unet");
     r.unetMs.push_back(st.last.deviceMs);
     if (req.profile) addProfile(pipe.executor("unet"), st.last, prof);
     const std::vector<float> guided = cfg ? classifierFreeGuidance(noise, req.guidance) : noise;
     latents = scheduler.step(guided, t, latents);
+    // The noise was finite: the scheduler's own arithmetic (e.g. betas >= 1) did this.
+    requireFinite(latents, stepName(i, r.timesteps.size(), t) + ": the latents after the scheduler step",
+                  "the unet noise prediction was finite: check the scheduler config");
     if (req.onStep) req.onStep(static_cast<int>(i), latents);
   }
   done(pipe, "unet", req, r);
@@ -120,6 +144,7 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
   if (req.decode) {
     prepare(pipe, "vae_decoder", req, r);
     r.decoded = pipe.decode(latents, req.profile);
+    requireFinite(r.decoded, "the vae_decoder output (the decoded image)", "--check-finite names the op that first wrote one");
     const ComponentStats st = pipe.stats("vae_decoder");
     r.vaeMs = st.last.deviceMs;
     if (req.profile) {

@@ -1,6 +1,7 @@
 #include "pipeline/schedulers/config.h"
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "runtime/error.h"
@@ -108,6 +109,14 @@ void ConfigReader::require(const char* key, const std::string& supported, const 
   if (v != supported) unsupported(key, "'" + v + "'", "only '" + supported + "'");
 }
 
+namespace {
+std::string fmtBeta(double b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", b);
+  return buf;
+}
+}  // namespace
+
 std::vector<float> alphasCumprod(const ConfigReader& cfg) {
   const int n = cfg.integer("num_train_timesteps", 1000);
   if (n < 2 || n > 100000)
@@ -120,10 +129,17 @@ std::vector<float> alphasCumprod(const ConfigReader& cfg) {
     for (size_t i = 0; i < betas.size(); ++i) {
       if (!tb[i].is_number()) cfg.unsupported("trained_betas", tb[i].dump(), "entries must be numbers");
       betas[i] = static_cast<float>(tb[i].get<double>());
+      if (!(betas[i] >= 0 && betas[i] < 1))
+        cfg.unsupported("trained_betas", tb[i].dump() + " (entry " + std::to_string(i) + ")", "betas must be in [0, 1)");
     }
   } else {
     const std::string schedule = cfg.string("beta_schedule", "linear");
     const double b0 = cfg.number("beta_start", 0.0001), b1 = cfg.number("beta_end", 0.02);
+    // A beta is the fraction of variance each training step replaces by noise: beta >= 1
+    // makes alphas_cumprod zero or negative, the sigmas inf or NaN and the image all NaN
+    // (beta_end 2 did, with exit status 0); a negative one is no variance at all.
+    for (const auto& [key, b] : {std::pair<const char*, double>{"beta_start", b0}, {"beta_end", b1}})
+      if (!(b >= 0 && b < 1)) cfg.unsupported(key, fmtBeta(b), "betas must be in [0, 1)");
     // torch.linspace(start, end, n, dtype=float32) on the CPU: float step, the first
     // half counted from start, the second from end.
     auto linspaceF32 = [n](float start, float end, std::vector<float>& out) {
