@@ -1,5 +1,6 @@
 // sdspeed: kernel benchmarking and autotuning for Stable Diffusion on GPUs.
 #include <exception>
+#include <new>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -49,8 +50,18 @@ int main(int argc, char** argv) {
 #endif
     std::cerr << "sdspeed: error: unknown verb '" << verb << "' (see sdspeed --help)\n";
     return 2;
-  } catch (const std::exception& e) {
+  } catch (const sdspeed::RunFailure& e) {
     // One line naming the problem; the compiler log of a failed build follows it.
+    std::cerr << "sdspeed " << verb << ": error: " << e.what() << "\n";
+    return 1;
+  } catch (const sdspeed::Error& e) {
+    // Bad input (runtime/error.h): exit 2, as scripts/adb-sweep's own bad input.
+    std::cerr << "sdspeed " << verb << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "sdspeed " << verb << ": error: out of host memory\n";
+    return 1;
+  } catch (const std::exception& e) {
     std::cerr << "sdspeed " << verb << ": error: " << e.what() << "\n";
     return 1;
   }

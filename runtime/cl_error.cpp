@@ -85,6 +85,6 @@ static std::string formatClError(const std::string& call, cl_int code, const std
 }
 
 ClError::ClError(std::string call, cl_int code, const std::string& detail)
-    : Error(formatClError(call, code, detail)), call_(std::move(call)), code_(code) {}
+    : RunFailure(formatClError(call, code, detail)), call_(std::move(call)), code_(code) {}
 
 }  // namespace sdspeed

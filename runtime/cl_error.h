@@ -13,7 +13,8 @@ namespace sdspeed {
 // "CL_OUT_OF_RESOURCES" for -5; "CL_UNKNOWN_ERROR(-1234)" for codes no spec names.
 std::string clErrorName(cl_int code);
 
-class ClError : public Error {
+// A failed OpenCL call: a run failure (exit 1), whatever the input.
+class ClError : public RunFailure {
  public:
   ClError(std::string call, cl_int code, const std::string& detail = {});
   const std::string& call() const { return call_; }

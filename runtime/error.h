@@ -7,9 +7,19 @@
 
 namespace sdspeed {
 
+// Exit codes (cli/main.cpp): 0 success; 1 a failed check or run; 2 bad input; 3 a tune
+// whose points failed. An Error is bad input (a flag, file, config, database or model
+// that cannot be used: exit 2) unless it is a RunFailure.
 class Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The input was usable but the run failed: a device or driver error (ClError), a
+// non-finite value appearing in a run, an allocation the device refused. Exit 1.
+class RunFailure : public Error {
+ public:
+  using Error::Error;
 };
 
 }  // namespace sdspeed

@@ -91,7 +91,7 @@ TEST_F(FiniteCli, NaNWeightNamesComponentTensorAndElement) {
   patchFloat(m + "/unet/diffusion_pytorch_model.safetensors", "conv_in.weight", 7, kNaN);
   expectOneLineError(args(m), {"unet weight conv_in.weight", "nan at element 7", "non-finite"});
   const Result r = run(args(m));
-  EXPECT_EQ(r.exitCode, 1) << r.describe();
+  EXPECT_EQ(r.exitCode, 2) << r.describe();  // a broken checkpoint is bad input
 }
 
 TEST_F(FiniteCli, InfInitLatentsNamesTheFlag) {

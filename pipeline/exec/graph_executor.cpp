@@ -669,7 +669,7 @@ void GraphExecutor::setInput(const std::string& name, const std::vector<float>& 
   // Host inputs are small (latents, timesteps, token ids, text embeddings): a scan here
   // keeps a NaN from entering the graph unnamed (--check-finite would blame the first op).
   if (const size_t i = firstNonFinite(nchw); i < nchw.size())
-    throw Error(graph_.component() + " input '" + name + "' holds " + nonFiniteAt(nchw, i));
+    throw RunFailure(graph_.component() + " input '" + name + "' holds " + nonFiniteAt(nchw, i));
   tensors_[static_cast<size_t>(it->second)]->upload(nchw);
 }
 
@@ -730,7 +730,7 @@ void GraphExecutor::checkOutputFinite(size_t node) const {
   const std::vector<float> out = tensors_[static_cast<size_t>(n.output())]->download();
   const size_t i = firstNonFinite(out);
   if (i == out.size()) return;
-  throw Error(graph_.component() + ": --check-finite: op " + std::to_string(node) + " " + n.label + " (" +
+  throw RunFailure(graph_.component() + ": --check-finite: op " + std::to_string(node) + " " + n.label + " (" +
               choices_[node].instance + ", variant " + choices_[node].variant + ") wrote " + nonFiniteAt(out, i) +
               " of its output, the first op to write one" + (warmingUp_ ? " (the warm-up run on zero inputs)" : ""));
 }

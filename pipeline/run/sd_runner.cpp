@@ -72,7 +72,7 @@ void done(SdPipeline& pipe, const std::string& component, const DiffusionRequest
 void requireFinite(const std::vector<float>& values, const std::string& where, const std::string& hint = "") {
   const size_t i = firstNonFinite(values);
   if (i == values.size()) return;
-  throw Error(where + " holds " + nonFiniteAt(values, i) + (hint.empty() ? "" : " (" + hint + ")"));
+  throw RunFailure(where + " holds " + nonFiniteAt(values, i) + (hint.empty() ? "" : " (" + hint + ")"));
 }
 
 std::string stepName(size_t i, size_t steps, float t) {
