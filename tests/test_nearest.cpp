@@ -101,6 +101,10 @@ TEST(NearestLookup, GemmOfAnotherNTakesTheNearestGemm) {
   far.record(gemm("2x640x1x1024", 2560), "tiled", "KWG=32,MWG=64,MWI=4,NWG=64,NWI=4,PF=0,SB=1,VEC=4", 100, 90);
   c = far.lookup(fam, gemm("1x320x1x16", 320));  // 1 + 1 + 6 + 3 = 11
   EXPECT_EQ(c.source, "device default");
+  // An entry with identical attributes answers at any distance (the rule before).
+  far.record(gemm("2x640x1x1024", 320), "tiled", "KWG=16,MWG=32,MWI=2,NWG=32,NWI=2,PF=0,SB=0,VEC=4", 10, 9);
+  c = far.lookup(fam, gemm("1x320x1x8", 320));  // 1 + 1 + 7 = 9
+  EXPECT_EQ(c.source, "nearest " + gemm("2x640x1x1024", 320).text() + " (distance 9)");
   // A variant asked for: only entries that have it (none has direct here).
   c = db.lookup(fam, gemm("2x640x1x1024", 1920), "direct");
   EXPECT_EQ(c.source, "generic default");

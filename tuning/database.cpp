@@ -184,7 +184,10 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
     if (e.instance == inst)
       if (auto c = pick(e, "exact")) return *c;
   // Nearest instance (tuning/nearest.h): the closest entry of the same family and storage
-  // format whose structural attributes match, within kMaxNearestDistance. Ties go to the
+  // format whose structural attributes match, within kMaxNearestDistance, or at any
+  // distance when all its attributes are identical (the rule before sizes were crossed:
+  // on the H200's database it answered the nc4hw4 GroupNorm 2x2560x8x8 from 2x320x64x64,
+  // distance 9, and no recording says the vote would do better). Ties go to the
   // smaller instance text, so the answer does not depend on the file's entry order;
   // distances within 1e-9 are ties (log2 sums of mirrored shapes, 2x640 vs 2x960 and
   // 2x960 vs 2x640, differ in the last bit).
@@ -192,7 +195,7 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   double best = 0;
   for (const auto& e : entries_) {
     const auto d = instanceDistance(inst, e.instance);
-    if (!d || *d > kMaxNearestDistance + 1e-9 || !pick(e, "")) continue;
+    if (!d || (*d > kMaxNearestDistance + 1e-9 && !e.instance.sameOpAs(inst)) || !pick(e, "")) continue;
     const bool tie = nearest && std::abs(*d - best) <= 1e-9;
     if (!nearest || (!tie && *d < best) || (tie && e.instance.text() < nearest->instance.text()))
       nearest = &e, best = *d;

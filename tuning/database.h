@@ -4,7 +4,8 @@
 // parameters for this op instance on this device" with fallbacks:
 //   exact instance -> nearest instance of the same family and storage format whose
 //   structural attributes are equal, by shape and size attributes (GEMM n, conv cout;
-//   tuning/nearest.h instanceDistance, at most kMaxNearestDistance) -> device default (the variant and
+//   tuning/nearest.h instanceDistance, at most kMaxNearestDistance unless all
+//   attributes are identical) -> device default (the variant and
 //   parameters that win most of this family's entries here) -> vendor default (the
 //   same chain, short of the generic default, in the databases of the other devices
 //   of this vendor: files in the same folder whose key starts with the vendor word,

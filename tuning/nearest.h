@@ -17,10 +17,12 @@
 
 namespace sdspeed {
 
-// Farther than this, the nearest entry is no better a guess than the device vote: 8 is a
-// 256x change in total (e.g. 16x in two dimensions). Every leave-one-out pair in the
-// recordings (tests/test_nearest.cpp) lies within 8, so the recorded data cannot pick a
-// tighter bound: a smaller one only hands more instances to the vote, which lost there.
+// Farther than this, an entry with other size attributes is no better a guess than the
+// device vote: 8 is a 256x change in total (e.g. 16x in two dimensions). Every
+// leave-one-out pair in the recordings (tests/test_nearest.cpp) lies within 8, so the
+// recorded data cannot pick a tighter bound: a smaller one only hands more instances to
+// the vote, which lost there. (An entry with identical attributes answers at any
+// distance, as before sizes were crossed: TuningDatabase::lookup.)
 constexpr double kMaxNearestDistance = 8;
 
 // The distance from `asked` to `tuned`, or nullopt when they may not share parameters
