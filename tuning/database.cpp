@@ -12,6 +12,7 @@
 #include "runtime/atomic_file.h"
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
+#include "tuning/nearest.h"
 #include "tuning/yaml_file.h"
 
 namespace sdspeed {
@@ -182,23 +183,40 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   for (const auto& e : entries_)
     if (e.instance == inst)
       if (auto c = pick(e, "exact")) return *c;
+  // Nearest instance (tuning/nearest.h): the closest entry of the same family and storage
+  // format whose structural attributes match, within kMaxNearestDistance, or at any
+  // distance when all its attributes are identical (the rule before sizes were crossed:
+  // on the H200's database it answered the nc4hw4 GroupNorm 2x2560x8x8 from 2x320x64x64,
+  // distance 9, and no recording says the vote would do better). Ties go to the
+  // smaller instance text, so the answer does not depend on the file's entry order;
+  // distances within 1e-9 are ties (log2 sums of mirrored shapes, 2x640 vs 2x960 and
+  // 2x960 vs 2x640, differ in the last bit).
   const TunedEntry* nearest = nullptr;
   double best = 0;
   for (const auto& e : entries_) {
-    if (!e.instance.sameOpAs(inst) || !pick(e, "")) continue;
-    const double d = shapeDistance(e.instance.shape, inst.shape);
-    if (!nearest || d < best) nearest = &e, best = d;
+    const auto d = instanceDistance(inst, e.instance);
+    if (!d || (*d > kMaxNearestDistance + 1e-9 && !e.instance.sameOpAs(inst)) || !pick(e, "")) continue;
+    const bool tie = nearest && std::abs(*d - best) <= 1e-9;
+    if (!nearest || (!tie && *d < best) || (tie && e.instance.text() < nearest->instance.text()))
+      nearest = &e, best = *d;
   }
   if (nearest) {
     std::ostringstream s;
     s << "nearest " << nearest->instance.text() << " (distance " << best << ")";
     return *pick(*nearest, s.str());
   }
-  // Device default: the (variant, params) that wins most of this family's entries in
-  // the instance's storage format (parameters tuned for images say little about
-  // buffers), else of all its entries of the instance's weight format. Never another
-  // weight format's: an f16-weight kernel moves half the weight bytes, so f32-weight
-  // winners say little about it (and exact and nearest match whole formats already).
+  if (auto c = deviceDefault(inst, variant)) return *c;
+  const VariantDef& v = variant.empty() ? fam.variants().front() : fam.variant(variant);
+  return {v.name, v.defaults().text(), "generic default"};
+}
+
+std::optional<TunedChoice> TuningDatabase::deviceDefault(const OpInstance& inst, const std::string& variant) const {
+  // The (variant, params) that wins most of this family's entries in the instance's
+  // storage format (parameters tuned for images say little about buffers), else of all
+  // its entries of the instance's weight format. Never another weight format's: an
+  // f16-weight kernel moves half the weight bytes, so f32-weight winners say little
+  // about it (and exact and nearest match whole formats already). A tie goes to the
+  // smallest (variant, params), std::map's first.
   std::map<std::pair<std::string, std::string>, int> votes;
   for (int pass = 0; pass < 2 && votes.empty(); ++pass)
     for (const auto& e : entries_) {
@@ -208,13 +226,10 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
       const std::string v = variant.empty() ? e.best : variant;
       if (auto it = e.variants.find(v); it != e.variants.end()) ++votes[{v, it->second.params}];
     }
-  if (!votes.empty()) {
-    auto top = std::max_element(votes.begin(), votes.end(),
-                                [](const auto& a, const auto& b) { return a.second < b.second; });
-    return {top->first.first, top->first.second, "device default"};
-  }
-  const VariantDef& v = variant.empty() ? fam.variants().front() : fam.variant(variant);
-  return {v.name, v.defaults().text(), "generic default"};
+  if (votes.empty()) return std::nullopt;
+  auto top = std::max_element(votes.begin(), votes.end(),
+                              [](const auto& a, const auto& b) { return a.second < b.second; });
+  return TunedChoice{top->first.first, top->first.second, "device default"};
 }
 
 TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) {

@@ -2,8 +2,10 @@
 // configs/tuned/FORMAT.md): for each op instance the best parameters of every
 // variant and the best variant overall. lookup() answers "which variant and
 // parameters for this op instance on this device" with fallbacks:
-//   exact instance -> nearest shape of the same op, attributes and format
-//   (tuning/op_instance.h shapeDistance) -> device default (the variant and
+//   exact instance -> nearest instance of the same family and storage format whose
+//   structural attributes are equal, by shape and size attributes (GEMM n, conv cout;
+//   tuning/nearest.h instanceDistance, at most kMaxNearestDistance unless all
+//   attributes are identical) -> device default (the variant and
 //   parameters that win most of this family's entries here) -> vendor default (the
 //   same chain, short of the generic default, in the databases of the other devices
 //   of this vendor: files in the same folder whose key starts with the vendor word,
@@ -13,6 +15,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +66,9 @@ class TuningDatabase {
   const std::vector<TunedEntry>& entries() const { return entries_; }
   // variant: "" = the best variant; else that variant's own best.
   TunedChoice lookup(const Family& fam, const OpInstance& inst, const std::string& variant = "") const;
+  // lookup's third step alone (the device vote), nullopt when no entry votes; public so
+  // the leave-one-out replay (tests/test_nearest.cpp) can compare it with the nearest step.
+  std::optional<TunedChoice> deviceDefault(const OpInstance& inst, const std::string& variant = "") const;
 
  private:
   std::vector<TunedEntry> entries_;
