@@ -22,6 +22,7 @@
 #                                     (c1's database if still on the machine)
 #   bash scripts/device-memory.sh e   flash tuned at the f16 4096-token self-attention,
 #                                     then the f16 runs (unlimited, 1GiB, 2.6GB, 1.8GB) again
+#   bash scripts/device-memory.sh f   after nearest-instance defaults: f32, f16, f16 1GiB
 # SD 1.5 512x512, batch 2, 20 PNDM steps, seeded random weights, every run with --report.
 # Every step is capped; the results land in $OUT/memory-PHASE.tgz after each step.
 set -uo pipefail
@@ -165,5 +166,13 @@ if [ "$PHASE" = e ]; then
   run f16-1.8GB 90 $F16 --memory-budget 1.8GB
   finish
 fi
-log "unknown phase $PHASE (a, b, c1, c2, d or e)"
+if [ "$PHASE" = f ]; then
+  # The database lookup with nearest-instance defaults across attributes (tuning/nearest):
+  # what the pipeline runs now, f32 and f16, and 1GiB, against visits d and e.
+  run f32 90
+  run f16 90 --precision f16 --weights f16
+  run f16-1GiB 90 --precision f16 --weights f16 --memory-budget 1GiB
+  finish
+fi
+log "unknown phase $PHASE (a, b, c1, c2, d, e or f)"
 finish
