@@ -216,6 +216,14 @@ SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueCopyBuffer,
                       (cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset,
                        size_t dst_offset, size_t size, WAIT_PARAMS),
                       (q, src, dst, src_offset, dst_offset, size, WAIT_ARGS))
+// Pinned staging (Context::HostStaging): mapped once, unmapped when freed.
+SDSPEED_CL_TRAMPOLINE(void*, clEnqueueMapBuffer,
+                      (cl_command_queue q, cl_mem buffer, cl_bool blocking_map, cl_map_flags map_flags,
+                       size_t offset, size_t size, WAIT_PARAMS, cl_int* errcode_ret),
+                      (q, buffer, blocking_map, map_flags, offset, size, WAIT_ARGS, errcode_ret))
+SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueUnmapMemObject,
+                      (cl_command_queue q, cl_mem memobj, void* mapped_ptr, WAIT_PARAMS),
+                      (q, memobj, mapped_ptr, WAIT_ARGS))
 SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueMarkerWithWaitList, (cl_command_queue q, WAIT_PARAMS), (q, WAIT_ARGS))
 SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueBarrierWithWaitList, (cl_command_queue q, WAIT_PARAMS), (q, WAIT_ARGS))
 SDSPEED_CL_TRAMPOLINE(cl_int, clEnqueueFillBuffer,
