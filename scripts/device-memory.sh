@@ -108,6 +108,16 @@ sampled() {
   sort -n "$R/$name-smi.txt" | tail -1 > "$R/$name-smi-max.txt"
   rm -f "$R/$name-smi.txt"
 }
+# PyTorch's peaks (diffusers carried as a wheel in .whl) and the memory ablation with $DB,
+# in the same call as the runs before them; then the phase ends.
+peer_and_ablation() {
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+    step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
+  fi
+  step 300 ablate-memory $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 \
+    --ablation configs/ablation/memory.yaml --db-dir $DB --out "$R/ablation"
+  finish
+}
 if [ "$PHASE" = c2 ]; then
   F16="--precision f16 --weights f16 --db-dir $DB"
   run f16 90 $F16
@@ -119,12 +129,7 @@ if [ "$PHASE" = c2 ]; then
   run f16-profile 90 $F16 --profile --no-decode
   run f32 90 --db-dir $DB
   run f32-4.5GB 90 --db-dir $DB --memory-budget 4.5GB
-  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
-    step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
-  fi
-  step 300 ablate-memory $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 \
-    --ablation configs/ablation/memory.yaml --db-dir $DB --out "$R/ablation"
-  finish
+  peer_and_ablation
 fi
 if [ "$PHASE" = d ]; then
   # After c1/c2: streamed weights through the pinned ring (counted), VAE tiles of the
@@ -141,12 +146,7 @@ if [ "$PHASE" = d ]; then
   run f16-1GiB-profile 150 $F16 --memory-budget 1GiB --profile
   run f32 90 --db-dir $DB
   run f32-4.5GB 90 --db-dir $DB --memory-budget 4.5GB
-  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
-    step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
-  fi
-  step 300 ablate-memory $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 \
-    --ablation configs/ablation/memory.yaml --db-dir $DB --out "$R/ablation"
-  finish
+  peer_and_ablation
 fi
 if [ "$PHASE" = e ]; then
   # The f16 UNet's costliest op (d's profiles): self-attention at 4096 tokens ran naive

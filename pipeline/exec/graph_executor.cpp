@@ -484,8 +484,9 @@ void GraphExecutor::allocate(const WeightSource& weights) {
       if (opt_.format.weights == DType::F16) checkFitsF16(values, graph_.component(), t.name);
       if (streamed_[id]) {  // placed in the arena below, uploaded before every run
         memory_.streamedBytes += desc.bytes();
+        // Weights are packed NCHW (StorageFormat::params()): the checkpoint's element order.
         const auto mapped = weights.mappedBytes(t.name, opt_.format.weights == DType::F16 ? "F16" : "F32");
-        if (mapped.size() == desc.bytes() && desc.format.layout == sdspeed::Layout::NCHW) {
+        if (mapped.size() == desc.bytes()) {
           hostWeights_[id] = {reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size()};
           memory_.streamedMappedBytes += mapped.size();
         } else {
