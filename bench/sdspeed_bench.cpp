@@ -297,7 +297,7 @@ int run(int argc, char** argv) {
       c->problem = s.problem;
       c->format = s.format;
       const TunedChoice choice = db.lookup(*s.fam, s.instance, v.name);
-      const bool tuned = choice.source != "generic default";
+      const bool tuned = choice.tuned();
       std::string note;
       try {
         c->point = v.parsePoint(choice.params);

@@ -69,6 +69,9 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
   exec.format = StorageFormat::parse(row.precision + ".buffer." + layout);
   exec.format.weights = setup.exec.format.weights;  // the run's --weights unless the row names its own
   if (!row.weights.empty()) parseWeightsSpec(row.weights, "ablation row " + row.name + ": weights", exec);
+  exec.format.arithmetic = row.arithmetic.empty()
+                               ? setup.exec.format.arithmetic
+                               : runArithmetic(row.arithmetic, "ablation row " + row.name + ": arithmetic");
   exec.planner = row.planner;
   exec.variants = row.variants;
   exec.fuseActivations = row.fused;
@@ -84,6 +87,7 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
   if (exec.memoryBudget && !m.released)
     throw Error("ablation row " + row.name + ": a budget holds one component at a time: it needs release: true");
   m.weights = weightsSpecText(exec);
+  m.arithmetic = dtypeName(exec.format.arithmetic);
   ctx.resetPeak();
   {
     SdPipeline pipe(ctx, setup.src, exec, setup.latentH, setup.latentW, setup.batch);
@@ -126,6 +130,8 @@ json rowJson(const AblationMeasurement& m) {
           {"planner", m.row.planner},
           {"precision", m.row.precision},
           {"weights", m.weights},
+          {"arithmetic", m.arithmetic},
+          {"backend", "opencl"},
           {"allowed", m.row.variants},
           {"unet_ms_median", m.unetMedianMs},
           {"unet_ms_min", m.unetMinMs},
@@ -184,7 +190,8 @@ std::string markdown(const json& j) {
     std::string forced;
     for (const auto& c : r.value("budget_choices", json::array())) forced += "; budget: " + c.get<std::string>();
     o << "- " << r["row"].get<std::string>() << (released ? " (components released)" : "") << " [weights "
-      << r.value("weights", std::string("f32")) << ", scratch " << r.value("scratch", std::string("planned"))
+      << r.value("weights", std::string("f32")) << ", arithmetic " << r.value("arithmetic", std::string("f32"))
+      << ", scratch " << r.value("scratch", std::string("planned"))
       << ", derived weights " << r.value("derived_weights", std::string("resident")) << forced << "]: " << v
       << (fb ? " (" + std::to_string(fb) + " ops outside the row's variants: none allowed could run them)" : "") << "\n";
   }
@@ -306,7 +313,8 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
     std::cout << "usage: sdspeed ablate (--model DIR | --random-weights --model configs/models/sd15) [-W -H] [--steps N]\n"
                  "       [--ablation configs/ablation/paper.yaml] [--out results/ablation/<device-key>]\n"
                  "       [--keep-resident] [run options]\n"
-                 "       (run options include --weights f32|f16[,COMPONENT=FORMAT]; a row's `weights` key overrides it)\n"
+                 "       (run options include --weights f32|f16[,COMPONENT=FORMAT] and --arithmetic f32|f16; a row's\n"
+                 "       `weights` and `arithmetic` keys override them)\n"
                  "       sdspeed ablate --merge DIR... [--out DIR]\n"
                  "       sdspeed ablate --replot DIR        (the plot from DIR/ablation.json)\n"
                  "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n"

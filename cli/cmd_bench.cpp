@@ -17,20 +17,21 @@ namespace sdspeed {
 
 int cmdBench(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
-  options.insert({"op", "shape", "attrs", "variant", "storage", "weights", "params", "points", "seed", "csv",
+  options.insert({"op", "shape", "attrs", "variant", "storage", "weights", "arithmetic", "params", "points", "seed", "csv",
                   "min-ms", "warmup", "llc-mib", "devices-dir", "memory-budget"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
   if (args.has("help") || !args.has("op") || !args.has("shape")) {
     std::cout << "usage: sdspeed bench --op OP --shape NxCxHxW[,..] [--attrs K=V,..] [--variant V,..]\n"
-                 "                     [--storage F,..] [--weights f32,f16] [--params K=V,..] [--points N|all]\n"
+                 "                     [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16] [--params K=V,..] [--points N|all]\n"
                  "                     [--csv FILE]\n"
                  "                     [--min-ms MS] [--warmup N] [--llc-mib MIB] [--memory-budget SIZE]\n"
                  "Times each variant (defaults + N sampled points, default 0; `all` sweeps the space)\n"
                  "with device events: median and min over repeats after warm-up, inputs rotated past\n"
                  "the last-level cache. Every timed point first passes the accuracy check. --weights\n"
-                 "(default f32) times each storage format once per weight format (weight slots in f16).\n"
+                 "(default f32) times each storage format once per weight format (weight slots in f16);\n"
+                 "--arithmetic (default f32) once per arithmetic (f16: unsupported on every OpenCL variant).\n"
                  "--memory-budget: one run's device bytes (tensors, scratch, resident derived weights; the\n"
                  "\"device MiB\" column, \"pc\": derived weights made per call) must fit: convolutions make\n"
                  "derived weights per call when resident ones do not fit and that needs fewer bytes; what\n"
@@ -45,7 +46,7 @@ int cmdBench(const std::vector<std::string>& argv) {
   std::vector<StorageFormat> formats;
   for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
   if (formats.empty()) formats.push_back(StorageFormat{});
-  formats = withWeightFormatsFromArgs(args, formats);
+  formats = withArithmeticFromArgs(args, withWeightFormatsFromArgs(args, formats));
   // f16 weights are the f32 case for a family that reads no weights: time it once.
   {
     std::vector<StorageFormat> keyed;

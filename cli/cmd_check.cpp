@@ -39,7 +39,7 @@ std::vector<StorageFormat> formatsFromArgs(const Args& args) {
   std::vector<StorageFormat> out;
   for (const auto& s : args.list("storage")) out.push_back(StorageFormat::parse(s));
   if (out.empty()) out = StorageFormat::all();
-  return withWeightFormatsFromArgs(args, out);
+  return withArithmeticFromArgs(args, withWeightFormatsFromArgs(args, out));
 }
 
 // Where a check stands: PoCL builds a program per case, minutes before the table. Like
@@ -83,12 +83,12 @@ class CheckProgress {
 
 int cmdCheck(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
-  options.insert({"op", "variant", "storage", "weights", "points", "params", "seed", "dump-kernels", "csv", "shape", "attrs"});
+  options.insert({"op", "variant", "storage", "weights", "arithmetic", "points", "params", "seed", "dump-kernels", "csv", "shape", "attrs"});
   auto flags = kDeviceFlags;
   flags.insert({"full", "help"});
   Args args(argv, options, flags);
   if (args.has("help")) {
-    std::cout << "usage: sdspeed check [--op OP,..] [--variant V,..] [--storage F,..] [--weights f32,f16]\n"
+    std::cout << "usage: sdspeed check [--op OP,..] [--variant V,..] [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16]\n"
                  "                     [--params K=V,..]\n"
                  "                     [--points N] [--seed S] [--full] [--csv FILE] [--dump-kernels DIR]\n"
                  "                     [--shape NxCxHxW[,..] [--attrs K=V,..]]   (one --op: these problems only)\n"
@@ -97,7 +97,9 @@ int cmdCheck(const std::vector<std::string>& argv) {
                  "large Stable Diffusion shapes. --weights (default f32) runs each storage format once per\n"
                  "weight format: f16 weights are checked against the reference on the rounded weights,\n"
                  "the error against the unrounded ones is the `vs unrounded` column. Families that read\n"
-                 "no weights run f32 weights only (f16 is the same program). Exit status 1 if any case fails.\n";
+                 "no weights run f32 weights only (f16 is the same program). --arithmetic (default f32): what\n"
+                 "kernels compute in; f16 cases of variants that compute in f32 only (every OpenCL variant\n"
+                 "today) are reported unsupported. Exit status 1 if any case fails.\n";
     return 0;
   }
   const auto families = familiesFromArgs(args);

@@ -36,6 +36,15 @@ std::vector<StorageFormat> withWeightFormatsFromArgs(const Args& args, const std
   return out;
 }
 
+std::vector<StorageFormat> withArithmeticFromArgs(const Args& args, const std::vector<StorageFormat>& formats) {
+  if (!args.has("arithmetic")) return formats;
+  const std::vector<DType> arithmetic = parseDTypeList(args.get("arithmetic"), "--arithmetic");
+  std::vector<StorageFormat> out;
+  for (const auto& f : formats)
+    for (DType a : arithmetic) out.push_back(f.withArithmetic(a));
+  return out;
+}
+
 TimingPolicy timingPolicyFromArgs(const Args& args) {
   TimingPolicy policy;
   policy.minTotalMs = args.getInt("min-ms", 50);

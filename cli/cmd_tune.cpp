@@ -135,7 +135,7 @@ int replay(const Args& args, const Family& fam, const std::vector<OpInstance>& i
 
 int cmdTune(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
-  options.insert({"op", "shape", "shapes", "attrs", "storage", "weights", "variant", "strategy", "budget", "seconds", "seed",
+  options.insert({"op", "shape", "shapes", "attrs", "storage", "weights", "arithmetic", "variant", "strategy", "budget", "seconds", "seed",
                   "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads", "model", "width", "height",
                   "batch", "component"});
   auto flags = kDeviceFlags;
@@ -145,7 +145,7 @@ int cmdTune(const std::vector<std::string>& argv) {
     std::cout
         << "usage: sdspeed tune --op OP (--shape NxCxHxW[,..] [--attrs K=V,..] | --shapes FILE.yaml |\n"
            "                               --model DIR [--width W --height H --batch B --component C])\n"
-           "       [--storage F,..] [--weights f32,f16] [--variant V,..] [--strategy exhaustive|random|anneal|model] [--budget N|N%]\n"
+           "       [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16] [--variant V,..] [--strategy exhaustive|random|anneal|model] [--budget N|N%]\n"
            "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
            "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N]\n"
            "Sweeps the op's variants x parameters on each instance: every point is built, checked against\n"
@@ -153,7 +153,9 @@ int cmdTune(const std::vector<std::string>& argv) {
            "and the best per variant goes to <db-dir>/<device-key>.yaml (default configs/tuned). A sweep\n"
            "started again skips the points it already measured. --replay runs a strategy against a\n"
            "recorded sweep, without a device. --weights (default f32) tunes each instance once per weight\n"
-           "format; f16-weight instances are keyed `...wf16` and never share entries with f32 ones.\n";
+           "format; f16-weight instances are keyed `...wf16` and never share entries with f32 ones.\n"
+           "--arithmetic (default f32) likewise, keyed `...af16`; an arithmetic no variant computes in\n"
+           "(f16: every OpenCL kernel computes in f32) is skipped, said per instance.\n";
     return args.has("help") ? 0 : 2;
   }
   const std::string op = args.get("op");
@@ -161,7 +163,7 @@ int cmdTune(const std::vector<std::string>& argv) {
   std::vector<StorageFormat> formats;
   for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
   if (formats.empty()) formats.push_back(StorageFormat{});
-  formats = withWeightFormatsFromArgs(args, formats);
+  formats = withArithmeticFromArgs(args, withWeightFormatsFromArgs(args, formats));
   if (!fam.readsWeights() && std::any_of(formats.begin(), formats.end(), [](const StorageFormat& f) { return f.weights != DType::F32; }))
     std::cout << "note: " << fam.name() << " reads no weights; its f16-weight instances are its f32 ones\n";
   const auto instances = instancesFromArgs(args, fam, formats);
@@ -215,6 +217,15 @@ int cmdTune(const std::vector<std::string>& argv) {
           std::cout << "skipped: " << fam.name() << " " << v.name << ": " << cap << "\n";
     if (space.empty()) throw Error("the " + fam.name() + " space is empty after constraints on " + dev.name);
     for (const auto& inst : instances) {
+      // An arithmetic no variant computes in (f16 on OpenCL today) has nothing to tune:
+      // said once per instance rather than recorded as a space of unsupported points.
+      if (std::none_of(fam.variants().begin(), fam.variants().end(), [&](const VariantDef& v) {
+            return std::find(v.arithmetic.begin(), v.arithmetic.end(), inst.format.arithmetic) != v.arithmetic.end();
+          })) {
+        std::cout << "skipped: " << inst.text() << ": no " << fam.name() << " variant computes in "
+                  << dtypeName(inst.format.arithmetic) << "\n";
+        continue;
+      }
       const size_t budget = parseBudget(args.get("budget"), space.size());
       std::cout << inst.text() << ": " << strategyName << ", " << budget << " of " << space.size() << " points"
                 << std::endl;

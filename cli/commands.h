@@ -36,5 +36,8 @@ ContextOptions contextOptionsFromArgs(const Args& args);
 // listed, in that order; without --weights, `formats` as given (f32 weights unless a
 // 4-part --storage named others). Throws Error naming --weights for a bad item.
 std::vector<StorageFormat> withWeightFormatsFromArgs(const Args& args, const std::vector<StorageFormat>& formats);
+// --arithmetic f32,f16 (check, bench, tune): each of `formats` once per arithmetic
+// listed (after the weight formats); without it, f32 (or what a --storage part named).
+std::vector<StorageFormat> withArithmeticFromArgs(const Args& args, const std::vector<StorageFormat>& formats);
 
 }  // namespace sdspeed

@@ -106,11 +106,20 @@ void applyMemoryOptions(const Args& a, ExecOptions& exec) {
   }
 }
 
+DType runArithmetic(const std::string& text, const std::string& what) {
+  const DType a = parseDType(text, what);
+  for (const auto& fam : allFamilies())
+    for (const auto& v : fam->variants())
+      if (std::find(v.arithmetic.begin(), v.arithmetic.end(), a) != v.arithmetic.end()) return a;
+  throw Error(what + " " + text + ": no kernel computes in " + text +
+              " on OpenCL (every variant computes and accumulates in f32; f16 kernels come with the Vulkan backend)");
+}
+
 std::set<std::string> runSetupOptions() {
   return {"model", "config", "prompt", "negative-prompt", "width", "height", "steps", "cfg-scale", "scheduler", "seed",
           "rng", "precision", "layout", "input-ids", "uncond-input-ids", "init-latents", "variant", "planner",
           "db-dir", "weights-seed", "memory-budget", "derived-weights", "scratch", "arena-binding", "weights",
-          "stream-staging", "vae-tile"};
+          "stream-staging", "vae-tile", "arithmetic"};
 }
 
 std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite"}; }
@@ -177,6 +186,7 @@ RunSetup runSetup(const Args& a) {
   const std::string precision = a.get("precision", "f32");
   if (precision != "f32" && precision != "f16") throw Error("--precision wants f32 or f16, got '" + precision + "'");
   s.exec.format = StorageFormat::parse(precision + ".buffer." + a.get("layout", "nc4hw4"));
+  s.exec.format.arithmetic = runArithmetic(a.get("arithmetic", "f32"), "--arithmetic");
   // --weights f32|f16[,COMPONENT=FORMAT..]: the weights' precision, per component.
   if (a.has("weights")) parseWeightsSpec(a.get("weights"), "--weights", s.exec);
   s.exec.dbDir = a.get("db-dir", "configs/tuned");

@@ -40,5 +40,9 @@ void printProgress(int done, int total, double unetMs);
 // --memory-budget SIZE, --derived-weights resident|per-call, --scratch planned|own,
 // --arena-binding offsets|sub-buffers, --stream-staging ring|pageable (see ExecOptions).
 void applyMemoryOptions(const Args& a, ExecOptions& exec);
+// "f32|f16" (--arithmetic, an ablation row's `arithmetic`, named by `what`) as a DType;
+// throws Error when the text is bad or when no kernel family has a variant computing in
+// it (f16 on OpenCL today), rather than run f32 kernels under an f16 label.
+DType runArithmetic(const std::string& text, const std::string& what);
 
 }  // namespace sdspeed

@@ -136,8 +136,9 @@ void RunReport::print(std::ostream& os) const {
        << (seededTokens ? " (seeded token ids: the model has no tokenizer)" : "") << "\n";
   os << "model: " << source << "\n";
   os << "device: " << device.name << " (" << device.driverVersion << ", " << device.openclVersion << ")"
-     << ", activations " << exec.format.withWeights(DType::F32).name() << ", weights " << weightsSpecText(exec)
-     << ", planner " << exec.planner << "\n";
+     << ", activations " << exec.format.withWeights(DType::F32).withArithmetic(DType::F32).name() << ", weights "
+     << weightsSpecText(exec) << ", arithmetic " << dtypeName(exec.format.arithmetic) << ", planner " << exec.planner
+     << "\n";
   os << "run: " << width << "x" << height << ", " << steps << " steps of " << scheduler << ", batch " << batch
      << ", seed " << seed << (image.empty() ? "" : ", image " + image) << "\n\n";
   const DiffusionResult& r = *result;
@@ -252,7 +253,8 @@ nlohmann::json RunReport::json() const {
                      {"tuning_database", dbPath},
                      {"tuning_database_found", dbExists}};
   j["run"] = {{"width", width}, {"height", height}, {"steps", steps}, {"scheduler", scheduler}, {"batch", batch},
-              {"seed", seed}, {"format", exec.format.withWeights(DType::F32).name()}, {"weights", weightsSpecText(exec)},
+              {"seed", seed}, {"format", exec.format.withWeights(DType::F32).withArithmetic(DType::F32).name()},
+              {"weights", weightsSpecText(exec)}, {"arithmetic", dtypeName(exec.format.arithmetic)}, {"backend", "opencl"},
               {"planner", exec.planner}, {"image", image},
               {"scratch", exec.planScratch ? "planned" : "own"},
               {"derived_weights", exec.derivedWeightsPerCall ? "per-call" : "resident"},

@@ -120,6 +120,9 @@ std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceInfo&
 
 std::string Family::unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
                                       const StorageFormat& f, const DeviceInfo& dev) const {
+  if (std::find(v.arithmetic.begin(), v.arithmetic.end(), f.arithmetic) == v.arithmetic.end())
+    return std::string("computes in f32 only: no ") + dtypeName(f.arithmetic) + "-arithmetic kernel for this variant";
+  if (f.arithmetic == DType::F16 && !dev.fp16) return "device lacks cl_khr_fp16";
   if (std::string bad = v.violatedConstraint(p); !bad.empty()) return "violates " + bad;
   if (std::string why = v.deviceLimitReason(p, dev); !why.empty()) return why;
   const auto sl = slots();

@@ -56,28 +56,41 @@ std::string StorageFormat::name() const {
   s += layout == Layout::NCHW ? ".nchw" : ".nc4hw4";
   // f32 weights add nothing: the pre-weight-axis text, so old keys stay valid.
   if (weights != DType::F32) s += std::string(".w") + dtypeName(weights);
+  if (arithmetic != DType::F32) s += std::string(".a") + dtypeName(arithmetic);
   return s;
 }
 
 StorageFormat StorageFormat::parse(const std::string& text) {
-  std::string base = text;
-  DType weights = DType::F32;
-  // A 4th part "wDTYPE" names the weight format; the 3-part form means f32 weights.
-  if (std::count(text.begin(), text.end(), '.') == 3) {
-    const size_t dot = text.rfind('.');
-    const std::string w = text.substr(dot + 1);
-    if (w != "wf16" && w != "wf32")
-      throw Error("unknown storage format '" + text + "': unknown weight format '" + w +
-                  "' (want .wf16, or no 4th part for f32 weights)");
-    weights = w == "wf16" ? DType::F16 : DType::F32;
-    base = text.substr(0, dot);
+  // DTYPE.STORAGE.LAYOUT, then optional parts: "w" + the weight format, "a" + the
+  // arithmetic, each at most once, in that order (the order name() writes).
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t dot = text.find('.', at);
+    parts.push_back(text.substr(at, dot - at));
+    if (dot == std::string::npos) break;
+    at = dot + 1;
   }
+  DType weights = DType::F32, arithmetic = DType::F32;
+  const char* want = " (want dtype.storage.layout[.wDTYPE][.aDTYPE], e.g. f32.buffer.nchw, f16.image2d.nc4hw4, "
+                     "f32.buffer.nchw.wf16, f16.buffer.nchw.af16)";
+  char last = 0;
+  for (size_t i = 3; i < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    const char tag = p.empty() ? 0 : p[0];
+    if ((tag != 'w' && tag != 'a') || (tag == 'w' && last != 0) || (tag == 'a' && last == 'a'))
+      throw Error("unknown storage format '" + text + "': unexpected part '" + p + "'" + want);
+    if (p != std::string(1, tag) + "f32" && p != std::string(1, tag) + "f16")
+      throw Error("unknown storage format '" + text + "': unknown " + (tag == 'w' ? "weight format" : "arithmetic") +
+                  " '" + p + "' (want ." + tag + "f16, or no such part for f32)");
+    (tag == 'w' ? weights : arithmetic) = p.substr(1) == "f16" ? DType::F16 : DType::F32;
+    last = tag;
+  }
+  const std::string base = parts.size() >= 3 ? parts[0] + "." + parts[1] + "." + parts[2] : text;
   for (const auto& f : all())
-    if (f.name() == base) return f.withWeights(weights);
+    if (f.name() == base) return f.withWeights(weights).withArithmetic(arithmetic);
   if (base.find("image2d.nchw") != std::string::npos)
     throw Error("storage format '" + text + "' is impossible: image2d storage is always nc4hw4");
-  throw Error("unknown storage format '" + text +
-              "' (want dtype.storage.layout[.wf16], e.g. f32.buffer.nchw, f16.image2d.nc4hw4, f32.buffer.nchw.wf16)");
+  throw Error("unknown storage format '" + text + "'" + want);
 }
 
 std::vector<StorageFormat> StorageFormat::all() {

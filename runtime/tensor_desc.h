@@ -38,15 +38,20 @@ struct StorageFormat {
   Storage storage = Storage::Buffer;
   Layout layout = Layout::NCHW;
   DType weights = DType::F32;
+  // What kernels compute in (the precision model's third axis, independent of what
+  // activations and weights are stored in). f32 on every OpenCL kernel today; f16 is
+  // declared per variant (VariantDef::arithmetic) where a kernel computes in half.
+  DType arithmetic = DType::F32;
 
-  // "DTYPE.STORAGE.LAYOUT" for f32 weights ("f32.buffer.nchw", "f16.image2d.nc4hw4"):
-  // the text every database, sweep CSV and op instance written before the weight axis
-  // used, so their keys stay. Other weight formats add a 4th part "w" + dtype:
-  // "f32.buffer.nchw.wf16" (configs/tuned/FORMAT.md).
+  // "DTYPE.STORAGE.LAYOUT" for f32 weights and f32 arithmetic ("f32.buffer.nchw",
+  // "f16.image2d.nc4hw4"): the text every database, sweep CSV and op instance written
+  // before those axes used, so their keys stay. Other weight formats add a part "w" +
+  // dtype, f16 arithmetic a part "a" + dtype, in that order: "f32.buffer.nchw.wf16",
+  // "f16.buffer.nchw.wf16.af16" (configs/tuned/FORMAT.md).
   std::string name() const;
   bool operator==(const StorageFormat&) const = default;
   // Throws Error for unknown text or an impossible combination (an image is RGBA
-  // texels, so it is always NC4HW4). Accepts both the 3-part and the 4-part form.
+  // texels, so it is always NC4HW4). Accepts the 3-part form and the optional parts.
   static StorageFormat parse(const std::string& text);
   // Every valid activation combination, f32 weights, in a stable order.
   static std::vector<StorageFormat> all();
@@ -56,6 +61,12 @@ struct StorageFormat {
   StorageFormat withWeights(DType w) const {
     StorageFormat f = *this;
     f.weights = w;
+    return f;
+  }
+  // This format computing in `a`.
+  StorageFormat withArithmetic(DType a) const {
+    StorageFormat f = *this;
+    f.arithmetic = a;
     return f;
   }
   size_t weightElementBytes() const { return weights == DType::F32 ? 4 : 2; }

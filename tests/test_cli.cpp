@@ -62,6 +62,17 @@ TEST_F(Cli, UnknownVariant) {
   expectOneLineError({"check", "--op", "groupnorm", "--variant", "three_pass"}, {"unknown variant 'three_pass'"});
 }
 
+// f16 arithmetic on OpenCL: every variant computes in f32, so each case is reported
+// unsupported with the reason (never run in f32 under an f16 label); a bad list item is
+// one line naming --arithmetic.
+TEST_F(Cli, ArithmeticF16IsUnsupportedOnEveryOpenclVariant) {
+  const Result r = run({"check", "--op", "softmax", "--arithmetic", "f16"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_CONTAINS(r.out, "computes in f32 only");
+  EXPECT_CONTAINS(r.out, ".af16");
+  expectOneLineError({"check", "--op", "softmax", "--arithmetic", "f8"}, {"--arithmetic", "f8"});
+}
+
 TEST_F(Cli, UnknownFlag) { expectOneLineError({"check", "--bogus-flag"}, {"unknown option --bogus-flag"}); }
 
 TEST_F(Cli, OptionMissingValue) { expectOneLineError({"check", "--op"}, {"--op needs a value"}); }

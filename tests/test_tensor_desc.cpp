@@ -110,6 +110,28 @@ TEST(StorageFormat, WeightFormatPart) {
   EXPECT_EQ(msg.rfind("--weights: unknown weight format 'bf16'", 0), 0u) << msg;
 }
 
+// The arithmetic part: absent for f32 (old texts unchanged), ".af16" after any weight
+// part; parts out of order, repeated or unknown are errors naming the part.
+TEST(StorageFormat, ArithmeticPart) {
+  for (const auto& f : StorageFormat::all()) {
+    EXPECT_EQ(f.arithmetic, DType::F32);
+    const StorageFormat a = f.withArithmetic(DType::F16);
+    EXPECT_EQ(a.name(), f.name() + ".af16");
+    EXPECT_EQ(StorageFormat::parse(a.name()), a);
+    EXPECT_FALSE(a == f);
+    const StorageFormat wa = a.withWeights(DType::F16);
+    EXPECT_EQ(wa.name(), f.name() + ".wf16.af16");
+    EXPECT_EQ(StorageFormat::parse(wa.name()), wa);
+  }
+  EXPECT_EQ(StorageFormat::parse("f32.buffer.nchw.af32"), StorageFormat{});
+  for (const std::string bad : {"f32.buffer.nchw.af16.wf16", "f32.buffer.nchw.af16.af16", "f32.buffer.nchw.ax",
+                                "f32.buffer.nchw.qf16", "f32.buffer.nchw.af8"}) {
+    SCOPED_TRACE(bad);
+    const std::string msg = sdspeed_test::errorMessage([&] { StorageFormat::parse(bad); });
+    EXPECT_NE(msg.find("unknown storage format '" + bad + "'"), std::string::npos) << msg;
+  }
+}
+
 TEST(StorageFormat, ImageWithNchwLayoutIsImpossible) {
   for (const std::string bad : {"f32.image2d.nchw", "f16.image2d.nchw"}) {
     SCOPED_TRACE(bad);

@@ -523,6 +523,23 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   EXPECT_EQ(c.source, "vendor default (opencl-pocl-cpu-3: exact)");
 }
 
+// The arithmetic axis: an f16-arithmetic instance is another key and never takes an
+// f32-arithmetic entry, through any step (exact, nearest, the device vote).
+TEST(TuningDatabase, NoStepCrossesArithmetic) {
+  GroupNormFamily fam;
+  TuningDatabase db;
+  db.deviceKey = "opencl-nvidia-h200-580";
+  db.record(gn("2x320x64x64"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
+  db.record(gn("2x640x32x32"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
+  EXPECT_EQ(db.lookup(fam, gn("2x320x64x64")).step, TunedStep::Exact);
+  const OpInstance a16 = gn("2x320x64x64", "f32.buffer.nchw.af16");
+  EXPECT_EQ(a16.text(), "groupnorm 2x320x64x64 eps=1e-05 g=32 residual=0 silu=1 f32.buffer.nchw.af16");
+  EXPECT_EQ(OpInstance::parse(a16.text()), a16);
+  const TunedChoice c = db.lookup(fam, a16);
+  EXPECT_EQ(c.step, TunedStep::GenericDefault) << c.source;
+  EXPECT_EQ(c.source, "generic default");
+}
+
 // Keys written before the API word (runtime/device_key.h): files under the old names
 // load as OpenCL's, tune's writers move them once, and no fallback crosses APIs.
 TEST(TuningDatabase, LegacyKeyedFilesLoadAndFallbacksStayWithinTheirApi) {

@@ -176,15 +176,15 @@ void TuningDatabase::record(const OpInstance& inst, const std::string& variant, 
 }
 
 TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, const std::string& variant) const {
-  auto pick = [&](const TunedEntry& e, const std::string& source) -> std::optional<TunedChoice> {
+  auto pick = [&](const TunedEntry& e, const std::string& source, TunedStep step) -> std::optional<TunedChoice> {
     const std::string v = variant.empty() ? e.best : variant;
     auto it = e.variants.find(v);
     if (it == e.variants.end()) return std::nullopt;
-    return TunedChoice{v, it->second.params, source, it->second.medianUs};
+    return TunedChoice{v, it->second.params, source, it->second.medianUs, step};
   };
   for (const auto& e : entries_)
     if (e.instance == inst)
-      if (auto c = pick(e, "exact")) return *c;
+      if (auto c = pick(e, "exact", TunedStep::Exact)) return *c;
   // Nearest instance (tuning/nearest.h): the closest entry of the same family and storage
   // format whose structural attributes match, within kMaxNearestDistance, or at any
   // distance when all its attributes are identical (the rule before sizes were crossed:
@@ -197,7 +197,7 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   double best = 0;
   for (const auto& e : entries_) {
     const auto d = instanceDistance(inst, e.instance);
-    if (!d || (*d > kMaxNearestDistance + 1e-9 && !e.instance.sameOpAs(inst)) || !pick(e, "")) continue;
+    if (!d || (*d > kMaxNearestDistance + 1e-9 && !e.instance.sameOpAs(inst)) || !pick(e, "", TunedStep::Nearest)) continue;
     const bool tie = nearest && std::abs(*d - best) <= 1e-9;
     if (!nearest || (!tie && *d < best) || (tie && e.instance.text() < nearest->instance.text()))
       nearest = &e, best = *d;
@@ -205,7 +205,7 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   if (nearest) {
     std::ostringstream s;
     s << "nearest " << nearest->instance.text() << " (distance " << best << ")";
-    return *pick(*nearest, s.str());
+    return *pick(*nearest, s.str(), TunedStep::Nearest);
   }
   if (auto c = deviceDefault(inst, variant)) return *c;
   const VariantDef& v = variant.empty() ? fam.variants().front() : fam.variant(variant);
@@ -217,12 +217,14 @@ std::optional<TunedChoice> TuningDatabase::deviceDefault(const OpInstance& inst,
   // storage format (parameters tuned for images say little about buffers), else of all
   // its entries of the instance's weight format. Never another weight format's: an
   // f16-weight kernel moves half the weight bytes, so f32-weight winners say little
-  // about it (and exact and nearest match whole formats already). A tie goes to the
+  // about it (and exact and nearest match whole formats already); never another
+  // arithmetic's (other kernels altogether). A tie goes to the
   // smallest (variant, params), std::map's first.
   std::map<std::pair<std::string, std::string>, int> votes;
   for (int pass = 0; pass < 2 && votes.empty(); ++pass)
     for (const auto& e : entries_) {
       if (e.instance.family != inst.family || e.instance.format.weights != inst.format.weights ||
+          e.instance.format.arithmetic != inst.format.arithmetic ||
           (pass == 0 && !(e.instance.format == inst.format)))
         continue;
       const std::string v = variant.empty() ? e.best : variant;
@@ -231,7 +233,7 @@ std::optional<TunedChoice> TuningDatabase::deviceDefault(const OpInstance& inst,
   if (votes.empty()) return std::nullopt;
   auto top = std::max_element(votes.begin(), votes.end(),
                               [](const auto& a, const auto& b) { return a.second < b.second; });
-  return TunedChoice{top->first.first, top->first.second, "device default"};
+  return TunedChoice{top->first.first, top->first.second, "device default", 0, TunedStep::DeviceDefault};
 }
 
 TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) {
@@ -265,11 +267,11 @@ TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) {
 
 TunedChoice TunedChooser::choose(const Family& fam, const OpInstance& inst, const std::string& variant) const {
   TunedChoice own = own_.lookup(fam, inst, variant);
-  if (own.source != "generic default") return own;
+  if (own.tuned()) return own;
   for (const auto& [key, db] : siblings_) {
     const TunedChoice c = db.lookup(fam, inst, variant);
-    if (c.source != "generic default")
-      return {c.variant, c.params, "vendor default (" + key + ": " + c.source + ")", c.medianUs};
+    if (c.tuned())
+      return {c.variant, c.params, "vendor default (" + key + ": " + c.source + ")", c.medianUs, TunedStep::VendorDefault};
   }
   return own;
 }

@@ -35,6 +35,9 @@ struct TunedEntry {
   std::map<std::string, TunedVariant> variants;
 };
 
+// Which step of the chain answered (the source text says it for people; code asks this).
+enum class TunedStep { Exact, Nearest, DeviceDefault, VendorDefault, GenericDefault };
+
 struct TunedChoice {
   std::string variant;
   std::string params;
@@ -42,6 +45,8 @@ struct TunedChoice {
   // "vendor default (<key>: <its source>)", "generic default"
   std::string source;
   double medianUs = 0;  // the stored time of that variant (exact or nearest entries), else 0
+  TunedStep step = TunedStep::GenericDefault;
+  bool tuned() const { return step != TunedStep::GenericDefault; }  // some database answered
 };
 
 class TuningDatabase {

@@ -57,11 +57,11 @@ std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, 
 TunedChoice chooseForWeights(const TunedChooser& chooser, const Family& fam, const OpInstance& inst,
                              const std::string& variant = "") {
   TunedChoice c = chooser.choose(fam, inst, variant);
-  if (c.source != "generic default" || inst.format.weights == DType::F32) return c;
+  if (c.tuned() || inst.format.weights == DType::F32) return c;
   OpInstance f32 = inst;
   f32.format = inst.format.withWeights(DType::F32);
   TunedChoice g = chooser.choose(fam, f32, variant);
-  if (g.source == "generic default") return c;
+  if (!g.tuned()) return c;
   g.source = "f32-weight entry (" + g.source + "; no " + dtypeName(inst.format.weights) + "-weight entry)";
   g.medianUs = 0;  // timed with other weights: not this instance's time
   return g;
@@ -107,7 +107,7 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
       // Only exact entries of this device time this instance; a nearest shape's or another
       // device's time says little about it.
       const bool allTimed = std::all_of(candidates.begin(), candidates.end(), [](const TunedChoice& c) {
-        return c.medianUs > 0 && c.source == "exact";
+        return c.medianUs > 0 && c.step == TunedStep::Exact;
       });
       const TunedChoice& c = allTimed ? *std::min_element(candidates.begin(), candidates.end(),
                                                           [](const auto& a, const auto& b) { return a.medianUs < b.medianUs; })

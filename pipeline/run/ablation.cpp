@@ -39,10 +39,10 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
     if (!r.IsMap()) fail(r, "", "a row is a map");
     for (const auto& kv : r) {
       const std::string k = kv.first.as<std::string>();
-      if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "weights" && k != "max_abs" &&
+      if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "weights" && k != "arithmetic" && k != "max_abs" &&
           k != "variants" && k != "release" && k != "scratch" && k != "derived_weights" && k != "budget")
         fail(kv.first, k,
-             "unknown key (name, fused, planner, precision, weights, max_abs, variants, release, scratch, "
+             "unknown key (name, fused, planner, precision, weights, arithmetic, max_abs, variants, release, scratch, "
              "derived_weights, budget)");
     }
     if (!r["name"]) fail(r, "name", "every row needs a name");
@@ -65,6 +65,10 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
         } catch (const Error& e) {
           fail(r["weights"], "weights", e.what());
         }
+      }
+      if (r["arithmetic"]) {
+        cur.arithmetic = r["arithmetic"].as<std::string>();
+        if (cur.arithmetic != "f32" && cur.arithmetic != "f16") fail(r["arithmetic"], "arithmetic", "want f32 or f16");
       }
       if (r["max_abs"]) cur.maxAbs = r["max_abs"].as<double>();
       if (const YAML::Node rel = r["release"]) {

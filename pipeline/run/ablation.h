@@ -20,6 +20,8 @@ struct AblationRow {
   // The weight format, --weights' syntax ("f16", "f16,vae_decoder=f32"); empty: the
   // run's --weights (f32 by default).
   std::string weights;
+  // What kernels compute in ("f32", "f16"); empty: the run's --arithmetic.
+  std::string arithmetic;
   double maxAbs = 0;  // allowed |decoded - baseline decoded|
   // `release: true|false`: each component freed once its output exists (true) or all
   // kept resident (false); unset: the ablate command's choice (released, unless
@@ -45,6 +47,7 @@ AblationPlan loadAblationPlan(const std::string& path);
 struct AblationMeasurement {
   AblationRow row;
   std::string weights;                     // the weight format the row ran, resolved (weightsSpecText)
+  std::string arithmetic = "f32";          // what its kernels computed in
   double unetMedianMs = 0, unetMinMs = 0;  // per UNet iteration (device time)
   double pipelineMs = 0;                   // text encoder + every UNet step + VAE decoder (device time)
   double wallMs = 0;
