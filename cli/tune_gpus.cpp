@@ -15,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/tune_shared.h"
+#include "runtime/atomic_file.h"
 #include "runtime/error.h"
 #include "tuning/db_merge.h"
 #include "tuning/shard.h"
