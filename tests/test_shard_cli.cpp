@@ -88,13 +88,13 @@ TEST_F(Cli, ShardAndMergeBadInputIsOneLine) {
 TEST_F(Cli, WholeModelUnderOnePointBudget) {
   TempDir one, two;
   const std::vector<std::string> tune = {"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a",
-                                         "--component", "text_encoder", "--total-points", "12", "--seed", "3",
+                                         "--component", "text_encoder", "--total-points", "8", "--seed", "3",
                                          "--min-ms", "1", "--threads", "1"};
   Result r = run(with(tune, {"--sweep-dir", one.path() + "/sweeps", "--db-dir", one.path() + "/tuned"}));
   ASSERT_LE(r.exitCode, 3) << r.describe();
   EXPECT_NE(r.out.find("expected run-time gain per component call"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("text_encoder"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("budget 12 of 12 points"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("budget 8 of 8 points"), std::string::npos) << r.out;
   for (const char* k : {"1/2", "2/2"}) {
     Result s = run(with(tune, {"--shard", k, "--sweep-dir", two.path() + "/sweeps", "--db-dir", two.path() + "/tuned"}));
     ASSERT_LE(s.exitCode, 3) << s.describe();
