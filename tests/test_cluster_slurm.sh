@@ -34,7 +34,7 @@ cleanup() {
     sleep 0.5
   done
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
-  [[ -n $watchdog ]] && kill "$watchdog" 2>/dev/null
+  [[ -n $watchdog ]] && kill -- -"$watchdog" 2>/dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -63,9 +63,6 @@ munged --foreground --force --key-file="$T/munge/munge.key" --socket="$T/munge/m
   --pid-file="$T/munge/munged.pid" --seed-file="$T/munge/munged.seed" --log-file="$T/munged.log" \
   >>"$T/munged.log" 2>&1 &
 pids+=($!)
-# A watchdog outside this process: if the script is killed (a CTest timeout sends
-# SIGKILL), no daemon outlives it by more than 300 s.
-watch_pids() { sleep 300; kill -9 "$@" 2>/dev/null; }
 for _ in $(seq 50); do [[ -S $T/munge/munge.sock ]] && break; sleep 0.1; done
 [[ -S $T/munge/munge.sock ]] || fail "munged did not start"
 
@@ -108,7 +105,10 @@ slurmctld -D -c -f "$SLURM_CONF" >>"$T/slurmctld.log" 2>&1 &
 pids+=($!)
 slurmd -D -N "$host" -f "$SLURM_CONF" >>"$T/slurmd.log" 2>&1 &
 pids+=($!)
-watch_pids "${pids[@]}" >/dev/null 2>&1 &
+# A watchdog outside this process: if the script is killed (a CTest timeout sends
+# SIGKILL), no daemon outlives it by more than 300 s. Its own session, so the trap can
+# end it and its sleep together (kill -- -PGID).
+setsid bash -c 'sleep 300; kill -9 "$@"' watchdog "${pids[@]}" </dev/null >/dev/null 2>&1 &
 watchdog=$!
 for _ in $(seq 60); do
   [[ $(sinfo -h -o %T 2>/dev/null) == idle* ]] && break
