@@ -10,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/tune_shared.h"
@@ -35,6 +37,13 @@ Child spawn(const std::vector<std::string>& argv, const std::string& prefix) {
   const pid_t pid = ::fork();
   if (pid < 0) throw RunFailure("tune --device gpus: cannot fork");
   if (pid == 0) {
+    // PoCL with its kernel cache off (POCL_KERNEL_CACHE=0) still writes compiler files
+    // under POCL_CACHE_DIR, and two processes building one program there delete each
+    // other's: each shard gets a folder of its own (PoCL creates it).
+    if (const char* off = std::getenv("POCL_KERNEL_CACHE"); off && std::string(off) == "0") {
+      const char* dir = std::getenv("POCL_CACHE_DIR");
+      ::setenv("POCL_CACHE_DIR", (std::string(dir ? dir : "/tmp/sdspeed-pocl") + "/shard-" + std::to_string(::getpid())).c_str(), 1);
+    }
     ::dup2(pipefd[1], STDOUT_FILENO);
     ::dup2(pipefd[1], STDERR_FILENO);
     ::close(pipefd[0]);
@@ -85,9 +94,17 @@ int tuneOnGpus(const std::vector<std::string>& argv, const Args& args) {
   if (args.has("replay")) throw Error("--device gpus has no use with --replay");
   std::vector<DeviceInfo> gpus;
   std::string found;
-  for (const auto& d : listDevices()) {
+  const auto devices = listDevices();
+  for (const auto& d : devices) {
     found += (found.empty() ? "" : ", ") + d.name + " (" + d.typeName() + ")";
     if (d.isGpu()) gpus.push_back(d);
+  }
+  // Test hook: SDSPEED_TEST_GPUS=P:D,P:D,... stands for the host's GPUs (a device may
+  // be listed twice), so tests/test_shard_cli.cpp runs this path on PoCL's CPU device.
+  if (const char* fake = std::getenv("SDSPEED_TEST_GPUS")) {
+    gpus.clear();
+    std::stringstream ss(fake);
+    for (std::string index; std::getline(ss, index, ',');) gpus.push_back(selectDevice(devices, index));
   }
   if (gpus.empty())
     throw Error("--device gpus: no GPU among this host's OpenCL devices (found: " + (found.empty() ? "none" : found) +
@@ -101,6 +118,16 @@ int tuneOnGpus(const std::vector<std::string>& argv, const Args& args) {
   const std::string dbPath = dbDir + "/" + key + ".yaml";
   checkWritable(dbPath, "--db-dir");
   const int n = static_cast<int>(gpus.size());
+  if (n == 1) {
+    // One GPU: no shards to merge; the same as --device P:D.
+    std::vector<std::string> one;
+    for (size_t i = 0; i < argv.size(); ++i)
+      if (argv[i] == "--device" && i + 1 < argv.size()) ++i;
+      else if (argv[i].rfind("--device=", 0) != 0) one.push_back(argv[i]);
+    one.push_back("--device");
+    one.push_back(gpus.front().index());
+    return cmdTune(one);
+  }
   std::cout << "tune --device gpus: " << n << " GPUs (" << key << "), one shard each\n" << std::flush;
   std::vector<Child> children;
   for (int k = 1; k <= n; ++k) {

@@ -62,6 +62,30 @@ TEST_F(Cli, ShardsMergedMeasureWhatOneRunMeasures) {
   EXPECT_NE(r.out.find("only in the first: groupnorm"), std::string::npos) << r.out;
 }
 
+// --device gpus on a host without GPUs, through its test hook: two "GPUs" (PoCL's CPU
+// device twice) run one shard each in parallel child processes, then the merge leaves
+// the unsharded files, with the points of one unsharded run and no shard file.
+TEST_F(Cli, DeviceGpusRunsAShardPerGpuAndMerges) {
+  TempDir one, gpus;
+  Result r = run(with(kTune, {"--sweep-dir", one.path() + "/sweeps", "--db-dir", one.path() + "/tuned"}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  ::setenv("SDSPEED_TEST_GPUS", "0:0,0:0", 1);
+  r = run(with(kTune, {"--device", "gpus", "--sweep-dir", gpus.path() + "/sweeps", "--db-dir", gpus.path() + "/tuned"}));
+  ::unsetenv("SDSPEED_TEST_GPUS");
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("[gpu 0:0 shard 1/2] "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[gpu 0:0 shard 2/2] "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("merged database: "), std::string::npos) << r.out;
+  const std::string db = only(gpus.path() + "/tuned", ".yaml");
+  EXPECT_EQ(db.find(".shard-"), std::string::npos) << db;
+  r = run({"db", "compare", only(one.path() + "/tuned", ".yaml"), db});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  r = run({"db", "compare", "--sweeps", one.path() + "/sweeps", gpus.path() + "/sweeps"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  for (const auto& f : std::filesystem::recursive_directory_iterator(gpus.path()))
+    EXPECT_EQ(f.path().string().find(".shard-"), std::string::npos) << f.path();
+}
+
 TEST_F(Cli, ShardAndMergeBadInputIsOneLine) {
   expectOneLineError(with(kTune, {"--shard", "4/3"}), {"--shard wants K/N", "'4/3'"});
   expectOneLineError({"db", "merge", "-o", io_.path() + "/x.yaml"}, {"db merge needs input files"});
