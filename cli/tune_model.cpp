@@ -186,7 +186,7 @@ int tuneModel(const Args& args) {
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   double remainingWeight = ownWeight;
   int failures = 0;
-  size_t done = 0, measured = 0, reused = 0;
+  size_t done = 0, measured = 0, reused = 0, tunedCount = 0;
   std::vector<double> priorUs(all.size(), NAN), afterUs(all.size(), NAN);
   for (size_t i : order) {
     ModelInstance& m = all[i];
@@ -202,6 +202,7 @@ int tuneModel(const Args& args) {
     }
     ++done;
     if (budget == 0 || space.empty()) continue;
+    ++tunedCount;
     auto& cache = caches[fam.name()];
     if (!cache)
       cache = std::make_unique<SweepCache>(shardPath(sweepDir + "/" + key + "/" + fam.name() + ".csv", shard),
@@ -247,6 +248,10 @@ int tuneModel(const Args& args) {
                 << " | " << m.inst.text() << ": " << res.rows.size() << " points" << std::endl;
   }
   if (tty) std::cout << "\n";
+  if (totalSeconds > 0 && tunedCount < ownCount)
+    std::cout << ownCount - tunedCount << " of " << ownCount
+              << " instances not reached: the time ran out before these, the lightest (a larger --total-seconds "
+                 "reaches them; the same command again reuses every measured point and spends its time on new ones)\n";
 
   // Expected gain per component call: count x (current choice's time - tuned best),
   // over the instances whose current choice was measured here.
