@@ -25,6 +25,7 @@
 #include <memory>
 #include <set>
 
+#include "runtime/device_key.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "kernels/registry.h"
@@ -263,9 +264,9 @@ int run(int argc, char** argv) {
   ctx = std::make_unique<Context>(deviceFromArgs(args), contextOptionsFromArgs(args));
   g.ctx = ctx.get();
   const DeviceInfo& dev = ctx->device();
-  const std::string ceilPath = args.get("devices-dir", "configs/devices") + "/" + dev.key() + ".yaml";
+  const std::string ceilPath = resolveKeyedPath(args.get("devices-dir", "configs/devices"), dev.key(), ".yaml");
   g.haveCeil = loadCeilings(ceilPath, g.ceil);
-  const std::string dbPath = args.get("tuned-dir", "configs/tuned") + "/" + dev.key() + ".yaml";
+  const std::string dbPath = resolveKeyedPath(args.get("tuned-dir", "configs/tuned"), dev.key(), ".yaml");
   const TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, dev);
 
   benchmark::AddCustomContext("device_name", dev.name);

@@ -2,6 +2,7 @@
 #include <iostream>
 #include <map>
 
+#include "runtime/device_key.h"
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "kernels/registry.h"
@@ -72,7 +73,7 @@ int cmdBench(const std::vector<std::string>& argv) {
             << dev.openclVersion << ", " << dev.computeUnits << " CUs, LLC " << (dev.globalCacheBytes >> 10)
             << " KiB)\n";
   Ceilings ceil;
-  const std::string ceilPath = args.get("devices-dir", "configs/devices") + "/" + dev.key() + ".yaml";
+  const std::string ceilPath = resolveKeyedPath(args.get("devices-dir", "configs/devices"), dev.key(), ".yaml");
   const bool haveCeil = loadCeilings(ceilPath, ceil) && ceil.copyGBs > 0;
   if (haveCeil)
     std::cout << "ceilings (" << ceilPath << "): copy " << fmtFixed(ceil.copyGBs, 1) << " GB/s, fma "

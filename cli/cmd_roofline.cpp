@@ -1,5 +1,6 @@
 #include <iostream>
 
+#include "runtime/device_key.h"
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "runtime/cl_error.h"
@@ -24,7 +25,9 @@ int cmdRoofline(const std::vector<std::string>& argv) {
   if (mib <= 0) throw Error("--mib must be positive");
   Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
   Ceilings c = measureCeilings(ctx, static_cast<size_t>(mib) << 20, timingPolicyFromArgs(args));
-  const std::string path = args.get("devices-dir", "configs/devices") + "/" + c.deviceKey + ".yaml";
+  const std::string dir = args.get("devices-dir", "configs/devices");
+  migrateKeyedPath(dir, c.deviceKey, ".yaml");  // a legacy-named file becomes this one (device_key.h)
+  const std::string path = dir + "/" + c.deviceKey + ".yaml";
   saveCeilings(c, path);
   std::cout << "device " << c.deviceKey << ": " << c.deviceName << " (driver " << c.driver << ")\n"
             << "copy: " << fmtFixed(c.copyGBs, 1) << " GB/s (read + write, " << (c.copyBytes >> 20)

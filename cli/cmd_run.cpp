@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "runtime/device_key.h"
 #include "cli/commands.h"
 #include "cli/run_inputs.h"
 #include "cli/run_report.h"
@@ -100,7 +101,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   report.device = dev;
   report.exec = exec;
   report.peakBytes = ctx.memoryStats().peakBytes;
-  report.dbPath = exec.dbDir + "/" + dev.key() + ".yaml";
+  report.dbPath = resolveKeyedPath(exec.dbDir, dev.key(), ".yaml");
   report.dbExists = fs::exists(report.dbPath);
   report.collect(pipe);
 

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <set>
 
+#include "runtime/device_key.h"
 #include "cli/commands.h"
 #ifdef SDSPEED_WITH_PIPELINE
 #include "pipeline/run/model_shapes.h"
@@ -214,6 +215,10 @@ int cmdTune(const std::vector<std::string>& argv) {
     Context ctx(dev, contextOptionsFromArgs(args));
     const std::string key = dev.key();
     std::cout << "device " << key << ": " << dev.name << " (driver " << dev.driverVersion << ")\n";
+    // Files written under the key's legacy name (before the API word) move to the new
+    // name once, so resumed sweeps and the database carry on there (device_key.h).
+    if (migrateKeyedPath(sweepDir, key, "")) std::cout << "moved " << sweepDir << "/" << legacyDeviceKey(key) << " to " << sweepDir << "/" << key << " (device keys name their API)\n";
+    if (migrateKeyedPath(dbDir, key, ".yaml")) std::cout << "moved " << dbDir << "/" << legacyDeviceKey(key) << ".yaml to " << dbDir << "/" << key << ".yaml (device keys name their API)\n";
     SweepCache cache(shardPath(sweepDir + "/" + key + "/" + fam.name() + ".csv", shard), paramNames(fam));
     if (cache.droppedPartialRows()) std::cout << "dropped a half-written row from " << cache.path() << "\n";
     const std::string dbPath = shardPath(dbDir + "/" + key + ".yaml", shard);

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/tune_shared.h"
 #include "runtime/atomic_file.h"
+#include "runtime/device_key.h"
 #include "runtime/error.h"
 #include "tuning/db_merge.h"
 #include "tuning/shard.h"
@@ -117,6 +118,10 @@ int tuneOnGpus(const std::vector<std::string>& argv, const Args& args) {
   const std::string sweepDir = args.get("sweep-dir", "results/sweeps"), dbDir = args.get("db-dir", "configs/tuned");
   const std::string dbPath = dbDir + "/" + key + ".yaml";
   checkWritable(dbPath, "--db-dir");
+  // Legacy-named files (device_key.h) move here, once, before the shards start: the
+  // children would otherwise race to rename the same folder.
+  migrateKeyedPath(sweepDir, key, "");
+  migrateKeyedPath(dbDir, key, ".yaml");
   const int n = static_cast<int>(gpus.size());
   if (n == 1) {
     // One GPU: no shards to merge; the same as --device P:D.

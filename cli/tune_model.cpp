@@ -16,6 +16,7 @@
 #include "cli/tune_shared.h"
 #include "kernels/registry.h"
 #include "runtime/atomic_file.h"
+#include "runtime/device_key.h"
 #include "runtime/error.h"
 #include "tuning/db_merge.h"
 #include "tuning/model_budget.h"
@@ -136,6 +137,9 @@ int tuneModel(const Args& args) {
   Context ctx(dev, contextOptionsFromArgs(args));
   const std::string key = dev.key();
   const std::string sweepDir = args.get("sweep-dir", "results/sweeps"), dbDir = args.get("db-dir", "configs/tuned");
+  // Files under the key's legacy name move to the new one once, as in tune --op.
+  if (migrateKeyedPath(sweepDir, key, "")) std::cout << "moved " << sweepDir << "/" << legacyDeviceKey(key) << " to " << key << "\n";
+  if (migrateKeyedPath(dbDir, key, ".yaml")) std::cout << "moved " << dbDir << "/" << legacyDeviceKey(key) << ".yaml to " << key << ".yaml\n";
   const std::string dbPath = shardPath(dbDir + "/" + key + ".yaml", shard);
   checkWritable(dbPath, "--db-dir");
   Ceilings ceilings;

@@ -127,12 +127,12 @@ std::string DeviceInfo::index() const {
 std::string DeviceInfo::key() const {
   const std::string major = slug(driverVersion.substr(0, driverVersion.find_first_of(".+ ")));
   if (platformName.find("Portable Computing Language") != std::string::npos && isCpu())
-    return "pocl-cpu-" + major;
+    return "opencl-pocl-cpu-" + major;
   std::string v = firstWord(vendor);  // "nvidia", "advanced" (Micro Devices) -> "amd"
   if (v == "advanced") v = "amd";
   std::string n = slug(name);
   if (n.rfind(v + "-", 0) == 0) n = n.substr(v.size() + 1);
-  return v + "-" + n + "-" + major;
+  return "opencl-" + v + "-" + n + "-" + major;
 }
 
 std::vector<DeviceInfo> listDevices() {

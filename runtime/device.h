@@ -45,9 +45,10 @@ struct DeviceInfo {
   std::string typeName() const;
   std::string index() const;  // "P:D"
   // Normalized key naming per-device files (tuning database, sweep cache, ceilings):
-  // vendor, device and driver major version, lower case, [a-z0-9-] only, e.g.
-  // "nvidia-h200-580". PoCL CPU devices are "pocl-cpu-<major>": PoCL names them after
-  // the host CPU model, which would tie a database to one machine.
+  // API, vendor, device and driver major version, lower case, [a-z0-9-] only, e.g.
+  // "opencl-nvidia-h200-580" (runtime/device_key.h: the API word, and the migration of
+  // keys written without it). PoCL CPU devices are "opencl-pocl-cpu-<major>": PoCL names
+  // them after the host CPU model, which would tie a database to one machine.
   std::string key() const;
 };
 

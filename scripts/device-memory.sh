@@ -94,7 +94,7 @@ if [ "$PHASE" = c1 ]; then
     step 160 tune-f16-$op $S tune --op $op --model configs/models/sd15 --storage f16.buffer.nc4hw4 --weights f16 \
       --strategy model --seconds $([ $op = attention ] && echo 12 || echo 5) --threads 16 --min-ms 5 --llc-mib 60 --sweep-dir build-dev/sweeps --db-dir $DB
   done
-  cp $DB/nvidia-h200-580.yaml "$R/" && cp -r build-dev/sweeps "$R/sweeps"
+  cp $DB/opencl-nvidia-h200-580.yaml "$R/" && cp -r build-dev/sweeps "$R/sweeps"
   finish
 fi
 # sampled NAME CAP ARGS...: a run with nvidia-smi's memory.used (MiB, driver context
@@ -135,7 +135,7 @@ if [ "$PHASE" = d ]; then
   # After c1/c2: streamed weights through the pinned ring (counted), VAE tiles of the
   # least redundant work; nvidia-smi beside the unlimited and the budget runs. Uses c1's
   # database when this machine still has it (build-dev/tuned), else the checked-in one.
-  [ -f $DB/nvidia-h200-580.yaml ] || DB=configs/tuned
+  [ -f $DB/opencl-nvidia-h200-580.yaml ] || DB=configs/tuned
   F16="--precision f16 --weights f16 --db-dir $DB"
   run f16-warm 150 $F16 --no-decode --steps 2
   sampled f16 90 $F16
@@ -157,7 +157,7 @@ if [ "$PHASE" = e ]; then
   step 150 tune-f16-attention-4096 $S tune --op attention --shape 2x320x1x4096 --attrs heads=8,kv=4096 \
     --storage f16.buffer.nc4hw4 --weights f16 --variant flash --strategy model --seconds 90 --threads 16 \
     --min-ms 5 --llc-mib 60 --sweep-dir build-dev/sweeps --db-dir $DB
-  cp $DB/nvidia-h200-580.yaml "$R/" && cp -r build-dev/sweeps "$R/sweeps"
+  cp $DB/opencl-nvidia-h200-580.yaml "$R/" && cp -r build-dev/sweeps "$R/sweeps"
   sampled f16 90 $F16
   sampled f16-1GiB 120 $F16 --memory-budget 1GiB
   run f16-1GiB-profile 120 $F16 --memory-budget 1GiB --profile --no-decode

@@ -72,7 +72,7 @@ if [ "$PHASE" = f ]; then
       --budget 60 --seconds 55 --min-ms 5 --llc-mib 60
   done
   cp configs/tuned/nvidia-*.yaml "$R/"
-  cp results/sweeps/nvidia-h200-580/gemm.csv "$R/gemm.csv"
+  cp results/sweeps/opencl-nvidia-h200-580/gemm.csv "$R/gemm.csv"
   step 100 run-sd15 $S run --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 --profile \
     --report "$R/run-sd15.json" -o "$R/sd15.png"
   finish

@@ -163,7 +163,7 @@ if [ "$PHASE" = d ]; then
     --min-ms 5 --llc-mib 60 --threads 14 --db-dir $W/tuned --sweep-dir $W/sweeps-rec --seconds $left \
     --op gemm --shape 2x640x1x1024 --attrs n=1920,bias=0
   { cat "$W/progress-d.txt"; grep -E 'points$|measured|exit' "$W/tune-rec-gemm-d.txt"
-    echo "rows: $(grep -c '^gemm 2x640x1x1024' "$W/sweeps-rec/nvidia-h200-580/gemm.csv" 2>/dev/null)"; } > "$OUT/summary-d.txt"
+    echo "rows: $(grep -c '^gemm 2x640x1x1024' "$W/sweeps-rec/opencl-nvidia-h200-580/gemm.csv" 2>/dev/null)"; } > "$OUT/summary-d.txt"
   tar czf "$OUT/visit-d.tgz" -C "$W" --exclude='pocl-warm*' . 2>/dev/null
   cat "$OUT/summary-d.txt"; tail -3 "$W/tune-rec-gemm-d.txt"
   exit 0
@@ -179,9 +179,9 @@ if [ "$PHASE" = c ]; then
   build || exit 1
   devices
   [ -d "$W/tuned" ] || { mkdir -p "$W/tuned" && cp configs/tuned/*.yaml "$W/tuned/"; }
-  mkdir -p "$W/sweeps-work/nvidia-h200-580"
-  for f in results/sweeps/nvidia-h200-580/*.csv; do
-    [ -e "$W/sweeps-work/nvidia-h200-580/$(basename "$f")" ] || cp "$f" "$W/sweeps-work/nvidia-h200-580/"
+  mkdir -p "$W/sweeps-work/opencl-nvidia-h200-580"
+  for f in results/sweeps/opencl-nvidia-h200-580/*.csv; do
+    [ -e "$W/sweeps-work/opencl-nvidia-h200-580/$(basename "$f")" ] || cp "$f" "$W/sweeps-work/opencl-nvidia-h200-580/"
   done
   T="tune --device $GPU --min-ms 5 --llc-mib 60 --threads 8 --db-dir $W/tuned --sweep-dir $W/sweeps-work"
   n=0

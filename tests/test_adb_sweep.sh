@@ -80,28 +80,28 @@ check "nothing ran on bad input" test ! -e "$OUT/results/devices"
 # --- three ready phones at once: A succeeds, B is cut off mid-sweep, C has no OpenCL ---
 sweep --all -- "${TUNE[@]}"
 check "a failed phone fails the run" test "$rc" = 1
-check "A streamed with its name" has "[Pixel_7-A] database: configs/tuned/pocl-cpu-3.yaml"
+check "A streamed with its name" has "[Pixel_7-A] database: configs/tuned/opencl-pocl-cpu-3.yaml"
 check "B streamed with its name" has "[Galaxy_S23-B] error: device 'B' not found"
-check "A ok in the summary" grep -qE "^  Pixel_7-A +ok: tune; pulled results, configs/tuned/pocl-cpu-3.yaml" "$T/log"
+check "A ok in the summary" grep -qE "^  Pixel_7-A +ok: tune; pulled results, configs/tuned/opencl-pocl-cpu-3.yaml" "$T/log"
 check "B failure named" grep -qE "^  Galaxy_S23-B +FAILED: connection lost during tune" "$T/log"
 check "C failure named" has "adb-sweep: NoCL_Phone-C: error: no usable OpenCL on this device: sdspeed devices: error: no OpenCL device found"
 check "C in the summary" grep -qE "^  NoCL_Phone-C +FAILED: no usable OpenCL" "$T/log"
 check "unauthorized D left out of --all" lacks "Locked-D"
-A_CSV="$OUT/results/devices/Pixel_7-A/sweeps/pocl-cpu-3/groupnorm.csv"
-B_CSV="$OUT/results/devices/Galaxy_S23-B/sweeps/pocl-cpu-3/groupnorm.csv"
+A_CSV="$OUT/results/devices/Pixel_7-A/sweeps/opencl-pocl-cpu-3/groupnorm.csv"
+B_CSV="$OUT/results/devices/Galaxy_S23-B/sweeps/opencl-pocl-cpu-3/groupnorm.csv"
 check "A's sweep pulled (3 rows)" test "$(rows "$A_CSV")" = 3
 check "B's partial sweep pulled (1 row before the kill)" test "$(rows "$B_CSV")" = 1
 check "A's log kept" compgen -G "$OUT/results/devices/Pixel_7-A/tune-*.log" >/dev/null
 check "device list kept" grep -q "pocl\|Xeon\|CPU" "$OUT/results/devices/Pixel_7-A/devices.txt"
-check "tuning database pulled" grep -q "groupnorm" "$OUT/configs/tuned/pocl-cpu-3.yaml"
+check "tuning database pulled" grep -q "groupnorm" "$OUT/configs/tuned/opencl-pocl-cpu-3.yaml"
 check "no temporary database left" test -z "$(ls -A "$OUT/configs/tuned" | grep '^\.')"
 check "merged table has both phones" grep -qE "^instance +Pixel_7-A +Galaxy_S23-B +NoCL_Phone-C" "$T/log"
 check "merged table row" grep -qE "^groupnorm 1x32x4x4 .* f32.buffer.nchw +[0-9.]+ us [a-z_]+ +[0-9.]+ us [a-z_]+ +-$" "$T/log"
-check "state kept on phone A" test -s "$FAKE_ADB_ROOT/devices/A/fs/data/local/tmp/sdspeed/results/sweeps/pocl-cpu-3/groupnorm.csv"
+check "state kept on phone A" test -s "$FAKE_ADB_ROOT/devices/A/fs/data/local/tmp/sdspeed/results/sweeps/opencl-pocl-cpu-3/groupnorm.csv"
 check "program cache on phone A" test -d "$FAKE_ADB_ROOT/devices/A/fs/data/local/tmp/sdspeed/cache"
 check "kernels and configs pushed" test -f "$FAKE_ADB_ROOT/devices/A/fs/data/local/tmp/sdspeed/configs/shapes/tiny.yaml"
 # The repository's databases stay here: the phone's own is the newest (pulled back).
-check "configs/tuned not pushed" test ! -e "$FAKE_ADB_ROOT/devices/A/fs/data/local/tmp/sdspeed/configs/tuned/nvidia-h200-580.yaml"
+check "configs/tuned not pushed" test ! -e "$FAKE_ADB_ROOT/devices/A/fs/data/local/tmp/sdspeed/configs/tuned/opencl-nvidia-h200-580.yaml"
 
 # --- resume: B reconnected. Nothing unchanged is pushed; the sweep goes on from row 1 ---
 rm "$FAKE_ADB_ROOT/devices/B/fail-mid-run"

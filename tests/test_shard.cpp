@@ -23,7 +23,7 @@ namespace {
 
 using sdspeed_test::errorMessage;
 
-const std::string kRecording = std::string(SDSPEED_TEST_DATA) + "/sweeps/leave-one-out/nvidia-h200-580/groupnorm.csv";
+const std::string kRecording = std::string(SDSPEED_TEST_DATA) + "/sweeps/leave-one-out/opencl-nvidia-h200-580/groupnorm.csv";
 
 std::string slurp(const std::string& path) {
   std::string s;
@@ -72,7 +72,7 @@ TEST(Shard, EveryInstanceFallsToExactlyOneShardWhateverTheList) {
 void replayShard(const std::string& dir, const std::string& strategy, size_t budget, const Shard& shard) {
   const Family& fam = findFamily("groupnorm");
   const SweepCache rec(kRecording, familyParamNames(fam), true);
-  const std::string key = "nvidia-h200-580";
+  const std::string key = "opencl-nvidia-h200-580";
   SweepCache cache(shardPath(dir + "/sweeps/" + key + "/groupnorm.csv", shard), familyParamNames(fam));
   TuningDatabase db;
   db.deviceKey = key;
@@ -118,19 +118,19 @@ TEST_P(ShardedReplay, MergedShardsEqualOneUnshardedRun) {
   std::vector<std::string> dbs;
   for (int k = n; k >= 1; --k) {  // in reverse: the merge must not depend on the inputs' order
     replayShard(three.path(), strategy, budget, Shard{k, n});
-    dbs.push_back(three.path() + "/tuned/nvidia-h200-580.shard-" + std::to_string(k) + "-of-3.yaml");
+    dbs.push_back(three.path() + "/tuned/opencl-nvidia-h200-580.shard-" + std::to_string(k) + "-of-3.yaml");
   }
   // Canonical forms of the unsharded files: merging one input sorts it.
   writeMergedSweeps(mergeSweeps({one.path() + "/sweeps"}), one.path() + "/canon");
-  mergeDatabases({one.path() + "/tuned/nvidia-h200-580.yaml"}).save(one.path() + "/canon.yaml");
+  mergeDatabases({one.path() + "/tuned/opencl-nvidia-h200-580.yaml"}).save(one.path() + "/canon.yaml");
   writeMergedSweeps(mergeSweeps({three.path() + "/sweeps"}), three.path() + "/merged");
   mergeDatabases(dbs).save(three.path() + "/merged.yaml");
-  const std::string sweepOne = slurp(one.path() + "/canon/nvidia-h200-580/groupnorm.csv");
+  const std::string sweepOne = slurp(one.path() + "/canon/opencl-nvidia-h200-580/groupnorm.csv");
   EXPECT_GT(std::count(sweepOne.begin(), sweepOne.end(), '\n'), 51) << "too few rows to mean anything";
-  EXPECT_EQ(slurp(three.path() + "/merged/nvidia-h200-580/groupnorm.csv"), sweepOne);
+  EXPECT_EQ(slurp(three.path() + "/merged/opencl-nvidia-h200-580/groupnorm.csv"), sweepOne);
   EXPECT_EQ(slurp(three.path() + "/merged.yaml"), slurp(one.path() + "/canon.yaml"));
   EXPECT_TRUE(compareDatabases(TuningDatabase::load(three.path() + "/merged.yaml"),
-                               TuningDatabase::load(one.path() + "/tuned/nvidia-h200-580.yaml"))
+                               TuningDatabase::load(one.path() + "/tuned/opencl-nvidia-h200-580.yaml"))
                   .empty());
   // And a shard alone is not the whole: the comparison can fail.
   EXPECT_FALSE(compareDatabases(TuningDatabase::load(dbs[0]), TuningDatabase::load(one.path() + "/canon.yaml")).empty());
@@ -170,7 +170,12 @@ TEST(DbMerge, KeepsEveryVariantsBestAndTheBestVariant) {
   // Old files (no source_hashes) load and merge with new ones.
   const auto a = writeDb(d.path() + "/a.yaml", "3.1", "", "CACHE=1,VEC=1,WG=64", "20", "50");
   const auto b = writeDb(d.path() + "/b.yaml", "3.1", "source_hashes: {groupnorm: abc}\n", "CACHE=2,VEC=1,WG=64", "10", "60");
+  // a carries the legacy key (pocl-cpu-3), b the current one: the same device.
+  std::string bt = slurp(b);
+  bt.replace(bt.find("key: pocl-cpu-3"), 15, "key: opencl-pocl-cpu-3");
+  writeFileAtomically(b, bt);
   const TuningDatabase m = mergeDatabases({a, b});
+  EXPECT_EQ(m.deviceKey, "opencl-pocl-cpu-3");
   ASSERT_EQ(m.entries().size(), 1u);
   EXPECT_EQ(m.entries()[0].variants.at("one_pass").params, "CACHE=2,VEC=1,WG=64");
   EXPECT_EQ(m.entries()[0].variants.at("one_pass").medianUs, 10);
@@ -199,7 +204,7 @@ TEST(DbMerge, RefusesAnotherDriverKeyOrKernelSourceNamingTheFile) {
   e = errorMessage([&] { mergeDatabases({a, hash}); });
   EXPECT_NE(e.find(hash + ": kernel source hash of groupnorm 'def' differs from 'abc' in " + a), std::string::npos) << e;
   e = errorMessage([&] { mergeDatabases({a, keyPath}); });
-  EXPECT_NE(e.find(keyPath + ": device key 'pocl-cpu-5' differs"), std::string::npos) << e;
+  EXPECT_NE(e.find(keyPath + ": device key 'opencl-pocl-cpu-5' differs"), std::string::npos) << e;
   e = errorMessage([&] { mergeDatabases({a, d.path() + "/missing.yaml"}); });
   EXPECT_NE(e.find("missing.yaml"), std::string::npos) << e;
 }

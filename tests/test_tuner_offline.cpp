@@ -14,6 +14,7 @@
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/registry.h"
 #include "runtime/atomic_file.h"
+#include "runtime/device_key.h"
 #include "test_support.h"
 #include "tuning/database.h"
 #include "tuning/shape_set.h"
@@ -221,17 +222,17 @@ OpInstance gn(const std::string& shape, const std::string& format = "f32.buffer.
 TEST(TuningDatabase, RoundTripKeepsTheBestOfEachVariant) {
   sdspeed_test::TempDir dir;
   TuningDatabase db;
-  db.deviceKey = "nvidia-h200-580";
+  db.deviceKey = "opencl-nvidia-h200-580";
   db.deviceName = "NVIDIA H200";
   db.driver = "580.159.04";
   db.record(gn("2x320x64x64"), "one_pass", "CACHE=8,VEC=4,WG=1024", 19.2, 18.3);
   db.record(gn("2x320x64x64"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.5, 13.6);
   db.record(gn("2x320x64x64"), "split", "CACHE=0,SPLIT=8,VEC=4,WG=256", 14.1, 13.9);  // faster: replaces
   db.record(gn("2x320x64x64"), "split", "CACHE=1,SPLIT=2,VEC=4,WG=1024", 17.0, 16.0);  // slower: ignored
-  const std::string path = dir.path() + "/tuned/nvidia-h200-580.yaml";
+  const std::string path = dir.path() + "/tuned/opencl-nvidia-h200-580.yaml";
   db.save(path);
   for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/tuned"))
-    EXPECT_EQ(e.path().filename().string(), "nvidia-h200-580.yaml") << "temporary file left behind";
+    EXPECT_EQ(e.path().filename().string(), "opencl-nvidia-h200-580.yaml") << "temporary file left behind";
   TuningDatabase back = TuningDatabase::load(path);
   EXPECT_EQ(back.deviceKey, db.deviceKey);
   EXPECT_EQ(back.driver, db.driver);
@@ -412,13 +413,13 @@ TEST(TuningDatabase, LookupNeverCrossesWeightFormats) {
   h200.vendor = "NVIDIA Corporation";
   h200.name = "NVIDIA H200";
   h200.driverVersion = "580.159.04";
-  TuningDatabase sib = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h200-580.yaml", h200);
+  TuningDatabase sib = TuningDatabase::loadOrEmpty(dir.path() + "/opencl-nvidia-h200-580.yaml", h200);
   sib.record(w32, "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
-  sib.save(dir.path() + "/nvidia-h200-580.yaml");
+  sib.save(dir.path() + "/opencl-nvidia-h200-580.yaml");
   DeviceInfo h100 = h200;
   h100.name = "NVIDIA H100 80GB HBM3";
   const TunedChooser chooser(dir.path(), h100);
-  EXPECT_EQ(chooser.choose(fam, w32).source, "vendor default (nvidia-h200-580: exact)");
+  EXPECT_EQ(chooser.choose(fam, w32).source, "vendor default (opencl-nvidia-h200-580: exact)");
   EXPECT_EQ(chooser.choose(fam, w16).source, "generic default");
 
   // A family that reads no weights keys as f32 weights: f16-weight runs use its entries.
@@ -462,11 +463,11 @@ TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
   dev.vendor = "NVIDIA Corporation";
   dev.name = "NVIDIA H200";
   dev.driverVersion = "580.159.04";
-  EXPECT_EQ(dev.key(), "nvidia-h200-580");
+  EXPECT_EQ(dev.key(), "opencl-nvidia-h200-580");
   EXPECT_EQ(tunedChoice(dir.path(), dev, fam, gn("2x320x64x64")).source, "generic default");
-  TuningDatabase db = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h200-580.yaml", dev);
+  TuningDatabase db = TuningDatabase::loadOrEmpty(dir.path() + "/opencl-nvidia-h200-580.yaml", dev);
   db.record(gn("2x320x64x64"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
-  db.save(dir.path() + "/nvidia-h200-580.yaml");
+  db.save(dir.path() + "/opencl-nvidia-h200-580.yaml");
   const TunedChoice c = tunedChoice(dir.path(), dev, fam, gn("2x320x64x64"));
   EXPECT_EQ(c.source, "exact");
   EXPECT_EQ(c.params, "CACHE=4,SPLIT=4,VEC=4,WG=512");
@@ -475,7 +476,7 @@ TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
   pocl.platformName = "Portable Computing Language";
   pocl.name = "pthread-skylake-avx512-Intel(R) Xeon(R) Processor";
   pocl.driverVersion = "3.1+debian";
-  EXPECT_EQ(pocl.key(), "pocl-cpu-3");
+  EXPECT_EQ(pocl.key(), "opencl-pocl-cpu-3");
 }
 
 TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
@@ -485,9 +486,9 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   h200.vendor = "NVIDIA Corporation";
   h200.name = "NVIDIA H200";
   h200.driverVersion = "580.159.04";
-  TuningDatabase db = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h200-580.yaml", h200);
+  TuningDatabase db = TuningDatabase::loadOrEmpty(dir.path() + "/opencl-nvidia-h200-580.yaml", h200);
   db.record(gn("2x320x64x64"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 14.0, 13.0);
-  db.save(dir.path() + "/nvidia-h200-580.yaml");
+  db.save(dir.path() + "/opencl-nvidia-h200-580.yaml");
   // Another vendor's database must not be used.
   TuningDatabase amd = db;
   amd.record(gn("2x320x64x64"), "two_pass", "NWG=128,SPLIT=2,VEC=4,WG=256", 1.0, 1.0);
@@ -496,15 +497,15 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   DeviceInfo h100 = h200;
   h100.name = "NVIDIA H100 80GB HBM3";
   h100.driverVersion = "575.51.03";
-  ASSERT_EQ(h100.key(), "nvidia-h100-80gb-hbm3-575");
+  ASSERT_EQ(h100.key(), "opencl-nvidia-h100-80gb-hbm3-575");
   TunedChoice c = tunedChoice(dir.path(), h100, fam, gn("2x320x64x64"));
-  EXPECT_EQ(c.source, "vendor default (nvidia-h200-580: exact)");
+  EXPECT_EQ(c.source, "vendor default (opencl-nvidia-h200-580: exact)");
   EXPECT_EQ(c.variant, "split");
   EXPECT_EQ(c.params, "CACHE=4,SPLIT=4,VEC=4,WG=512");
   // The device's own database, once it answers, wins over the vendor's.
-  TuningDatabase own = TuningDatabase::loadOrEmpty(dir.path() + "/nvidia-h100-80gb-hbm3-575.yaml", h100);
+  TuningDatabase own = TuningDatabase::loadOrEmpty(dir.path() + "/opencl-nvidia-h100-80gb-hbm3-575.yaml", h100);
   own.record(gn("2x640x32x32"), "one_pass", "CACHE=2,VEC=4,WG=512", 9.0, 8.0);
-  own.save(dir.path() + "/nvidia-h100-80gb-hbm3-575.yaml");
+  own.save(dir.path() + "/opencl-nvidia-h100-80gb-hbm3-575.yaml");
   c = tunedChoice(dir.path(), h100, fam, gn("2x320x64x64"));
   EXPECT_EQ(c.variant, "one_pass");
   EXPECT_EQ(c.source.rfind("nearest", 0), 0u) << c.source;
@@ -515,10 +516,65 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   pocl.driverVersion = "5.0+debian";
   TuningDatabase p3 = TuningDatabase::loadOrEmpty(dir.path() + "/pocl-cpu-3.yaml", pocl);
   p3.record(gn("1x320x16x16"), "one_pass", "CACHE=1,VEC=8,WG=256", 189.0, 180.0);
+  // A legacy-named file with a legacy key (device_key.h: both read as opencl-pocl-cpu-3).
   p3.deviceKey = "pocl-cpu-3";  // the file's own key: one made for pocl-cpu-5 is refused
   p3.save(dir.path() + "/pocl-cpu-3.yaml");
   c = tunedChoice(dir.path(), pocl, fam, gn("1x320x16x16"));
-  EXPECT_EQ(c.source, "vendor default (pocl-cpu-3: exact)");
+  EXPECT_EQ(c.source, "vendor default (opencl-pocl-cpu-3: exact)");
+}
+
+// Keys written before the API word (runtime/device_key.h): files under the old names
+// load as OpenCL's, tune's writers move them once, and no fallback crosses APIs.
+TEST(TuningDatabase, LegacyKeyedFilesLoadAndFallbacksStayWithinTheirApi) {
+  EXPECT_EQ(keyApi("vulkan-nvidia-h200-580"), "vulkan");
+  EXPECT_EQ(keyApi("nvidia-h200-580"), "");
+  EXPECT_EQ(migrateDeviceKey("nvidia-h200-580"), "opencl-nvidia-h200-580");
+  EXPECT_EQ(migrateDeviceKey("vulkan-nvidia-h200-580"), "vulkan-nvidia-h200-580");
+  EXPECT_EQ(legacyDeviceKey("opencl-pocl-cpu-3"), "pocl-cpu-3");
+  EXPECT_EQ(legacyDeviceKey("vulkan-nvidia-h200-580"), "");
+  EXPECT_EQ(keyVendorPrefix("pocl-cpu-3"), "opencl-pocl-");
+
+  sdspeed_test::TempDir dir;
+  GroupNormFamily fam;
+  DeviceInfo h200 = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  h200.vendor = "NVIDIA Corporation";
+  h200.name = "NVIDIA H200";
+  h200.driverVersion = "580.159.04";
+  // An old database as an earlier sdspeed wrote it: the old name and the old key inside.
+  std::ifstream in(std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned/opencl-nvidia-h200-580.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  text = replaced(text, "key: opencl-nvidia-h200-580", "key: nvidia-h200-580");
+  ASSERT_NE(text.find("key: nvidia-h200-580"), std::string::npos);
+  writeFileAtomically(dir.path() + "/nvidia-h200-580.yaml", text);
+  const TunedChooser chooser(dir.path(), h200);
+  EXPECT_TRUE(chooser.ownExists());
+  EXPECT_EQ(chooser.ownPath(), dir.path() + "/nvidia-h200-580.yaml");
+  const TuningDatabase old = TuningDatabase::load(chooser.ownPath(), h200.key());
+  EXPECT_EQ(old.deviceKey, "opencl-nvidia-h200-580");
+  const auto& first = old.entries().front();
+  EXPECT_EQ(chooser.choose(findFamily(first.instance.family), first.instance).source, "exact");
+
+  // A Vulkan database of the same GPU answers no OpenCL device, not even as the vendor's.
+  TuningDatabase vk;
+  vk.deviceKey = "vulkan-nvidia-h200-580";
+  vk.deviceName = "NVIDIA H200";
+  vk.driver = "580.159.04";
+  vk.record(gn("2x320x64x64"), "split", "CACHE=4,SPLIT=4,VEC=4,WG=512", 1.0, 1.0);
+  sdspeed_test::TempDir vdir;
+  vk.save(vdir.path() + "/vulkan-nvidia-h200-580.yaml");
+  DeviceInfo h100 = h200;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  EXPECT_EQ(tunedChoice(vdir.path(), h100, fam, gn("2x320x64x64")).source, "generic default");
+  EXPECT_EQ(tunedChoice(vdir.path(), h200, fam, gn("2x320x64x64")).source, "generic default");
+
+  // Writers move an old-named sweep folder (and database) to the new name, once.
+  std::filesystem::create_directories(dir.path() + "/sweeps/nvidia-h200-580");
+  writeFileAtomically(dir.path() + "/sweeps/nvidia-h200-580/groupnorm.csv", "x\n");
+  EXPECT_TRUE(migrateKeyedPath(dir.path() + "/sweeps", h200.key(), ""));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/sweeps/opencl-nvidia-h200-580/groupnorm.csv"));
+  EXPECT_FALSE(migrateKeyedPath(dir.path() + "/sweeps", h200.key(), ""));
+  EXPECT_TRUE(migrateKeyedPath(dir.path(), h200.key(), ".yaml"));
+  EXPECT_EQ(TunedChooser(dir.path(), h200).ownPath(), dir.path() + "/opencl-nvidia-h200-580.yaml");
 }
 
 // Every checked-in database (configs/tuned/) loads, is named by its device key, and

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "runtime/cl_error.h"
+#include "runtime/hash.h"
 
 namespace sdspeed {
 
@@ -71,6 +72,7 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
       ctx.finish();
     }
     bytes = out->downloadBytes();
+    r.outputHash = Fnv1a().add(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size())).hex();
     r.canaryIntact = out->canaryIntact();
     // The tolerance is the family's for the activation dtype, applied against the
     // reference on the rounded weights: those are exactly what the kernel reads and it

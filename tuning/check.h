@@ -29,6 +29,9 @@ struct CheckResult {
   // cmp.relL2 (f32 weights, or a family with no weight slot).
   double relL2VsUnrounded = -1;
   std::string message;     // why it failed / is unsupported
+  // FNV-1a of the output's physical bytes (runtime/hash.h) when it ran: the golden-output
+  // test (tests/test_golden_outputs.cpp) compares it across changes for bit-identity.
+  std::string outputHash;
   // Ran and matched the reference. Unsupported is not a pass: callers say it apart
   // (the harness prints each refused problem; check and tune report the status).
   bool passed() const { return status == Status::Ok; }

@@ -12,6 +12,7 @@
 #include "runtime/atomic_file.h"
 #include "kernels/registry.h"
 #include "runtime/cl_error.h"
+#include "runtime/device_key.h"
 #include "tuning/nearest.h"
 #include "tuning/yaml_file.h"
 
@@ -61,12 +62,13 @@ TuningDatabase TuningDatabase::load(const std::string& path, const std::string& 
   try {
     const YAML::Node dev = root["device"];
     if (!dev || !dev.IsMap()) throw Error(yamlWhere(path, root, "device") + ": missing or not a mapping");
-    db.deviceKey = need<std::string>(dev, "key", path);
+    // Keys written before the API word read as OpenCL's (runtime/device_key.h).
+    db.deviceKey = migrateDeviceKey(need<std::string>(dev, "key", path));
     db.deviceName = need<std::string>(dev, "name", path);
     db.driver = need<std::string>(dev, "driver", path);
     // Entries are measurements of one device: a file copied to another key's name
     // would hand that device parameters tuned elsewhere.
-    if (!expectedKey.empty() && db.deviceKey != expectedKey)
+    if (!expectedKey.empty() && db.deviceKey != migrateDeviceKey(expectedKey))
       throw Error(yamlWhere(path, dev["key"], "key") + ": device key '" + db.deviceKey + "' is not this file's '" +
                   expectedKey + "'");
     if (const YAML::Node hashes = root["source_hashes"]) {
@@ -243,22 +245,26 @@ std::optional<TunedChoice> TuningDatabase::deviceDefault(const OpInstance& inst,
 
 TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) {
   const std::string key = dev.key();
-  ownPath_ = dbDir + "/" + key + ".yaml";
+  // The file of this key, or the one written under its legacy name (device_key.h).
+  ownPath_ = resolveKeyedPath(dbDir, key, ".yaml");
   ownExists_ = std::filesystem::exists(ownPath_);
   own_ = TuningDatabase::loadOrEmpty(ownPath_, dev);
-  // Vendor default: the other databases of this vendor, in file-name order.
-  const std::string vendor = key.substr(0, key.find('-') + 1);  // "nvidia-", "pocl-"
+  // Vendor default: the other databases of this API and vendor, in file-name order. Keys
+  // are compared migrated, so legacy-named files take part and no other API's does.
+  const std::string vendor = keyVendorPrefix(key);  // "opencl-nvidia-", "opencl-pocl-"
   std::vector<std::filesystem::path> paths;
   std::error_code ec;
   for (const auto& f : std::filesystem::directory_iterator(dbDir, ec)) {
-    const std::string name = f.path().filename().string();
-    if (f.path().extension() == ".yaml" && name.rfind(vendor, 0) == 0 && name != key + ".yaml")
+    const std::string stem = migrateDeviceKey(f.path().stem().string());
+    if (f.path().extension() == ".yaml" && stem.rfind(vendor, 0) == 0 && stem != key &&
+        f.path().string() != ownPath_)
       paths.push_back(f.path());
   }
   std::sort(paths.begin(), paths.end());
   for (const auto& path : paths) {
     try {
-      siblings_.emplace_back(path.stem().string(), TuningDatabase::load(path.string(), path.stem().string()));
+      siblings_.emplace_back(migrateDeviceKey(path.stem().string()),
+                             TuningDatabase::load(path.string(), path.stem().string()));
     } catch (const Error&) {
       // Another device's file: a fallback source only, so a malformed one is passed over
       // (its own device reports the error when it is used there).

@@ -1,3 +1,4 @@
+#include "runtime/device_key.h"
 #include "tuning/roofline.h"
 
 #include <yaml-cpp/yaml.h>
@@ -90,7 +91,7 @@ bool loadCeilings(const std::string& path, Ceilings& c) {
   if (!readFile(path, text)) return false;
   try {
     YAML::Node root = YAML::Load(text);
-    c.deviceKey = root["device"]["key"].as<std::string>();
+    c.deviceKey = migrateDeviceKey(root["device"]["key"].as<std::string>());
     c.deviceName = root["device"]["name"].as<std::string>();
     c.driver = root["device"]["driver"].as<std::string>();
     c.copyGBs = root["copy_gb_per_s"].as<double>();

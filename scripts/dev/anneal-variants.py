@@ -17,9 +17,9 @@ import random
 from collections import defaultdict
 
 PAIR = 0.0
-RECORDINGS = ["tests/data/sweeps/nvidia-h200-580/attention.csv", "tests/data/sweeps/nvidia-h200-580/groupnorm.csv",
-              "tests/data/sweeps/pocl-cpu-3/attention.csv", "tests/data/sweeps/pocl-cpu-3/gemm.csv",
-              "tests/data/sweeps/pocl-cpu-3/groupnorm.csv", "results/sweeps/pocl-cpu-5/attention.csv"]
+RECORDINGS = ["tests/data/sweeps/opencl-nvidia-h200-580/attention.csv", "tests/data/sweeps/opencl-nvidia-h200-580/groupnorm.csv",
+              "tests/data/sweeps/opencl-pocl-cpu-3/attention.csv", "tests/data/sweeps/opencl-pocl-cpu-3/gemm.csv",
+              "tests/data/sweeps/opencl-pocl-cpu-3/groupnorm.csv", "results/sweeps/opencl-pocl-cpu-5/attention.csv"]
 
 
 def load(f):
