@@ -4,6 +4,7 @@
 // seed), and bad input is one error line.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 
 #include "cli_support.h"
@@ -131,6 +132,22 @@ TEST_F(Cli, WholeModelUnderOnePointBudget) {
   r = run(with(tune, {"--sweep-dir", two.path() + "/merged", "--db-dir", two.path() + "/tuned"}));
   ASSERT_LE(r.exitCode, 3) << r.describe();
   EXPECT_NE(r.out.find(" 0 measured"), std::string::npos) << r.out;
+}
+
+// A time budget: spent heaviest first, then it stops (a point under way finishes), says
+// how many instances it did not reach, and still writes the database and the summary.
+TEST_F(Cli, WholeModelUnderATimeBudget) {
+  TempDir d;
+  const auto start = std::chrono::steady_clock::now();
+  Result r = run({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a", "--total-seconds", "3",
+                  "--min-ms", "1", "--threads", "1", "--sweep-dir", d.path() + "/sweeps", "--db-dir", d.path() + "/tuned"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_LE(r.exitCode, 3) << r.describe();
+  EXPECT_NE(r.out.find("budget 3s of 3s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("instances not reached: the time ran out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected run-time gain per component call"), std::string::npos) << r.out;
+  EXPECT_LT(took, 60) << "a 3 s budget ran " << took << " s";
+  EXPECT_FALSE(only(d.path() + "/tuned", ".yaml").empty());
 }
 
 }  // namespace
