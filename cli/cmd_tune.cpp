@@ -14,8 +14,10 @@
 #include "kernels/registry.h"
 #include "runtime/atomic_file.h"
 #include "runtime/cl_error.h"
+#include "cli/tune_shared.h"
 #include "tuning/check.h"
 #include "tuning/database.h"
+#include "tuning/shard.h"
 #include "tuning/shape_set.h"
 #include "tuning/tuner.h"
 
@@ -137,17 +139,19 @@ int cmdTune(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "shapes", "attrs", "storage", "weights", "arithmetic", "variant", "strategy", "budget", "seconds", "seed",
                   "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads", "model", "width", "height",
-                  "batch", "component"});
+                  "batch", "component", "shard", "total-seconds", "total-points", "devices-dir"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
-  if (args.has("help") || !args.has("op")) {
+  if (args.has("help") || (!args.has("op") && !args.has("model"))) {
     std::cout
         << "usage: sdspeed tune --op OP (--shape NxCxHxW[,..] [--attrs K=V,..] | --shapes FILE.yaml |\n"
            "                               --model DIR [--width W --height H --batch B --component C])\n"
            "       [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16] [--variant V,..] [--strategy exhaustive|random|anneal|model] [--budget N|N%]\n"
            "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
-           "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N]\n"
+           "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N] [--shard K/N]\n"
+           "       sdspeed tune --model DIR [--component unet,vae_decoder,text_encoder] (--total-seconds T | --total-points N)\n"
+           "       [--strategy random|...] [--seed S] [--storage F,..] [--weights ..] [--shard K/N] [--devices-dir DIR] ...\n"
            "Sweeps the op's variants x parameters on each instance: every point is built, checked against\n"
            "the reference and timed; each is appended to DIR/<device-key>/<op>.csv (default results/sweeps),\n"
            "and the best per variant goes to <db-dir>/<device-key>.yaml (default configs/tuned). A sweep\n"
@@ -155,9 +159,19 @@ int cmdTune(const std::vector<std::string>& argv) {
            "recorded sweep, without a device. --weights (default f32) tunes each instance once per weight\n"
            "format; f16-weight instances are keyed `...wf16` and never share entries with f32 ones.\n"
            "--arithmetic (default f32) likewise, keyed `...af16`; an arithmetic no variant computes in\n"
-           "(f16: every OpenCL kernel computes in f32) is skipped, said per instance.\n";
+           "(f16: every OpenCL kernel computes in f32) is skipped, said per instance.\n"
+           "Without --op, --model tunes every family's instances of the components (default all three) under\n"
+           "one budget, split by count x current time (database, else a cost model), heaviest first, then prints\n"
+           "the expected gain per component. --shard K/N (1-based) tunes the instances whose text hashes to\n"
+           "shard K and writes <op>.shard-K-of-N.csv and <key>.shard-K-of-N.yaml (join them: sdspeed db merge).\n"
+           "--device gpus runs one shard per GPU of the host in parallel processes, then merges.\n";
     return args.has("help") ? 0 : 2;
   }
+  if (args.get("device") == "gpus") return tuneOnGpus(argv, args);
+  if (!args.has("op")) return tuneModel(args);
+  for (const char* flag : {"total-seconds", "total-points"})
+    if (args.has(flag)) throw Error(std::string("--") + flag + " is for tune --model without --op (use --budget/--seconds)");
+  const Shard shard = parseShard(args.get("shard"));
   const std::string op = args.get("op");
   const Family& fam = findFamily(op);
   std::vector<StorageFormat> formats;
@@ -166,7 +180,12 @@ int cmdTune(const std::vector<std::string>& argv) {
   formats = withArithmeticFromArgs(args, withWeightFormatsFromArgs(args, formats));
   if (!fam.readsWeights() && std::any_of(formats.begin(), formats.end(), [](const StorageFormat& f) { return f.weights != DType::F32; }))
     std::cout << "note: " << fam.name() << " reads no weights; its f16-weight instances are its f32 ones\n";
-  const auto instances = instancesFromArgs(args, fam, formats);
+  std::vector<OpInstance> instances;
+  const auto listed = instancesFromArgs(args, fam, formats);
+  for (const auto& inst : listed)
+    if (shard.owns(inst.text())) instances.push_back(inst);
+  if (shard.sharded())
+    std::cout << "shard " << shard.text() << ": " << instances.size() << " of " << listed.size() << " instances\n";
   const std::string strategyName = args.get("strategy", "exhaustive");
   makeStrategy(strategyName, {}, 1, 1);  // validates the name before any work
   if (args.has("replay")) return replay(args, fam, instances);
@@ -202,9 +221,9 @@ int cmdTune(const std::vector<std::string>& argv) {
     // name once, so resumed sweeps and the database carry on there (device_key.h).
     if (migrateKeyedPath(sweepDir, key, "")) std::cout << "moved " << sweepDir << "/" << legacyDeviceKey(key) << " to " << sweepDir << "/" << key << " (device keys name their API)\n";
     if (migrateKeyedPath(dbDir, key, ".yaml")) std::cout << "moved " << dbDir << "/" << legacyDeviceKey(key) << ".yaml to " << dbDir << "/" << key << ".yaml (device keys name their API)\n";
-    SweepCache cache(sweepDir + "/" + key + "/" + fam.name() + ".csv", paramNames(fam));
+    SweepCache cache(shardPath(sweepDir + "/" + key + "/" + fam.name() + ".csv", shard), paramNames(fam));
     if (cache.droppedPartialRows()) std::cout << "dropped a half-written row from " << cache.path() << "\n";
-    const std::string dbPath = dbDir + "/" + key + ".yaml";
+    const std::string dbPath = shardPath(dbDir + "/" + key + ".yaml", shard);
     checkWritable(dbPath, "--db-dir");  // before the sweep, which may take hours
     TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, dev);
     const auto space = tuningSpace(fam, dev, args.list("variant"));
@@ -240,14 +259,7 @@ int cmdTune(const std::vector<std::string>& argv) {
       failures += res.failed;
       // The instance's entry is rebuilt from everything measured for it on this device
       // with this driver and kernel source, this run or earlier.
-      const std::string hash = familySourceHash(ctx, fam);
-      db.erase(inst);
-      db.deviceName = dev.name;
-      db.driver = dev.driverVersion;
-      for (const auto& r : cache.rows())
-        if (r.instance == inst.text() && r.status == Status::Ok && r.device == dev.name &&
-            r.driver == dev.driverVersion && r.sourceHash == hash)
-          db.record(inst, r.variant, r.params, r.medianUs, r.minUs);
+      rebuildEntry(db, fam, inst, cache, dev, familySourceHash(ctx, fam));
       db.save(dbPath);
       std::cout << "  " << res.measured << " measured, " << res.reused << " reused from " << cache.path() << ", "
                 << res.failed << " failed";
@@ -257,6 +269,9 @@ int cmdTune(const std::vector<std::string>& argv) {
       }
       std::cout << "\n";
     }
+    // A shard with no instance of its own still writes its (empty) database, so a merge
+    // of every shard's files finds each one.
+    if (instances.empty()) db.save(dbPath);
     std::cout << "database: " << dbPath << "\n";
   }
   // Failed points are recorded with their status, not fatal: report them in the exit code.

@@ -17,6 +17,7 @@ int cmdCheck(const std::vector<std::string>& argv);
 int cmdBench(const std::vector<std::string>& argv);
 int cmdTune(const std::vector<std::string>& argv);
 int cmdRoofline(const std::vector<std::string>& argv);
+int cmdDb(const std::vector<std::string>& argv);  // merge/compare databases and sweep caches
 #ifdef SDSPEED_WITH_PIPELINE
 int cmdRun(const std::vector<std::string>& argv);
 int cmdShapes(const std::vector<std::string>& argv);

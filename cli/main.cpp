@@ -18,6 +18,7 @@ void usage(std::ostream& os) {
         "  bench --op OP --shape NxCxHxW  time variants on the device (event timing)\n"
         "  tune --op OP --shape S|--shapes FILE  sweep variants x parameters; tuning database\n"
         "  roofline                     measure copy bandwidth and FMA rate (configs/devices/)\n"
+        "  db merge|compare             join shards' databases and sweep caches, compare two runs\n"
 #ifdef SDSPEED_WITH_PIPELINE
         "  run --model DIR              the Stable Diffusion pipeline: image, timing and memory report\n"
         "  shapes --model DIR           the op instances of a model (a shape set for tune)\n"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     if (verb == "bench") return sdspeed::cmdBench(args);
     if (verb == "tune") return sdspeed::cmdTune(args);
     if (verb == "roofline") return sdspeed::cmdRoofline(args);
+    if (verb == "db") return sdspeed::cmdDb(args);
 #ifdef SDSPEED_WITH_PIPELINE
     if (verb == "run") return sdspeed::cmdRun(args);
     if (verb == "shapes") return sdspeed::cmdShapes(args);

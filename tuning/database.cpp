@@ -71,6 +71,10 @@ TuningDatabase TuningDatabase::load(const std::string& path, const std::string& 
     if (!expectedKey.empty() && db.deviceKey != migrateDeviceKey(expectedKey))
       throw Error(yamlWhere(path, dev["key"], "key") + ": device key '" + db.deviceKey + "' is not this file's '" +
                   expectedKey + "'");
+    if (const YAML::Node hashes = root["source_hashes"]) {
+      if (!hashes.IsMap()) throw Error(yamlWhere(path, hashes, "source_hashes") + ": not a mapping");
+      for (const auto& kv : hashes) db.sourceHashes[kv.first.as<std::string>()] = kv.second.as<std::string>();
+    }
     const YAML::Node entries = root["entries"];
     if (entries && !entries.IsSequence()) throw Error(yamlWhere(path, entries, "entries") + ": not a list");
     std::map<std::string, int> seen;  // instance text -> line of its first entry
@@ -143,6 +147,11 @@ void TuningDatabase::save(const std::string& path) const {
   out << YAML::Key << "device" << YAML::Value << YAML::BeginMap << YAML::Key << "key" << YAML::Value << deviceKey
       << YAML::Key << "name" << YAML::Value << deviceName << YAML::Key << "driver" << YAML::Value << driver
       << YAML::EndMap;
+  if (!sourceHashes.empty()) {
+    out << YAML::Key << "source_hashes" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [family, hash] : sourceHashes) out << YAML::Key << family << YAML::Value << hash;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
   for (const auto& e : entries_) {
     out << YAML::BeginMap << YAML::Key << "instance" << YAML::Value << e.instance.text() << YAML::Key << "best"

@@ -52,6 +52,10 @@ struct TunedChoice {
 class TuningDatabase {
  public:
   std::string deviceKey, deviceName, driver;
+  // Family -> the kernel source hash (familySourceHash) its entries were last tuned
+  // with; optional in the file (`source_hashes:`), empty for databases written before
+  // it was recorded. `sdspeed db merge` refuses inputs that disagree on a family.
+  std::map<std::string, std::string> sourceHashes;
 
   // Throws Error naming the file, line and key of anything malformed or wrong: an
   // unknown or non-canonical instance, a duplicate instance, an unknown variant, a

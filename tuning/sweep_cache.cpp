@@ -157,11 +157,13 @@ std::optional<SweepRow> SweepCache::find(const std::string& key) const {
   return rows_[it->second];
 }
 
-void SweepCache::rewrite() {
-  std::string text = csvRow(header(paramNames_));
-  for (const auto& r : rows_) text += csvRow(toFields(r, paramNames_));
-  writeFileAtomically(path_, text);
+std::string SweepCache::fileText(const std::vector<SweepRow>& rows, const std::vector<std::string>& paramNames) {
+  std::string text = csvRow(header(paramNames));
+  for (const auto& r : rows) text += csvRow(toFields(r, paramNames));
+  return text;
 }
+
+void SweepCache::rewrite() { writeFileAtomically(path_, fileText(rows_, paramNames_)); }
 
 void SweepCache::append(const SweepRow& row) {
   if (readOnly_) throw Error("sweep cache " + path_ + " is open read-only");

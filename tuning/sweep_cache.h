@@ -48,6 +48,9 @@ class SweepCache {
   int droppedPartialRows() const { return dropped_; }
 
   static std::vector<std::string> header(const std::vector<std::string>& paramNames);
+  // A whole cache file's text: the header, then one line per row (what rewrite()
+  // writes; `sdspeed db merge --sweeps` writes merged caches with it).
+  static std::string fileText(const std::vector<SweepRow>& rows, const std::vector<std::string>& paramNames);
 
  private:
   void rewrite();  // the whole file, atomically, with the current header

@@ -1,0 +1,154 @@
+// tune --shard, db merge / compare and tune --model under one budget through the
+// sdspeed binary on the device (PoCL in CI), with tiny shapes: N shards merged measured
+// the same points as one unsharded run (random search under a point budget, fixed
+// seed), and bad input is one error line.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "cli_support.h"
+
+namespace sdspeed_test {
+namespace {
+
+const std::vector<std::string> kTune = {"tune", "--op", "groupnorm", "--shape", "1x16x4x4,1x32x4x4,2x16x8x8,1x48x4x4",
+                                        "--attrs", "g=4", "--strategy", "random", "--budget", "3", "--seed", "5",
+                                        "--min-ms", "1", "--threads", "1"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+std::string only(const std::string& dir, const std::string& tail) {
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
+    if (f.path().string().size() >= tail.size() &&
+        f.path().string().compare(f.path().string().size() - tail.size(), tail.size(), tail) == 0)
+      return f.path().string();
+  ADD_FAILURE() << "no *" << tail << " under " << dir;
+  return "";
+}
+
+TEST_F(Cli, ShardsMergedMeasureWhatOneRunMeasures) {
+  TempDir one, shards;
+  Result r = run(with(kTune, {"--sweep-dir", one.path() + "/sweeps", "--db-dir", one.path() + "/tuned"}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  int owned = 0;
+  for (const char* k : {"1/3", "2/3", "3/3"}) {
+    r = run(with(kTune, {"--shard", k, "--sweep-dir", shards.path() + "/sweeps", "--db-dir", shards.path() + "/tuned"}));
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+    const size_t at = r.out.find("shard " + std::string(k) + ": ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    owned += std::stoi(r.out.substr(at + 10));
+  }
+  EXPECT_EQ(owned, 4) << "every instance in exactly one shard";
+  const std::string oneDb = only(one.path() + "/tuned", ".yaml");
+  std::vector<std::string> merge = {"db", "merge"};
+  for (int k = 1; k <= 3; ++k) merge.push_back(only(shards.path() + "/tuned", ".shard-" + std::to_string(k) + "-of-3.yaml"));
+  r = run(with(merge, {"-o", shards.path() + "/merged.yaml"}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  r = run({"db", "merge", "--sweeps", shards.path() + "/sweeps", "-o", shards.path() + "/merged"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  r = run({"db", "compare", oneDb, shards.path() + "/merged.yaml"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  r = run({"db", "compare", "--sweeps", one.path() + "/sweeps", shards.path() + "/merged"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("same points"), std::string::npos) << r.out;
+  // The merged database records the kernel source hash tune wrote.
+  EXPECT_NE(slurp(shards.path() + "/merged.yaml").find("source_hashes: {groupnorm: "), std::string::npos);
+  // A single shard is not the whole: compare says so, exit 1.
+  r = run({"db", "compare", oneDb, merge[2]});
+  EXPECT_EQ(r.exitCode, 1) << r.describe();
+  EXPECT_NE(r.out.find("only in the first: groupnorm"), std::string::npos) << r.out;
+}
+
+// --device gpus on a host without GPUs, through its test hook: two "GPUs" (PoCL's CPU
+// device twice) run one shard each in parallel child processes, then the merge leaves
+// the unsharded files, with the points of one unsharded run and no shard file.
+TEST_F(Cli, DeviceGpusRunsAShardPerGpuAndMerges) {
+  TempDir one, gpus;
+  Result r = run(with(kTune, {"--sweep-dir", one.path() + "/sweeps", "--db-dir", one.path() + "/tuned"}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  ::setenv("SDSPEED_TEST_GPUS", "0:0,0:0", 1);
+  r = run(with(kTune, {"--device", "gpus", "--sweep-dir", gpus.path() + "/sweeps", "--db-dir", gpus.path() + "/tuned"}));
+  ::unsetenv("SDSPEED_TEST_GPUS");
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("[gpu 0:0 shard 1/2] "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[gpu 0:0 shard 2/2] "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("merged database: "), std::string::npos) << r.out;
+  const std::string db = only(gpus.path() + "/tuned", ".yaml");
+  EXPECT_EQ(db.find(".shard-"), std::string::npos) << db;
+  r = run({"db", "compare", only(one.path() + "/tuned", ".yaml"), db});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  r = run({"db", "compare", "--sweeps", one.path() + "/sweeps", gpus.path() + "/sweeps"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  for (const auto& f : std::filesystem::recursive_directory_iterator(gpus.path()))
+    EXPECT_EQ(f.path().string().find(".shard-"), std::string::npos) << f.path();
+}
+
+TEST_F(Cli, ShardAndMergeBadInputIsOneLine) {
+  expectOneLineError(with(kTune, {"--shard", "4/3"}), {"--shard wants K/N", "'4/3'"});
+  expectOneLineError({"db", "merge", "-o", io_.path() + "/x.yaml"}, {"db merge needs input files"});
+  expectOneLineError({"db", "merge", io_.path() + "/none.yaml", "-o", io_.path() + "/x.yaml"}, {"none.yaml"});
+  expectOneLineError({"db", "frob"}, {"unknown db command 'frob'"});
+  expectOneLineError({"db", "merge", "--bogus"}, {"unknown option --bogus"});
+  // No GPU on the CI machine: --device gpus says so in one line.
+  expectOneLineError({"tune", "--op", "groupnorm", "--shape", "1x16x4x4", "--attrs", "g=4", "--device", "gpus"},
+                     {"--device gpus: no GPU among this host's OpenCL devices"});
+  expectOneLineError({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a"},
+                     {"needs one of --total-seconds T or --total-points N"});
+  expectOneLineError({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a", "--total-points", "5",
+                      "--budget", "3"},
+                     {"--budget needs --op"});
+  expectOneLineError({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a", "--total-points", "x"},
+                     {"--total-points wants a positive number"});
+  expectOneLineError({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a", "--total-points", "5",
+                      "--component", "unett"},
+                     {"unknown component 'unett'"});
+}
+
+// The whole text encoder of the tiny fixture under one point budget, sharded in two and
+// unsharded: the same points, a summary per component, and a resumed run reuses all.
+TEST_F(Cli, WholeModelUnderOnePointBudget) {
+  TempDir one, two;
+  const std::vector<std::string> tune = {"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a",
+                                         "--component", "text_encoder", "--total-points", "8", "--seed", "3",
+                                         "--min-ms", "1", "--threads", "1"};
+  Result r = run(with(tune, {"--sweep-dir", one.path() + "/sweeps", "--db-dir", one.path() + "/tuned"}));
+  ASSERT_LE(r.exitCode, 3) << r.describe();
+  EXPECT_NE(r.out.find("expected run-time gain per component call"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("text_encoder"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("budget 8 of 8 points"), std::string::npos) << r.out;
+  for (const char* k : {"1/2", "2/2"}) {
+    Result s = run(with(tune, {"--shard", k, "--sweep-dir", two.path() + "/sweeps", "--db-dir", two.path() + "/tuned"}));
+    ASSERT_LE(s.exitCode, 3) << s.describe();
+  }
+  r = run({"db", "merge", "--sweeps", two.path() + "/sweeps", "-o", two.path() + "/merged"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  r = run({"db", "compare", "--sweeps", one.path() + "/sweeps", two.path() + "/merged"});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  // Resumed: every point is in the sweep caches already.
+  r = run(with(tune, {"--sweep-dir", two.path() + "/merged", "--db-dir", two.path() + "/tuned"}));
+  ASSERT_LE(r.exitCode, 3) << r.describe();
+  EXPECT_NE(r.out.find(" 0 measured"), std::string::npos) << r.out;
+}
+
+// A time budget: spent heaviest first, then it stops (a point under way finishes), says
+// how many instances it did not reach, and still writes the database and the summary.
+TEST_F(Cli, WholeModelUnderATimeBudget) {
+  TempDir d;
+  const auto start = std::chrono::steady_clock::now();
+  Result r = run({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a", "--total-seconds", "3",
+                  "--min-ms", "1", "--threads", "1", "--sweep-dir", d.path() + "/sweeps", "--db-dir", d.path() + "/tuned"});
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_LE(r.exitCode, 3) << r.describe();
+  EXPECT_NE(r.out.find("budget 3s of 3s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("instances not reached: the time ran out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected run-time gain per component call"), std::string::npos) << r.out;
+  EXPECT_LT(took, 60) << "a 3 s budget ran " << took << " s";
+  EXPECT_FALSE(only(d.path() + "/tuned", ".yaml").empty());
+}
+
+}  // namespace
+}  // namespace sdspeed_test
