@@ -154,7 +154,7 @@ int tuneModel(const Args& args) {
     auto& space = spaces[m.fam->name()];
     if (space.empty()) space = tuningSpace(*m.fam, dev);
     prior.push_back(before.choose(*m.fam, m.inst));
-    m.fromDatabase = prior.back().source == "exact";
+    m.fromDatabase = prior.back().step == TunedStep::Exact;
     m.estimateUs = m.fromDatabase ? prior.back().medianUs : modelEstimateUs(*m.fam, m.inst, ceilings);
     items.push_back({m.weight(), space.size()});
   }
