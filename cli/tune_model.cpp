@@ -116,7 +116,9 @@ int tuneModel(const Args& args) {
       throw Error("--component: unknown component '" + c + "' (known: text_encoder, unet, vae_decoder)");
   std::vector<StorageFormat> formats;
   for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
-  if (formats.empty()) formats.push_back(StorageFormat{});
+  // Without --storage, the format `sdspeed run` computes in by default (f32 activations in
+  // NC4HW4 buffers): the instances a run looks up, so the tuning serves the default run.
+  if (formats.empty()) formats.push_back(StorageFormat::parse("f32.buffer.nc4hw4"));
   formats = withArithmeticFromArgs(args, withWeightFormatsFromArgs(args, formats));
   std::vector<ModelInstance> all;
   std::map<std::string, size_t> byText;
