@@ -139,7 +139,7 @@ int cmdTune(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "shapes", "attrs", "storage", "weights", "arithmetic", "variant", "strategy", "budget", "seconds", "seed",
                   "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads", "model", "width", "height",
-                  "batch", "component", "shard", "total-seconds", "total-points", "devices-dir"});
+                  "batch", "component", "shard", "total-seconds", "total-points", "devices-dir", "steps"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
@@ -150,7 +150,7 @@ int cmdTune(const std::vector<std::string>& argv) {
            "       [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16] [--variant V,..] [--strategy exhaustive|random|anneal|model] [--budget N|N%]\n"
            "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
            "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N] [--shard K/N]\n"
-           "       sdspeed tune --model DIR [--component unet,vae_decoder,text_encoder] (--total-seconds T | --total-points N)\n"
+           "       sdspeed tune --model DIR [--component unet,vae_decoder,text_encoder] (--total-seconds T | --total-points N) [--steps S]\n"
            "       [--strategy random|...] [--seed S] [--storage F,..] [--weights ..] [--shard K/N] [--devices-dir DIR] ...\n"
            "Sweeps the op's variants x parameters on each instance: every point is built, checked against\n"
            "the reference and timed; each is appended to DIR/<device-key>/<op>.csv (default results/sweeps),\n"
@@ -169,7 +169,7 @@ int cmdTune(const std::vector<std::string>& argv) {
   }
   if (args.get("device") == "gpus") return tuneOnGpus(argv, args);
   if (!args.has("op")) return tuneModel(args);
-  for (const char* flag : {"total-seconds", "total-points"})
+  for (const char* flag : {"total-seconds", "total-points", "steps"})
     if (args.has(flag)) throw Error(std::string("--") + flag + " is for tune --model without --op (use --budget/--seconds)");
   const Shard shard = parseShard(args.get("shard"));
   const std::string op = args.get("op");

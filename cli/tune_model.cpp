@@ -67,9 +67,13 @@ struct ModelInstance {
   std::map<std::string, int> counts;  // component -> runs per call of it
   double estimateUs = 0;              // current time: the database's, else the cost model's
   bool fromDatabase = false;
-  double weight() const {
+  // Time per run: a run calls the UNet once per denoising step (unetCalls, --steps) and
+  // the text encoder and the VAE decoder once, so a UNet instance weighs steps times its
+  // per-call count (without this, the VAE decoder's few large convolutions outweighed the
+  // UNet on the H200 and took a whole 10-minute budget: results/scale/README.md).
+  double weight(int unetCalls) const {
     double n = 0;
-    for (const auto& [c, k] : counts) n += k;
+    for (const auto& [c, k] : counts) n += static_cast<double>(k) * (c == "unet" ? unetCalls : 1);
     return n * estimateUs;
   }
 };
@@ -103,6 +107,8 @@ int tuneModel(const Args& args) {
   const std::string strategyName = args.get("strategy", "random");
   makeStrategy(strategyName, {}, 1, 1);  // validates the name before any work
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1));
+  const int unetCalls = args.getInt("steps", 20);  // `sdspeed run`'s default steps
+  if (unetCalls < 1) throw Error("--steps wants a positive number of denoising steps, got '" + args.get("steps") + "'");
 
   // The model's instances, merged across components (one instance may run in two).
   const std::string dir = args.get("model");
@@ -158,7 +164,7 @@ int tuneModel(const Args& args) {
     prior.push_back(before.choose(*m.fam, m.inst));
     m.fromDatabase = prior.back().step == TunedStep::Exact;
     m.estimateUs = m.fromDatabase ? prior.back().medianUs : modelEstimateUs(*m.fam, m.inst, ceilings);
-    items.push_back({m.weight(), space.size()});
+    items.push_back({m.weight(unetCalls), space.size()});
   }
   // The order of work: heaviest first, so a time budget that runs out leaves the
   // instances that matter least.
