@@ -140,6 +140,13 @@ struct ExecMemory {
   uint64_t budgetBytes = 0;         // ExecOptions::memoryBudget
   std::vector<std::string> budgetChoices;  // what the budget forced, in order
   std::map<std::string, uint64_t> planBytes;  // every strategy's plan (name -> bytes), "lower-bound" too
+  // Under int8/int4 weights: the weights by stored format, and for the unquantized ones
+  // why ("int8", "f16 (conv: no int8 kernel path)", "f16 (gemm bias: not a matrix weight)").
+  struct WeightGroup {
+    int tensors = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, WeightGroup> weightGroups;
 };
 
 // The activations of a graph as the planner sees them: one record per tensor that
@@ -192,6 +199,7 @@ class GraphExecutor {
   void fitBudget(const TunedChooser& chooser);
   void lessScratch(const TunedChooser& chooser, bool convolutions = false);
   void allocate(const WeightSource& weights);
+  void assignWeightFormats();  // weightFormat_, and memory_.weightGroups under int8/int4
   void makePlaceholders();
   void bindArguments();
   void enqueueUploads(int node, cl_event opBefore);
@@ -210,6 +218,7 @@ class GraphExecutor {
   std::vector<TensorUsage> planRecords_;
   std::optional<MemoryPlan> plan_;
   std::vector<bool> streamed_;                  // by graph tensor id: a streamed weight
+  std::vector<StorageFormat> weightFormat_;     // by graph tensor id: a weight's format (the slot reading it)
   // Streamed weights' bytes by tensor id: a packed copy (hostCopies_), or the checkpoint's
   // mapped pages when they already hold the packed bytes.
   std::vector<std::vector<uint8_t>> hostCopies_;
