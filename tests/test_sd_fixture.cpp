@@ -401,15 +401,15 @@ TEST(QuantizedWeights, TinyPipelineInt8AndInt4) {
     const double eUnet = relL2(out, out32);
     std::printf("tiny-sd-a %s weights vs f32 weights: unet_out_t999 rel L2 %.3g, decoded (VAE only) PSNR %.1f dB\n",
                 dtypeName(q), eUnet, psnr);
-    // Measured (PoCL, 2026-12-04): int8 rel L2 5.9e-3, PSNR 78.3 dB; int4 0.10, 75.4 dB
-    // (the tiny VAE has few Linear layers: most of it stays f16). int8's per-weight error
-    // is ~0.5% relative (half a step of max/127) and int4's ~8% (max/8), adding in
-    // quadrature through the layers. The bounds leave 2.5x room and still fail if
-    // quantization were skipped (rel L2 > 0) or wrong (O(1) errors); 45 dB is the issue's
-    // int8 target for the decoded image.
+    // Measured (PoCL, 2026-12-04; Linear and conv weights in blocks): int8 rel L2 1.6e-2,
+    // PSNR 54.6 dB; int4 0.25, 29.8 dB. int8's per-weight error is ~0.5% relative (half a
+    // step of max/127) and int4's ~8% (max/8), adding up through ~20 layers. The bounds
+    // leave 2-2.5x room (PSNR: 45 dB is the int8 target for the decoded image)
+    // and still fail if quantization were skipped (rel L2 > 0) or decoded wrongly (a
+    // layout or scale mistake gives O(1) errors: rel L2 >= 1).
     EXPECT_GT(eUnet, 0.0);
-    EXPECT_LT(eUnet, q == DType::Q8_0 ? 1.5e-2 : 0.25);
-    EXPECT_GT(psnr, q == DType::Q8_0 ? 45.0 : 25.0);
+    EXPECT_LT(eUnet, q == DType::Q8_0 ? 0.04 : 0.5);
+    EXPECT_GT(psnr, q == DType::Q8_0 ? 45.0 : 22.0);
     for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
       const auto& m = pipe.stats(c).memory;
       SCOPED_TRACE(c);
