@@ -20,6 +20,7 @@ int cmdRoofline(const std::vector<std::string>& argv);
 #ifdef SDSPEED_WITH_PIPELINE
 int cmdRun(const std::vector<std::string>& argv);
 int cmdShapes(const std::vector<std::string>& argv);
+int cmdQuantize(const std::vector<std::string>& argv);
 int cmdAblate(const std::vector<std::string>& argv);
 #endif
 

@@ -179,6 +179,8 @@ void RunReport::print(std::ostream& os) const {
     // int8/int4: which weights are blocks and which stayed f16, and why (kernels/QUANTIZATION.md).
     for (const auto& [fmt, g] : c.memory.weightGroups)
       os << "  weights " << fmt << ": " << g.tensors << " tensors, " << mib(g.bytes) << "\n";
+    if (c.memory.quantizedFromFileBytes)
+      os << "  weights: " << mib(c.memory.quantizedFromFileBytes) << " of blocks uploaded as the file holds them (sdspeed quantize)\n";
     if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
     if (c.memory.streamedBytes)
       os << "  streamed weights: " << mib(c.memory.stagingHostBytes) << " from packed host copies, "
@@ -280,6 +282,7 @@ nlohmann::json RunReport::json() const {
   for (const auto& c : components) {
     json m = {{"weights_bytes", c.memory.weightBytes},
               {"weights_format", dtypeName(c.weights)},
+              {"weights_quantized_from_file_bytes", c.memory.quantizedFromFileBytes},
               {"weights_by_format", [&] {
                  json g = json::object();
                  for (const auto& [fmt, w] : c.memory.weightGroups) g[fmt] = {{"tensors", w.tensors}, {"bytes", w.bytes}};

@@ -3,6 +3,8 @@
 // are memory-mapped (SafetensorsFile); a tensor is converted to float only when loaded.
 #include "pipeline/weights.h"
 
+#include "pipeline/quantized_file.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -63,14 +65,24 @@ class FolderSource : public WeightSource {
 
   std::vector<float> load(const std::string& name, const Shape& shape) const override {
     const TensorInfo& t = find(name);
+    if (const auto q = quantizedTensor(file_, t)) {  // `sdspeed quantize` blocks: their values
+      if (q->shape != shape)
+        throw Error(where(name) + "shape " + shapeStr(q->shape) + " in the file, but " + shapeStr(shape) + " expected");
+      const auto b = file_.bytes(t.name);
+      return quant::dequantizeMatrix(q->layout(), reinterpret_cast<const uint8_t*>(b.data()), b.size(), where(name));
+    }
     return readChecked(file_, t, t.shape, shape, where(name));
   }
   bool has(const std::string& name) const override { return lookup(name) != nullptr; }
   std::string describe() const override { return file_.path(); }
-  std::string diskDType(const std::string& name) const override { return dtypeName(find(name).dtype); }
+  std::string diskDType(const std::string& name) const override {
+    const TensorInfo& t = find(name);
+    if (const auto q = quantizedTensor(file_, t)) return q->format == quant::Format::Q8_0 ? "Q8_0" : "Q4_0";
+    return dtypeName(t.dtype);
+  }
   std::span<const std::byte> mappedBytes(const std::string& name, const std::string& dtype) const override {
     const TensorInfo& t = find(name);
-    return dtypeName(t.dtype) == dtype ? file_.bytes(t.name) : std::span<const std::byte>{};
+    return diskDType(name) == dtype ? file_.bytes(t.name) : std::span<const std::byte>{};
   }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;

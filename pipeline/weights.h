@@ -40,7 +40,8 @@ class WeightSource {
   // which produce any name asked for.
   virtual std::vector<std::string> names() const { return {}; }
   // The tensor's bytes inside the memory-mapped checkpoint when it is stored there as
-  // `dtype` ("F32", "F16"): little-endian, in diffusers' element order, i.e. exactly what a
+  // `dtype` ("F32", "F16"; "Q8_0" / "Q4_0" for `sdspeed quantize`'s blocks,
+  // pipeline/quantized_file.h): little-endian, in diffusers' element order, i.e. exactly what a
   // packed NCHW tensor of that dtype holds. A streamed weight is then uploaded from the
   // file's pages (which the OS may drop and read again: on a phone's shared DRAM no second
   // copy) instead of a packed copy. Empty for random weights or another dtype on disk.

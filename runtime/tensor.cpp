@@ -121,6 +121,13 @@ void DeviceTensor::writeBytes(const std::vector<uint8_t>& bytes) {
 
 void DeviceTensor::upload(const std::vector<float>& nchw) { writeBytes(packTensor(desc_, nchw)); }
 
+void DeviceTensor::uploadBytes(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() != desc_.bytes())
+    throw Error("tensor " + desc_.text() + " holds " + std::to_string(desc_.bytes()) + " bytes, given " +
+                std::to_string(bytes.size()));
+  writeBytes(bytes);
+}
+
 std::vector<uint8_t> DeviceTensor::downloadBytes() const {
   std::vector<uint8_t> bytes(desc_.bytes());
   if (desc_.format.storage == Storage::Buffer)

@@ -1,5 +1,7 @@
 #include "pipeline/exec/graph_executor.h"
 
+#include "runtime/quant/quant.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -480,6 +482,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     const GraphTensor& t = ts[id];
     const TensorDesc desc{t.shape, t.kind == GraphTensor::Kind::HostInput ? kHostInputFormat : weightFormat_[id]};
     if (t.kind == GraphTensor::Kind::Weight) {
+      if (isQuantized(desc.format.dtype) && uploadQuantizedFromFile(weights, id, desc)) continue;
       const std::vector<float> values = weights.load(t.name, t.diskShape);
       checkFiniteWeight(values, graph_.component(), t.name);
       // f16 tensors (also a quantized run's unquantized ones); int8/int4 blocks hold an
@@ -614,32 +617,65 @@ uint64_t GraphExecutor::ringSlotBytes() const {
 
 // Zero placeholders for unused slots, one per (shape, kind), shared by nodes; made
 // before the budget is fitted, which counts them.
-void GraphExecutor::assignWeightFormats() {
-  // Each weight in the format of the slot that reads it (slotFormat): under int8/int4 a
-  // quantizable slot's matrix (GEMM's w) in blocks, every other weight in f16
-  // (kernels/QUANTIZATION.md). Under int8/int4 the report counts both, with the reason.
-  const auto& ts = graph_.tensors();
-  weightFormat_.assign(ts.size(), opt_.format.params());
+bool GraphExecutor::uploadQuantizedFromFile(const WeightSource& weights, size_t id, const TensorDesc& desc) {
+  // Blocks `sdspeed quantize` wrote in this format: uploaded (or streamed) as they are,
+  // from the mapped file, after checking every scale is finite (what checkFiniteWeight
+  // does for values). Another format or layout in the file: not these bytes (false).
+  const GraphTensor& t = graph_.tensors()[id];
+  const auto f = desc.format.dtype == DType::Q8_0 ? quant::Format::Q8_0 : quant::Format::Q4_0;
+  const auto mapped = weights.mappedBytes(t.name, f == quant::Format::Q8_0 ? "Q8_0" : "Q4_0");
+  if (mapped.empty() || mapped.size() != desc.bytes()) return false;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(mapped.data());
+  if (const int64_t b = quant::firstNonFiniteScale(f, bytes, mapped.size()); b >= 0)
+    throw Error(graph_.component() + " weight " + t.name + " (" + weights.describe() + "): block " + std::to_string(b) +
+                " has a non-finite scale");
+  memory_.quantizedFromFileBytes += mapped.size();
+  if (streamed_[id]) {
+    memory_.streamedBytes += desc.bytes();
+    hostWeights_[id] = {bytes, mapped.size()};
+    memory_.streamedMappedBytes += mapped.size();
+    return true;
+  }
+  auto d = std::make_unique<DeviceTensor>(ctx_, desc);
+  d->uploadBytes(std::vector<uint8_t>(bytes, bytes + mapped.size()));
+  memory_.weightBytes += desc.bytes();
+  tensors_[id] = std::move(d);
+  return true;
+}
+
+std::vector<StorageFormat> graphWeightFormats(const Graph& graph, const StorageFormat& format,
+                                              std::vector<std::string>* why) {
+  const auto& ts = graph.tensors();
+  std::vector<StorageFormat> out(ts.size(), format.params());
   std::vector<bool> seen(ts.size(), false);
-  std::vector<std::string> why(ts.size(), "read by no op");  // why a weight stays unquantized
-  for (const GraphNode& n : graph_.nodes()) {
+  if (why) why->assign(ts.size(), "read by no op");
+  for (const GraphNode& n : graph.nodes()) {
     const auto slots = n.family->slots();
     for (size_t s = 0; s < slots.size(); ++s) {
       if (n.args[s] < 0 || !slots[s].weight()) continue;
       const auto id = static_cast<size_t>(n.args[s]);
       if (ts[id].kind != GraphTensor::Kind::Weight) continue;
-      const StorageFormat f = slotFormat(slots[s], opt_.format);
-      if (seen[id] && !(weightFormat_[id] == f))
-        throw Error(graph_.component() + " weight " + ts[id].name + " is read in two weight formats (" +
-                    weightFormat_[id].name() + ", " + f.name() + ")");
+      const StorageFormat f = slotFormat(slots[s], format);
+      if (seen[id] && !(out[id] == f))
+        throw Error(graph.component() + " weight " + ts[id].name + " is read in two weight formats (" + out[id].name() +
+                    ", " + f.name() + ")");
       seen[id] = true;
-      weightFormat_[id] = f;
-      why[id] = !n.family->readsQuantizedWeights()
-                    ? n.family->name() + ": no " + dtypeName(opt_.format.weights) + " kernel path"
-                    : n.family->name() + " " + slots[s].name + ": not a matrix weight";
+      out[id] = f;
+      if (why)
+        (*why)[id] = !n.family->readsQuantizedWeights()
+                         ? n.family->name() + ": no " + dtypeName(format.weights) + " kernel path"
+                         : n.family->name() + " " + slots[s].name + ": not a matrix weight";
     }
   }
+  return out;
+}
+
+void GraphExecutor::assignWeightFormats() {
+  // Under int8/int4 the report counts the blocks and the f16 weights, with the reason.
+  std::vector<std::string> why;
+  weightFormat_ = graphWeightFormats(graph_, opt_.format, &why);
   if (!isQuantized(opt_.format.weights)) return;
+  const auto& ts = graph_.tensors();
   for (size_t id = 0; id < ts.size(); ++id) {
     if (ts[id].kind != GraphTensor::Kind::Weight) continue;
     const TensorDesc d{ts[id].shape, weightFormat_[id]};

@@ -163,4 +163,17 @@ std::vector<float> dequantizeMatrix(const MatrixLayout& l, const uint8_t* blocks
   return out;
 }
 
+int64_t firstNonFiniteScale(Format f, const uint8_t* blocks, size_t byteCount) {
+  for (size_t b = 0; b < byteCount / blockBytes(f); ++b)
+    if (!std::isfinite(getScale(blocks + b * blockBytes(f)))) return static_cast<int64_t>(b);
+  return -1;
+}
+
+bool parseFormat(const std::string& name, Format& out) {
+  if (name == "q8_0" || name == "Q8_0") out = Format::Q8_0;
+  else if (name == "q4_0" || name == "Q4_0") out = Format::Q4_0;
+  else return false;
+  return true;
+}
+
 }  // namespace sdspeed::quant

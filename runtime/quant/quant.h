@@ -59,4 +59,11 @@ std::vector<uint8_t> quantizeMatrix(const MatrixLayout& l, const float* x, size_
 std::vector<float> dequantizeMatrix(const MatrixLayout& l, const uint8_t* blocks, size_t byteCount,
                                     const std::string& what);
 
+// The first block (of byteCount / blockBytes) whose f16 scale is NaN or infinite, or -1:
+// blocks read from a file are checked before they reach a kernel.
+int64_t firstNonFiniteScale(Format f, const uint8_t* blocks, size_t byteCount);
+
+// "q8_0" / "q4_0" (also "Q8_0" / "Q4_0", GGUF's spelling) -> the format; false otherwise.
+bool parseFormat(const std::string& name, Format& out);
+
 }  // namespace sdspeed::quant
