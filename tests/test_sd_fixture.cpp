@@ -17,7 +17,10 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "pipeline/quantized_file.h"
+#include "pipeline/run/quantize_model.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
 #include "runtime/device.h"
@@ -431,6 +434,58 @@ TEST(QuantizedWeights, TinyPipelineInt8AndInt4) {
     EXPECT_TRUE(g.count(std::string("f16 (groupnorm: no ") + dtypeName(q) + " kernel path)"));
     EXPECT_TRUE(g.count("f16 (conv bias: not a matrix weight)"));
     EXPECT_FALSE(g.count(std::string("f16 (conv: no ") + dtypeName(q) + " kernel path)"));
+  }
+}
+
+// `sdspeed quantize` writes the blocks once; a run from that folder uploads them as the
+// file holds them (no quantizing) and is bit-identical to quantizing at load, per
+// component spec (here int8 everywhere, and int4 with the VAE decoder f16). Bad input:
+// tests/test_run_cli.cpp.
+TEST(QuantizedWeights, QuantizeFileRunsBitIdenticallyToQuantizingAtLoad) {
+  namespace fs = std::filesystem;
+  const ModelSource src = fixtureSource("tiny-sd-a");
+  SafetensorsFile ref(src.configDir + "/reference.safetensors");
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const auto emb = ref.toFloat("text_embeddings");
+  const auto lat = ref.toFloat("ddim_final_latents");
+  for (const std::string spec : {"int8", "int4,vae_decoder=f16"}) {
+    SCOPED_TRACE(spec);
+    sdspeed_test::TempDir tmp;
+    const std::string out = tmp.path() + "/q";
+    {
+      ExecOptions q;
+      parseWeightsSpec(spec, "--weights", q);
+      std::ostringstream log;
+      quantizeModel(src, q, out, src.configDir, log);
+    }
+    {
+      SafetensorsFile f(out + "/unet/diffusion_pytorch_model.safetensors");
+      EXPECT_EQ(f.metadata().at(kQuantizedVersionKey), kQuantizedVersion);
+      int blocks = 0;
+      for (const auto& t : f.tensors()) blocks += quantizedTensor(f, t).has_value();
+      EXPECT_GT(blocks, 0);
+    }
+    ExecOptions exec;
+    exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+    parseWeightsSpec(spec, "--weights", exec);
+    ModelSource file;
+    file.configDir = file.weightsDir = out;
+    SdPipeline atLoad(context(), src, exec, 16, 16, 2), fromFile(context(), file, exec, 16, 16, 2);
+    std::vector<int64_t> ids = ref.toInt64("input_ids_uncond");
+    const auto cond = ref.toInt64("input_ids_cond");
+    ids.insert(ids.end(), cond.begin(), cond.end());
+    EXPECT_EQ(atLoad.encodeText(ids), fromFile.encodeText(ids));
+    EXPECT_EQ(atLoad.predictNoise(x, 999.0f, emb), fromFile.predictNoise(x, 999.0f, emb));
+    EXPECT_EQ(atLoad.decode(lat), fromFile.decode(lat));
+    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+      const auto& m = fromFile.stats(c).memory;
+      EXPECT_EQ(m.weightBytes, atLoad.stats(c).memory.weightBytes) << c;
+      EXPECT_EQ(atLoad.stats(c).memory.quantizedFromFileBytes, 0u) << c;
+      const bool quantized = spec == "int8" || std::string(c) != "vae_decoder";
+      if (quantized) EXPECT_GT(m.quantizedFromFileBytes, 0u) << c;  // uploaded as stored, not re-quantized
+      else EXPECT_EQ(m.quantizedFromFileBytes, 0u) << c;
+    }
   }
 }
 
