@@ -180,7 +180,7 @@ void RunReport::print(std::ostream& os) const {
     for (const auto& [fmt, g] : c.memory.weightGroups)
       os << "  weights " << fmt << ": " << g.tensors << " tensors, " << mib(g.bytes) << "\n";
     if (c.memory.quantizedFromFileBytes)
-      os << "  weights: " << mib(c.memory.quantizedFromFileBytes) << " of blocks uploaded as the file holds them (sdspeed quantize)\n";
+      os << "  weights: " << mib(c.memory.quantizedFromFileBytes) << " of int8/int4 blocks uploaded as the file holds them (sdspeed quantize or GGUF)\n";
     if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
     if (c.memory.streamedBytes)
       os << "  streamed weights: " << mib(c.memory.stagingHostBytes) << " from packed host copies, "

@@ -489,6 +489,38 @@ TEST(QuantizedWeights, QuantizeFileRunsBitIdenticallyToQuantizingAtLoad) {
   }
 }
 
+// A GGUF file as stable-diffusion.cpp writes them (LDM names; Q8_0 Linears, F16 biases,
+// norms and tables, F32 convolutions: scripts/fixtures/make_tiny_gguf.py, gguf-py) runs
+// bit-identically to the same weights (tiny-sd-a's single file) quantized at load with
+// --weights int8, its Q8_0 tensors uploaded as stored.
+TEST(QuantizedWeights, GgufRunsBitIdenticallyToQuantizingAtLoad) {
+  const std::string dir = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+  SafetensorsFile ref(dir + "/reference.safetensors");
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  std::vector<int64_t> ids = ref.toInt64("input_ids_uncond");
+  const auto cond = ref.toInt64("input_ids_cond");
+  ids.insert(ids.end(), cond.begin(), cond.end());
+  ExecOptions exec;
+  exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+  exec.format.weights = DType::Q8_0;
+  ModelSource single, gguf;
+  single.configDir = gguf.configDir = dir;
+  single.singleFile = dir + "/single_file/model.safetensors";
+  gguf.singleFile = dir + "/tiny-sd-a-q8_0.gguf";
+  SdPipeline a(context(), single, exec, 16, 16, 2), b(context(), gguf, exec, 16, 16, 2);
+  EXPECT_EQ(a.encodeText(ids), b.encodeText(ids));
+  EXPECT_EQ(a.predictNoise(x, 999.0f, ref.toFloat("text_embeddings")),
+            b.predictNoise(x, 999.0f, ref.toFloat("text_embeddings")));
+  EXPECT_EQ(a.decode(ref.toFloat("ddim_final_latents")), b.decode(ref.toFloat("ddim_final_latents")));
+  for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+    EXPECT_EQ(a.stats(c).memory.weightBytes, b.stats(c).memory.weightBytes) << c;
+    EXPECT_EQ(a.stats(c).memory.quantizedFromFileBytes, 0u) << c;
+  }
+  EXPECT_GT(b.stats("unet").memory.quantizedFromFileBytes, 0u);
+  EXPECT_GT(b.stats("text_encoder").memory.quantizedFromFileBytes, 0u);
+}
+
 // --weights f16,vae_decoder=f32: the VAE decoder's weights stay f32, so its output is the
 // f32 run's bit for bit; the UNet's are f16. The spec parser names --weights on bad input.
 TEST(F16WeightSpec, PerComponentOverrideAndSpecErrors) {
