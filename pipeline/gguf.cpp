@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 
 #include "pipeline/safetensors.h"  // halfToFloat
 #include "runtime/error.h"
@@ -99,6 +100,69 @@ std::string GgufTensor::typeName() const {
   return "ggml type " + std::to_string(type);
 }
 
+std::vector<GgufTensor> parseGguf(std::span<const std::byte> file, const std::string& path) {
+  const size_t size_ = file.size();
+  std::vector<GgufTensor> tensors;
+  std::set<std::string> names;
+  Reader r(file.data(), size_, path);
+  if (size_ < 24 || std::memcmp(file.data(), "GGUF", 4) != 0) throw Error("gguf '" + path + "': not a GGUF file (no 'GGUF' magic)");
+  r.skip(4);
+  const uint32_t version = r.get<uint32_t>();
+  if (version != 2 && version != 3)
+    throw Error("gguf '" + path + "': version " + std::to_string(version) + " (this build reads 2 and 3)");
+  const uint64_t nTensors = r.get<uint64_t>(), nKv = r.get<uint64_t>();
+  if (nTensors > size_ || nKv > size_) throw Error("gguf '" + path + "': impossible tensor or key-value count");
+  uint64_t alignment = 32;
+  for (uint64_t i = 0; i < nKv; ++i) {
+    const std::string key = r.str();
+    const uint32_t type = r.get<uint32_t>();
+    if (key == "general.alignment" && type == 4) {
+      alignment = r.get<uint32_t>();
+      if (alignment == 0 || (alignment & (alignment - 1)))
+        throw Error("gguf '" + path + "': general.alignment " + std::to_string(alignment) + " is not a power of two");
+    } else {
+      skipValue(r, type, path);
+    }
+  }
+  std::vector<std::pair<GgufTensor, uint64_t>> infos;
+  for (uint64_t i = 0; i < nTensors; ++i) {
+    GgufTensor t;
+    t.name = r.str();
+    const uint32_t nDims = r.get<uint32_t>();
+    if (nDims == 0 || nDims > 4) throw Error("gguf '" + path + "': tensor '" + t.name + "': " + std::to_string(nDims) + " dimensions");
+    std::vector<int64_t> ne(nDims);
+    for (auto& d : ne) {
+      const uint64_t v = r.get<uint64_t>();
+      if (v == 0 || v > (uint64_t{1} << 40)) throw Error("gguf '" + path + "': tensor '" + t.name + "': dimension " + std::to_string(v));
+      d = static_cast<int64_t>(v);
+    }
+    t.shape.assign(ne.rbegin(), ne.rend());
+    t.type = r.get<uint32_t>();
+    infos.emplace_back(std::move(t), r.get<uint64_t>());
+  }
+  const size_t dataStart = (r.at() + alignment - 1) / alignment * alignment;
+  for (auto& [t, off] : infos) {
+    const std::string where = "gguf '" + path + "': tensor '" + t.name + "': ";
+    int64_t elements = 1;
+    for (int64_t d : t.shape) {
+      // No tensor holds more than 2 values per byte of the file (q4_0: 32 per 18 bytes).
+      if (d > static_cast<int64_t>(2 * size_ + 2) / elements)
+        throw Error(where + "more elements than the file can hold");
+      elements *= d;
+    }
+    if (off % alignment) throw Error(where + "offset " + std::to_string(off) + " is not aligned");
+    t.bytes = t.type == kF32 || t.type == kF16 || t.type == kQ8_0 || t.type == kQ4_0
+                  ? typeBytes(t.type, elements, t.shape.back(), where)
+                  : 0;  // other types: listed, refused when loaded
+    if (off > size_ || dataStart > size_ - off || t.bytes > size_ - dataStart - off)
+      throw Error(where + "data runs past the end of the file");
+    t.offset = dataStart + off;
+    if (!names.insert(t.name).second) throw Error(where + "appears twice");
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
 GgufFile::GgufFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY);
   if (fd < 0) throw Error("gguf '" + path + "': cannot open: " + std::strerror(errno));
@@ -113,58 +177,8 @@ GgufFile::GgufFile(const std::string& path) : path_(path) {
   if (m == MAP_FAILED) throw Error("gguf '" + path + "': cannot map: " + std::strerror(errno));
   map_ = static_cast<const std::byte*>(m);
   try {
-    Reader r(map_, size_, path);
-    if (std::memcmp(map_, "GGUF", 4) != 0) throw Error("gguf '" + path + "': not a GGUF file (no 'GGUF' magic)");
-    r.skip(4);
-    const uint32_t version = r.get<uint32_t>();
-    if (version != 2 && version != 3)
-      throw Error("gguf '" + path + "': version " + std::to_string(version) + " (this build reads 2 and 3)");
-    const uint64_t nTensors = r.get<uint64_t>(), nKv = r.get<uint64_t>();
-    if (nTensors > size_ || nKv > size_) throw Error("gguf '" + path + "': impossible tensor or key-value count");
-    uint64_t alignment = 32;
-    for (uint64_t i = 0; i < nKv; ++i) {
-      const std::string key = r.str();
-      const uint32_t type = r.get<uint32_t>();
-      if (key == "general.alignment" && type == 4) {
-        alignment = r.get<uint32_t>();
-        if (alignment == 0 || (alignment & (alignment - 1)))
-          throw Error("gguf '" + path + "': general.alignment " + std::to_string(alignment) + " is not a power of two");
-      } else {
-        skipValue(r, type, path);
-      }
-    }
-    std::vector<std::pair<GgufTensor, uint64_t>> infos;
-    for (uint64_t i = 0; i < nTensors; ++i) {
-      GgufTensor t;
-      t.name = r.str();
-      const uint32_t nDims = r.get<uint32_t>();
-      if (nDims == 0 || nDims > 4) throw Error("gguf '" + path + "': tensor '" + t.name + "': " + std::to_string(nDims) + " dimensions");
-      std::vector<int64_t> ne(nDims);
-      for (auto& d : ne) {
-        const uint64_t v = r.get<uint64_t>();
-        if (v == 0 || v > (uint64_t{1} << 40)) throw Error("gguf '" + path + "': tensor '" + t.name + "': dimension " + std::to_string(v));
-        d = static_cast<int64_t>(v);
-      }
-      t.shape.assign(ne.rbegin(), ne.rend());
-      t.type = r.get<uint32_t>();
-      infos.emplace_back(std::move(t), r.get<uint64_t>());
-    }
-    const size_t dataStart = (r.at() + alignment - 1) / alignment * alignment;
-    for (auto& [t, off] : infos) {
-      const std::string where = "gguf '" + path + "': tensor '" + t.name + "': ";
-      int64_t elements = 1;
-      for (int64_t d : t.shape) elements *= d;
-      if (off % alignment) throw Error(where + "offset " + std::to_string(off) + " is not aligned");
-      t.bytes = t.type == kF32 || t.type == kF16 || t.type == kQ8_0 || t.type == kQ4_0
-                    ? typeBytes(t.type, elements, t.shape.back(), where)
-                    : 0;  // other types: listed, refused when loaded
-      if (off > size_ || dataStart > size_ - off || t.bytes > size_ - dataStart - off)
-        throw Error(where + "data runs past the end of the file");
-      t.offset = dataStart + off;
-      if (byName_.count(t.name)) throw Error(where + "appears twice");
-      byName_[t.name] = tensors_.size();
-      tensors_.push_back(std::move(t));
-    }
+    tensors_ = parseGguf({map_, size_}, path);
+    for (size_t i = 0; i < tensors_.size(); ++i) byName_[tensors_[i].name] = i;
   } catch (...) {
     ::munmap(const_cast<std::byte*>(map_), size_);
     throw;
@@ -180,11 +194,13 @@ const GgufTensor* GgufFile::find(const std::string& name) const {
   return it == byName_.end() ? nullptr : &tensors_[it->second];
 }
 
-std::vector<float> GgufFile::toFloat(const GgufTensor& t) const {
+std::vector<float> ggufTensorToFloat(std::span<const std::byte> file, const GgufTensor& t, const std::string& path_) {
+  if (t.offset > file.size() || t.bytes > file.size() - t.offset)
+    throw Error("gguf '" + path_ + "': tensor '" + t.name + "': data runs past the end of the file");
   int64_t elements = 1;
   for (int64_t d : t.shape) elements *= d;
   std::vector<float> out(static_cast<size_t>(elements));
-  const std::byte* p = map_ + t.offset;
+  const std::byte* p = file.data() + t.offset;
   switch (t.type) {
     case kF32:
       std::memcpy(out.data(), p, out.size() * 4);
@@ -206,5 +222,7 @@ std::vector<float> GgufFile::toFloat(const GgufTensor& t) const {
   }
   return out;
 }
+
+std::vector<float> GgufFile::toFloat(const GgufTensor& t) const { return ggufTensorToFloat({map_, size_}, t, path_); }
 
 }  // namespace sdspeed

@@ -24,6 +24,13 @@ struct GgufTensor {
   std::string typeName() const;  // "F32", "F16", "Q4_0", "Q8_0", or "ggml type N"
 };
 
+// The whole parser, over a file's bytes (GgufFile maps the file; the fuzz target calls
+// this directly): validated tensor infos, offsets from the file's start. Throws Error
+// naming `label` (and the tensor).
+std::vector<GgufTensor> parseGguf(std::span<const std::byte> file, const std::string& label);
+// A tensor's values as float (F32, F16, Q8_0, Q4_0); Error naming `label` for other types.
+std::vector<float> ggufTensorToFloat(std::span<const std::byte> file, const GgufTensor& t, const std::string& label);
+
 class GgufFile {
  public:
   explicit GgufFile(const std::string& path);
