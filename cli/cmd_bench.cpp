@@ -50,10 +50,13 @@ int cmdBench(const std::vector<std::string>& argv) {
   // f16 weights are the f32 case for a family that reads no weights: time it once.
   {
     std::vector<StorageFormat> keyed;
-    for (const auto& f : formats)
+    std::vector<std::string> notes;  // also int8/int4 on a family with no quantized path: its f16 case
+    for (const auto& f : formats) {
       if (std::find(keyed.begin(), keyed.end(), fam.keyFormat(f)) == keyed.end()) keyed.push_back(fam.keyFormat(f));
-    if (keyed.size() < formats.size())
-      std::cout << "note: " << fam.name() << " reads no weights; f16 weights timed as f32 weights (same program)\n";
+      const std::string note = fam.keyFormatNote(f);
+      if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+    }
+    for (const auto& n : notes) std::cout << "note: " << n << "\n";
     formats = keyed;
   }
   std::vector<const VariantDef*> variants;

@@ -88,7 +88,7 @@ int cmdCheck(const std::vector<std::string>& argv) {
   flags.insert({"full", "help"});
   Args args(argv, options, flags);
   if (args.has("help")) {
-    std::cout << "usage: sdspeed check [--op OP,..] [--variant V,..] [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16]\n"
+    std::cout << "usage: sdspeed check [--op OP,..] [--variant V,..] [--storage F,..] [--weights f32,f16,int8,int4] [--arithmetic f32,f16]\n"
                  "                     [--params K=V,..]\n"
                  "                     [--points N] [--seed S] [--full] [--csv FILE] [--dump-kernels DIR]\n"
                  "                     [--shape NxCxHxW[,..] [--attrs K=V,..]]   (one --op: these problems only)\n"
@@ -96,10 +96,13 @@ int cmdCheck(const std::vector<std::string>& argv) {
                  "fresh random inputs and compares with the double-precision reference. --full adds the\n"
                  "large Stable Diffusion shapes. --weights (default f32) runs each storage format once per\n"
                  "weight format: f16 weights are checked against the reference on the rounded weights,\n"
-                 "the error against the unrounded ones is the `vs unrounded` column. Families that read\n"
-                 "no weights run f32 weights only (f16 is the same program). --arithmetic (default f32): what\n"
-                 "kernels compute in; f16 cases of variants that compute in f32 only (every OpenCL variant\n"
-                 "today) are reported unsupported. Exit status 1 if any case fails.\n";
+                 "the error against the unrounded ones is the `vs unrounded` column; int8/int4 (ggml q8_0/q4_0\n"
+                 "blocks) against the reference on the dequantized weights, the quantization's own error in\n"
+                 "`vs unrounded`. Families that read no weights run f32 weights only (f16 is the same\n"
+                 "program); families with no quantized path run int8/int4 as f16 weights (a skipped: line\n"
+                 "says so). --arithmetic (default f32): what kernels compute in; f16 cases of variants that\n"
+                 "compute in f32 only (every OpenCL variant today) are reported unsupported. Exit status 1\n"
+                 "if any case fails.\n";
     return 0;
   }
   const auto families = familiesFromArgs(args);
@@ -159,12 +162,14 @@ int cmdCheck(const std::vector<std::string>& argv) {
   for (const Family* fam : families) {
     // f16 weights are the f32 case for a family that reads no weights (same program,
     // same data: Family::keyFormat): run once, and say so.
+    // Likewise int8/int4 weights for a family with no quantized path: its f16 case.
     std::vector<StorageFormat> famFormats;
-    for (const auto& f : formats)
+    for (const auto& f : formats) {
       if (std::find(famFormats.begin(), famFormats.end(), fam->keyFormat(f)) == famFormats.end())
         famFormats.push_back(fam->keyFormat(f));
-    if (famFormats.size() < formats.size())
-      skipped.push_back(fam->name() + ": reads no weights, f16 weights checked as f32 weights (same program)");
+      const std::string note = fam->keyFormatNote(f);
+      if (!note.empty() && std::find(skipped.begin(), skipped.end(), note) == skipped.end()) skipped.push_back(note);
+    }
     const auto problems = shapeProblems.empty() ? fam->checkProblems(args.has("full")) : shapeProblems;
     for (const auto& v : fam->variants()) {
       if (!variantNames.empty() &&

@@ -29,7 +29,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
         << "usage: sdspeed run --model DIR | --model FILE.safetensors --config DIR | --random-weights --model DIR\n"
            "       [--prompt TEXT] [--negative-prompt TEXT] [-W 512 -H 512] [--steps 20] [--cfg-scale 7.5]\n"
            "       [--scheduler ddim|pndm|euler|dpmpp2m] [--seed N] [--rng torch] [-o out.png]\n"
-           "       [--precision f32|f16] [--weights f32|f16[,COMPONENT=f32|f16..]] [--layout nc4hw4|nchw] [--planner none|naive|equality|greedy-in-order|greedy-by-size]\n"
+           "       [--precision f32|f16] [--weights f32|f16|int8|int4[,COMPONENT=FORMAT..]] [--layout nc4hw4|nchw] [--planner none|naive|equality|greedy-in-order|greedy-by-size]\n"
            "       [--variant FAMILY=VARIANT,..] [--db-dir configs/tuned] [--report report.json] [--profile]\n"
            "       [--input-ids F:T] [--uncond-input-ids F:T] [--init-latents F:T] [--save-latents F] [--save-decoded F]\n"
            "       [--no-decode] [--no-warmup] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
@@ -39,7 +39,9 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "Each component is loaded and warmed up just before it first runs and freed once its output exists\n"
            "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n"
            "--weights: the weights' storage (f16 halves weight memory; arithmetic stays f32), per component\n"
-           "(text_encoder, unet, vae_decoder), e.g. --weights f16,vae_decoder=f32.\n"
+           "(text_encoder, unet, vae_decoder), e.g. --weights f16,vae_decoder=f32. int8/int4: ggml's q8_0/q4_0\n"
+           "blocks, quantized at load, for the ops with a quantized kernel (GEMM); other weights stay f16\n"
+           "(the report's `weights` lines say which and why; kernels/QUANTIZATION.md).\n"
            "Weights, --init-latents, the latents after every step and the image must be finite (an error names the\n"
            "tensor or step). --check-finite (slow) runs op by op and names the first op whose output holds a NaN or inf.\n";
     return 0;

@@ -178,8 +178,14 @@ int cmdTune(const std::vector<std::string>& argv) {
   for (const auto& s : args.list("storage")) formats.push_back(StorageFormat::parse(s));
   if (formats.empty()) formats.push_back(StorageFormat{});
   formats = withArithmeticFromArgs(args, withWeightFormatsFromArgs(args, formats));
-  if (!fam.readsWeights() && std::any_of(formats.begin(), formats.end(), [](const StorageFormat& f) { return f.weights != DType::F32; }))
-    std::cout << "note: " << fam.name() << " reads no weights; its f16-weight instances are its f32 ones\n";
+  {
+    std::vector<std::string> notes;  // a family without weights, or without a quantized path
+    for (const auto& f : formats) {
+      const std::string note = fam.keyFormatNote(f);
+      if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+    }
+    for (const auto& n : notes) std::cout << "note: " << n << "; its instances are those keys\n";
+  }
   std::vector<OpInstance> instances;
   const auto listed = instancesFromArgs(args, fam, formats);
   for (const auto& inst : listed)

@@ -21,6 +21,7 @@ int cmdDb(const std::vector<std::string>& argv);  // merge/compare databases and
 #ifdef SDSPEED_WITH_PIPELINE
 int cmdRun(const std::vector<std::string>& argv);
 int cmdShapes(const std::vector<std::string>& argv);
+int cmdQuantize(const std::vector<std::string>& argv);
 int cmdAblate(const std::vector<std::string>& argv);
 #endif
 

@@ -23,6 +23,7 @@ void usage(std::ostream& os) {
         "  run --model DIR              the Stable Diffusion pipeline: image, timing and memory report\n"
         "  shapes --model DIR           the op instances of a model (a shape set for tune)\n"
         "  ablate --model DIR           the paper's cumulative ablation table (configs/ablation/)\n"
+        "  quantize --model DIR --weights int8 -o OUT  int8/int4 weights written once (kernels/QUANTIZATION.md)\n"
 #endif
         "common options: --device P:D|NAME  --kernel-dir DIR  --cache-dir DIR  --no-disk-cache\n"
         "`sdspeed VERB --help` lists a verb's options.\n";
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
     if (verb == "run") return sdspeed::cmdRun(args);
     if (verb == "shapes") return sdspeed::cmdShapes(args);
     if (verb == "ablate") return sdspeed::cmdAblate(args);
+    if (verb == "quantize") return sdspeed::cmdQuantize(args);
 #endif
     std::cerr << "sdspeed: error: unknown verb '" << verb << "' (see sdspeed --help)\n";
     return 2;

@@ -177,6 +177,11 @@ void RunReport::print(std::ostream& os) const {
        << mib(c.memory.scratchPeakBytes) << std::setw(17) << mib(c.memory.plannedScratchBytes) << std::setw(14)
        << mib(c.memory.streamedBytes) << mib(c.memory.estimatedBytes) << "\n";
     for (const auto& choice : c.memory.budgetChoices) os << "  budget: " << choice << "\n";
+    // int8/int4: which weights are blocks and which stayed f16, and why (kernels/QUANTIZATION.md).
+    for (const auto& [fmt, g] : c.memory.weightGroups)
+      os << "  weights " << fmt << ": " << g.tensors << " tensors, " << mib(g.bytes) << "\n";
+    if (c.memory.quantizedFromFileBytes)
+      os << "  weights: " << mib(c.memory.quantizedFromFileBytes) << " of int8/int4 blocks uploaded as the file holds them (sdspeed quantize or GGUF)\n";
     if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
     if (c.memory.streamedBytes)
       os << "  streamed weights: " << mib(c.memory.stagingHostBytes) << " from packed host copies, "
@@ -279,6 +284,12 @@ nlohmann::json RunReport::json() const {
   for (const auto& c : components) {
     json m = {{"weights_bytes", c.memory.weightBytes},
               {"weights_format", dtypeName(c.weights)},
+              {"weights_quantized_from_file_bytes", c.memory.quantizedFromFileBytes},
+              {"weights_by_format", [&] {
+                 json g = json::object();
+                 for (const auto& [fmt, w] : c.memory.weightGroups) g[fmt] = {{"tensors", w.tensors}, {"bytes", w.bytes}};
+                 return g;
+               }()},
               {"scratch_bytes", c.memory.scratchBytes},
               {"activation_bytes", c.memory.activationBytes},
               {"plans_run_batch", c.memory.planBytes},

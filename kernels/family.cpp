@@ -153,6 +153,20 @@ bool Family::readsWeights() const {
   return false;
 }
 
+bool Family::readsQuantizedWeights() const {
+  for (const auto& s : slots())
+    if (s.quantizable) return true;
+  return false;
+}
+
+std::string Family::keyFormatNote(const StorageFormat& f) const {
+  const StorageFormat k = keyFormat(f);
+  if (k == f) return {};
+  if (!readsWeights())
+    return name() + ": reads no weights, " + dtypeName(f.weights) + " weights run as f32 weights (same program)";
+  return name() + ": no " + dtypeName(f.weights) + " kernel path, its weights stay f16 (" + k.name() + ")";
+}
+
 const VariantDef& Family::variant(const std::string& n) const {
   for (const auto& v : variants())
     if (v.name == n) return v;

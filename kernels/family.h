@@ -90,6 +90,10 @@ struct TensorSlot {
   Access access;
   bool activation;
   bool hostInput = false;
+  // A matrix weight the family's kernels read in the quantized formats (int8/int4 blocks
+  // along each output channel's reduction: kernels/QUANTIZATION.md). Other parameter
+  // slots hold f16 under a quantized weight format.
+  bool quantizable = false;
   // True for a parameter slot, whose precision the weight format sets.
   bool weight() const { return !activation && !hostInput; }
 };
@@ -97,7 +101,10 @@ struct TensorSlot {
 // The format slot `s` is stored in when the run's format is `f`.
 inline StorageFormat slotFormat(const TensorSlot& s, const StorageFormat& f) {
   if (s.activation) return f;
-  return s.hostInput ? StorageFormat{} : f.params();
+  if (s.hostInput) return StorageFormat{};
+  StorageFormat p = f.params();
+  if (isQuantized(p.dtype) && !s.quantizable) p.dtype = DType::F16;  // biases, affine, tables
+  return p;
 }
 
 // Host data for one tensor of an op, logical NCHW.
@@ -253,11 +260,19 @@ class Family {
   // True when some slot is a parameter (TensorSlot::weight()): only then does the
   // weight format change what the op reads.
   bool readsWeights() const;
+  // True when some slot is quantizable (the family has an int8/int4 kernel path).
+  bool readsQuantizedWeights() const;
   // `f`, with f32 weights when the family reads none: f16 weights change nothing for it,
-  // so its op instances, database entries and programs stay those of f32 weights.
+  // so its op instances, database entries and programs stay those of f32 weights. A
+  // quantized weight format on a family with no quantized path is f16 weights: what it
+  // then runs (kernels/QUANTIZATION.md), visibly (check/bench/tune say so).
   StorageFormat keyFormat(const StorageFormat& f) const {
-    return readsWeights() ? f : f.withWeights(DType::F32);
+    if (!readsWeights()) return f.withWeights(DType::F32);
+    if (isQuantized(f.weights) && !readsQuantizedWeights()) return f.withWeights(DType::F16);
+    return f;
   }
+  // Why keyFormat(f) differs from f, one line ("" when it does not).
+  std::string keyFormatNote(const StorageFormat& f) const;
   // The kernel source this family is built from (overridable for tests).
   virtual std::string sourceText(const Context& ctx) const;
   // Full program text: prelude, parameter #defines, tensor accessors, family source.

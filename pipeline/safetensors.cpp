@@ -28,6 +28,7 @@ const char* dtypeName(StDType dtype) {
     case StDType::BF16: return "BF16";
     case StDType::I64: return "I64";
     case StDType::I32: return "I32";
+    case StDType::U8: return "U8";
   }
   return "?";
 }
@@ -39,6 +40,7 @@ size_t dtypeSize(StDType dtype) {
     case StDType::BF16: return 2;
     case StDType::I64: return 8;
     case StDType::I32: return 4;
+    case StDType::U8: return 1;
   }
   return 0;
 }
@@ -84,7 +86,8 @@ std::string where(const std::string& label, const std::string& tensor) {
 
 bool parseDType(const std::string& s, StDType& out) {
   static const std::pair<const char*, StDType> kNames[] = {
-      {"F32", StDType::F32}, {"F16", StDType::F16}, {"BF16", StDType::BF16}, {"I64", StDType::I64}, {"I32", StDType::I32}};
+      {"F32", StDType::F32}, {"F16", StDType::F16}, {"BF16", StDType::BF16}, {"I64", StDType::I64}, {"I32", StDType::I32},
+      {"U8", StDType::U8}};
   for (const auto& [name, dtype] : kNames) {
     if (s == name) {
       out = dtype;
@@ -111,7 +114,7 @@ TensorInfo parseEntry(const std::string& name, const json& e, const std::string&
   if (!dt.is_string()) throw Error(where(label, name) + "dtype must be a string");
   if (!parseDType(dt.get<std::string>(), t.dtype))
     throw Error(where(label, name) + "unsupported dtype '" + dt.get<std::string>() +
-                "' (supported: F32, F16, BF16, I64, I32)");
+                "' (supported: F32, F16, BF16, I64, I32, U8)");
   const json& shape = e["shape"];
   if (!shape.is_array()) throw Error(where(label, name) + "shape must be an array");
   size_t count = 1;
@@ -313,6 +316,9 @@ std::vector<float> SafetensorsFile::toFloat(std::string_view name) const {
     case StDType::I32:
       for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<int32_t>(p, i));
       break;
+    case StDType::U8:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(load<uint8_t>(p, i));
+      break;
   }
   return out;
 }
@@ -324,7 +330,9 @@ std::vector<int64_t> SafetensorsFile::toInt64(std::string_view name) const {
   const std::byte* p = bytes(name).data();
   size_t n = t.bytes() / dtypeSize(t.dtype);
   std::vector<int64_t> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = t.dtype == StDType::I64 ? load<int64_t>(p, i) : load<int32_t>(p, i);
+  for (size_t i = 0; i < n; ++i)
+    out[i] = t.dtype == StDType::I64 ? load<int64_t>(p, i)
+             : t.dtype == StDType::I32 ? load<int32_t>(p, i) : static_cast<int64_t>(load<uint8_t>(p, i));
   return out;
 }
 
@@ -364,6 +372,11 @@ void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>&
                 dtypeName(dtype));
   addEntry({name, dtype, shape, std::string(reinterpret_cast<const char*>(bits.data()), bits.size_bytes())},
            bits.size());
+}
+
+void SafetensorsWriter::add(const std::string& name, const std::vector<int64_t>& shape, std::span<const uint8_t> bytes) {
+  addEntry({name, StDType::U8, shape, std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size())},
+           bytes.size());
 }
 
 std::string SafetensorsWriter::serialize() const {

@@ -21,7 +21,8 @@
 
 namespace sdspeed {
 
-enum class StDType { F32, F16, BF16, I64, I32 };
+// U8: raw bytes (sdspeed's quantized weight blocks, kernels/QUANTIZATION.md).
+enum class StDType { F32, F16, BF16, I64, I32, U8 };
 
 // "F32", ... (the safetensors spelling).
 const char* dtypeName(StDType dtype);
@@ -92,6 +93,8 @@ class SafetensorsWriter {
   void add(const std::string& name, const std::vector<int64_t>& shape, std::span<const int64_t> data);
   // F16 / BF16 tensors given as their 16-bit patterns (dtype must be one of those two).
   void add(const std::string& name, const std::vector<int64_t>& shape, StDType dtype, std::span<const uint16_t> bits);
+  // U8 bytes (quantized weight blocks).
+  void add(const std::string& name, const std::vector<int64_t>& shape, std::span<const uint8_t> bytes);
   void setMetadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
   // The whole file's bytes.
   std::string serialize() const;

@@ -3,6 +3,9 @@
 // are memory-mapped (SafetensorsFile); a tensor is converted to float only when loaded.
 #include "pipeline/weights.h"
 
+#include "pipeline/gguf.h"
+#include "pipeline/quantized_file.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -63,14 +66,24 @@ class FolderSource : public WeightSource {
 
   std::vector<float> load(const std::string& name, const Shape& shape) const override {
     const TensorInfo& t = find(name);
+    if (const auto q = quantizedTensor(file_, t)) {  // `sdspeed quantize` blocks: their values
+      if (q->shape != shape)
+        throw Error(where(name) + "shape " + shapeStr(q->shape) + " in the file, but " + shapeStr(shape) + " expected");
+      const auto b = file_.bytes(t.name);
+      return quant::dequantizeMatrix(q->layout(), reinterpret_cast<const uint8_t*>(b.data()), b.size(), where(name));
+    }
     return readChecked(file_, t, t.shape, shape, where(name));
   }
   bool has(const std::string& name) const override { return lookup(name) != nullptr; }
   std::string describe() const override { return file_.path(); }
-  std::string diskDType(const std::string& name) const override { return dtypeName(find(name).dtype); }
+  std::string diskDType(const std::string& name) const override {
+    const TensorInfo& t = find(name);
+    if (const auto q = quantizedTensor(file_, t)) return q->format == quant::Format::Q8_0 ? "Q8_0" : "Q4_0";
+    return dtypeName(t.dtype);
+  }
   std::span<const std::byte> mappedBytes(const std::string& name, const std::string& dtype) const override {
     const TensorInfo& t = find(name);
-    return dtypeName(t.dtype) == dtype ? file_.bytes(t.name) : std::span<const std::byte>{};
+    return diskDType(name) == dtype ? file_.bytes(t.name) : std::span<const std::byte>{};
   }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
@@ -211,10 +224,77 @@ std::unique_ptr<WeightSource> openFolderWeights(const std::string& modelDir, con
               ".safetensors' nor '" + base + ".fp16.safetensors' exists");
 }
 
+// ---- GGUF (stable-diffusion.cpp's files: LDM names, per-tensor types) ----
+
+class GgufSource : public WeightSource {
+ public:
+  GgufSource(const std::string& path, const std::string& component, std::vector<LdmKey> keys)
+      : file_(path), component_(component) {
+    if (component == "text_encoder")
+      for (const GgufTensor& t : file_.tensors())
+        if (startsWith(t.name, kLdmText) && !t.name.ends_with("embeddings.position_ids"))
+          keys.push_back({canonicalText(t.name.substr(std::string(kLdmText).size())), t.name, t.shape, false});
+    for (LdmKey& k : keys) {
+      std::string name = k.diffusers;
+      map_.emplace(std::move(name), std::move(k));
+    }
+  }
+  std::vector<float> load(const std::string& name, const Shape& shape) const override {
+    const GgufTensor& t = tensor(name);
+    const Shape disk = asDiffusers(t.shape, find(name).convToLinear);
+    if (disk != shape)
+      throw Error(where(name) + "shape " + shapeStr(disk) + " in the file, but " + shapeStr(shape) + " expected");
+    return file_.toFloat(t);
+  }
+  bool has(const std::string& name) const override { return lookup(name) && file_.find(lookup(name)->ldm); }
+  std::string describe() const override { return file_.path() + " (" + component_ + ", GGUF, LDM keys)"; }
+  std::string diskDType(const std::string& name) const override { return tensor(name).typeName(); }
+  // Q8_0 / Q4_0 blocks are sdspeed's int8/int4 rows when ggml's rows (the innermost
+  // dimension) are the output channel's whole reduction: a Linear [out, in]. The executor
+  // compares the size with what it needs, so a conv's would not be taken.
+  std::span<const std::byte> mappedBytes(const std::string& name, const std::string& dtype) const override {
+    const GgufTensor& t = tensor(name);
+    return t.typeName() == dtype ? file_.bytes(t) : std::span<const std::byte>{};
+  }
+  std::vector<std::string> names() const override {
+    std::vector<std::string> out;
+    for (const auto& [n, k] : map_)
+      if (file_.find(k.ldm)) out.push_back(n);
+    return out;
+  }
+
+ private:
+  std::string where(const std::string& name) const { return "weights '" + file_.path() + "': tensor '" + name + "': "; }
+  const LdmKey* lookup(const std::string& name) const {
+    for (const std::string& n : nameCandidates(name, component_ == "text_encoder"))
+      if (auto it = map_.find(n); it != map_.end()) return &it->second;
+    return nullptr;
+  }
+  const LdmKey& find(const std::string& name) const {
+    if (const LdmKey* k = lookup(name)) return *k;
+    throw Error(where(name) + "not in the " + component_ + " key map");
+  }
+  const GgufTensor& tensor(const std::string& name) const {
+    const LdmKey& k = find(name);
+    if (const GgufTensor* t = file_.find(k.ldm)) return *t;
+    throw Error(where(name) + "LDM key '" + k.ldm + "' not in the file");
+  }
+
+  GgufFile file_;
+  std::string component_;
+  std::map<std::string, LdmKey> map_;
+};
+
 std::unique_ptr<WeightSource> openSingleFileWeights(const std::string& file, const std::string& component,
                                                      const nlohmann::json& unetConfig,
                                                      const nlohmann::json& vaeConfig) {
   checkComponent(component);
+  if (file.ends_with(".gguf")) {
+    std::vector<LdmKey> keys;
+    if (component == "unet") keys = ldmUnetKeyMap(unetConfig);
+    if (component == "vae") keys = ldmVaeKeyMap(vaeConfig);
+    return std::make_unique<GgufSource>(file, component, std::move(keys));
+  }
   std::vector<LdmKey> keys;
   if (component == "unet") keys = ldmUnetKeyMap(unetConfig);
   if (component == "vae") keys = ldmVaeKeyMap(vaeConfig);

@@ -40,7 +40,8 @@ class WeightSource {
   // which produce any name asked for.
   virtual std::vector<std::string> names() const { return {}; }
   // The tensor's bytes inside the memory-mapped checkpoint when it is stored there as
-  // `dtype` ("F32", "F16"): little-endian, in diffusers' element order, i.e. exactly what a
+  // `dtype` ("F32", "F16"; "Q8_0" / "Q4_0" for `sdspeed quantize`'s blocks,
+  // pipeline/quantized_file.h): little-endian, in diffusers' element order, i.e. exactly what a
   // packed NCHW tensor of that dtype holds. A streamed weight is then uploaded from the
   // file's pages (which the OS may drop and read again: on a phone's shared DRAM no second
   // copy) instead of a packed copy. Empty for random weights or another dtype on disk.
@@ -65,7 +66,10 @@ std::unique_ptr<WeightSource> openFolderWeights(const std::string& modelDir, con
 // (its keys are "cond_stage_model.transformer." + the transformers name). Opening checks
 // that every key the map expects is in the file with the shape the config implies, so a
 // config that does not match the checkpoint fails here, listing the first differences.
-// The non-EMA weights are used (as diffusers does by default).
+// The non-EMA weights are used (as diffusers does by default). A FILE ending in .gguf is
+// read as GGUF (pipeline/gguf.h: stable-diffusion.cpp's files, the same LDM names, F32 /
+// F16 / Q8_0 / Q4_0 tensors; quantized ones are dequantized on load, or uploaded as they
+// are where they are sdspeed's int8/int4 rows: mappedBytes "Q8_0" / "Q4_0").
 std::unique_ptr<WeightSource> openSingleFileWeights(const std::string& file, const std::string& component,
                                                      const nlohmann::json& unetConfig,
                                                      const nlohmann::json& vaeConfig);

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "runtime/cl_error.h"
+#include "runtime/quant/quant.h"
 
 namespace sdspeed {
 namespace {
@@ -36,10 +37,17 @@ void checkSize(const TensorDesc& d, size_t n) {
                 " values, got " + std::to_string(n));
 }
 
+// A quantized tensor's rows are its n, each reduction c*h*w (OIHW, Linear [out, in]).
+quant::MatrixLayout quantLayout(const TensorDesc& d) {
+  return {d.format.dtype == DType::Q8_0 ? quant::Format::Q8_0 : quant::Format::Q4_0, d.shape.n,
+          d.shape.c * d.shape.hw()};
+}
+
 }  // namespace
 
 std::vector<uint8_t> packTensor(const TensorDesc& d, const std::vector<float>& nchw) {
   checkSize(d, nchw.size());
+  if (isQuantized(d.format.dtype)) return quant::quantizeMatrix(quantLayout(d), nchw.data(), nchw.size(), d.text());
   std::vector<uint8_t> out(d.bytes(), 0);  // padding lanes stay zero
   const Shape& s = d.shape;
   for (int64_t n = 0; n < s.n; ++n)
@@ -50,6 +58,7 @@ std::vector<uint8_t> packTensor(const TensorDesc& d, const std::vector<float>& n
 }
 
 std::vector<float> physicalToFloats(const TensorDesc& d, const std::vector<uint8_t>& bytes) {
+  if (isQuantized(d.format.dtype)) return unpackTensor(d, bytes);  // the values the blocks hold
   std::vector<float> out(d.physicalElements());
   for (size_t i = 0; i < out.size(); ++i) out[i] = loadElement(d, bytes.data(), i);
   return out;
@@ -57,6 +66,7 @@ std::vector<float> physicalToFloats(const TensorDesc& d, const std::vector<uint8
 
 std::vector<float> unpackTensor(const TensorDesc& d, const std::vector<uint8_t>& bytes) {
   if (bytes.size() < d.bytes()) throw Error("tensor data for " + d.text() + " is short");
+  if (isQuantized(d.format.dtype)) return quant::dequantizeMatrix(quantLayout(d), bytes.data(), d.bytes(), d.text());
   const Shape& s = d.shape;
   std::vector<float> out(static_cast<size_t>(s.elements()));
   for (int64_t n = 0; n < s.n; ++n)
@@ -111,6 +121,13 @@ void DeviceTensor::writeBytes(const std::vector<uint8_t>& bytes) {
 
 void DeviceTensor::upload(const std::vector<float>& nchw) { writeBytes(packTensor(desc_, nchw)); }
 
+void DeviceTensor::uploadBytes(const std::vector<uint8_t>& bytes) {
+  if (bytes.size() != desc_.bytes())
+    throw Error("tensor " + desc_.text() + " holds " + std::to_string(desc_.bytes()) + " bytes, given " +
+                std::to_string(bytes.size()));
+  writeBytes(bytes);
+}
+
 std::vector<uint8_t> DeviceTensor::downloadBytes() const {
   std::vector<uint8_t> bytes(desc_.bytes());
   if (desc_.format.storage == Storage::Buffer)
@@ -123,9 +140,10 @@ std::vector<uint8_t> DeviceTensor::downloadBytes() const {
 std::vector<float> DeviceTensor::download() const { return unpackTensor(desc_, downloadBytes()); }
 
 void DeviceTensor::poison() {
-  std::vector<uint8_t> bytes(desc_.bytes());
+  std::vector<uint8_t> bytes(desc_.bytes(), 0xff);  // quantized: 0xff scales are f16 NaN
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (size_t i = 0; i < desc_.physicalElements(); ++i) storeElement(desc_, bytes.data(), i, nan);
+  if (!isQuantized(desc_.format.dtype))
+    for (size_t i = 0; i < desc_.physicalElements(); ++i) storeElement(desc_, bytes.data(), i, nan);
   writeBytes(bytes);
 }
 

@@ -41,6 +41,8 @@ class DeviceTensor {
   bool hasCanary() const { return canary_; }
 
   void upload(const std::vector<float>& nchw);
+  // The physical bytes as packTensor makes them (int8/int4 blocks read from a file).
+  void uploadBytes(const std::vector<uint8_t>& bytes);
   std::vector<float> download() const;
   std::vector<uint8_t> downloadBytes() const;  // physical bytes, padding included
   void poison();                               // every physical element (pads too) NaN

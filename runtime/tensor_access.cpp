@@ -30,11 +30,43 @@ std::string scatteredStore(const std::string& X, int vec) {
   return s.str();
 }
 
+// A weight in ggml's q8_0 / q4_0 blocks (kernels/QUANTIZATION.md): row n (an output
+// channel) is X_BPR blocks of X_QBYTES bytes, its values k = c * HW + hw in order, the
+// tail of the last block zero. X_data is the first byte; X_OFF counts bytes. Read only.
+std::string quantizedAccessors(const std::string& X, const StorageFormat& f, Access access, int vec) {
+  if (access != Access::Read || f.storage != Storage::Buffer || f.layout != Layout::NCHW)
+    throw Error("a " + std::string(dtypeName(f.dtype)) + " tensor (" + X + ") can only be read, as an NCHW buffer");
+  const bool q8 = f.dtype == DType::Q8_0;
+  std::ostringstream o;
+  o << "// tensor " << X << ": " << dtypeName(f.dtype) << " blocks (" << (q8 ? "q8_0" : "q4_0") << "), read\n";
+  o << "#define " << X << "_SLICES ((" << X << "_C + 3) >> 2)\n";
+  o << "#define " << X << "_IS_F16 0\n#define " << X << "_IS_IMAGE 0\n";
+  o << "#define " << X << "_IS_Q8 " << (q8 ? 1 : 0) << "\n#define " << X << "_IS_Q4 " << (q8 ? 0 : 1) << "\n";
+  o << "#define " << X << "_STORED_C " << X << "_C\n";
+  o << "#define " << X << "_PARAMS __global const uchar* " << X << "_base, const int " << X << "_C, const int " << X
+    << "_HW, const int " << X << "_W, const uint " << X << "_OFF\n";
+  o << "#define " << X << "_ARGS " << X << "_base, " << X << "_C, " << X << "_HW, " << X << "_W, " << X << "_OFF\n";
+  o << "#define " << X << "_data (" << X << "_base + " << X << "_OFF)\n";
+  o << "#define " << X << "_QBYTES " << (q8 ? 34 : 18) << "\n";
+  o << "#define " << X << "_BPR ((" << X << "_C * " << X << "_HW + 31) >> 5)\n";
+  // The block holding value k of row n.
+  o << "#define " << X << "_BLOCK(n, k) (" << X << "_data + ((size_t)(n) * " << X << "_BPR + ((k) >> 5)) * " << X
+    << "_QBYTES)\n";
+  o << "#define " << X << "_LOAD(n, c, hw) " << (q8 ? "sd_q8_value" : "sd_q4_value") << "(" << X << "_BLOCK(n, (c) * "
+    << X << "_HW + (hw)), ((c) * " << X << "_HW + (hw)) & 31)\n";
+  o << "#define " << X << "_LOADC(n, c, hw) ((c) < " << X << "_C ? " << X << "_LOAD(n, c, hw) : 0.0f)\n";
+  o << "#define " << X << "_LOAD4(n, s, hw) ((float4)(" << X << "_LOAD(n, 4 * (s), hw), " << X
+    << "_LOADC(n, 4 * (s) + 1, hw), " << X << "_LOADC(n, 4 * (s) + 2, hw), " << X << "_LOADC(n, 4 * (s) + 3, hw)))\n";
+  o << "#define " << X << "_LOADV(n, c, hw) " << gatheredLoad(X, vec) << "\n";
+  return o.str();
+}
+
 }  // namespace
 
 std::string tensorAccessors(const std::string& X, const StorageFormat& f, Access access, int vec) {
   if (vec != 1 && vec != 2 && vec != 4 && vec != 8 && vec != 16)
     throw Error("vector width " + std::to_string(vec) + " is not one of 1, 2, 4, 8, 16");
+  if (isQuantized(f.dtype)) return quantizedAccessors(X, f, access, vec);
   const bool f32 = f.dtype == DType::F32;
   const std::string T = f32 ? "float" : "half";
   const std::string VL = f32 ? "SD_VLOAD_F32_" : "SD_VLOAD_F16_";
@@ -46,6 +78,7 @@ std::string tensorAccessors(const std::string& X, const StorageFormat& f, Access
   o << "#define " << X << "_SLICES ((" << X << "_C + 3) >> 2)\n";
   // Lets a kernel pick a dtype-specific fast path (GEMM's aligned float4 weight load).
   o << "#define " << X << "_IS_F16 " << (f32 ? 0 : 1) << "\n";
+  o << "#define " << X << "_IS_Q8 0\n#define " << X << "_IS_Q4 0\n";
   o << "#define " << X << "_IS_IMAGE " << (f.storage == Storage::Image2D ? 1 : 0) << "\n";
   // Channels the storage holds: C, or C rounded up to whole slices (NC4HW4 padding).
   o << "#define " << X << "_STORED_C " << (f.layout == Layout::NC4HW4 ? "(" + X + "_SLICES * 4)" : X + "_C")

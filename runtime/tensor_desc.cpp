@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "runtime/cl_error.h"
+#include "runtime/quant/quant.h"
 
 namespace sdspeed {
 
@@ -29,12 +30,20 @@ Shape parseShape(const std::string& text) {
   return {v[0], v[1], v[2], v[3]};
 }
 
-const char* dtypeName(DType d) { return d == DType::F32 ? "f32" : "f16"; }
+const char* dtypeName(DType d) {
+  switch (d) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::Q8_0: return "int8";
+    case DType::Q4_0: return "int4";
+  }
+  return "?";
+}
 
 DType parseDType(const std::string& text, const std::string& what) {
-  if (text == "f32") return DType::F32;
-  if (text == "f16") return DType::F16;
-  throw Error(what + ": unknown weight format '" + text + "' (want f32 or f16)");
+  for (DType d : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0})
+    if (text == dtypeName(d)) return d;
+  throw Error(what + ": unknown weight format '" + text + "' (want f32, f16, int8 or int4)");
 }
 
 std::vector<DType> parseDTypeList(const std::string& text, const std::string& what) {
@@ -79,10 +88,18 @@ StorageFormat StorageFormat::parse(const std::string& text) {
     const char tag = p.empty() ? 0 : p[0];
     if ((tag != 'w' && tag != 'a') || (tag == 'w' && last != 0) || (tag == 'a' && last == 'a'))
       throw Error("unknown storage format '" + text + "': unexpected part '" + p + "'" + want);
-    if (p != std::string(1, tag) + "f32" && p != std::string(1, tag) + "f16")
+    // Weights: f32, f16 and the block-quantized int8 (q8_0) and int4 (q4_0); arithmetic:
+    // f32 and f16 (kernels/QUANTIZATION.md: quantized weights are dequantized into the
+    // arithmetic, never computed on as integers by these kernels).
+    bool known = false;
+    for (DType d : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0})
+      if ((tag == 'w' || d == DType::F32 || d == DType::F16) && p == std::string(1, tag) + dtypeName(d)) {
+        (tag == 'w' ? weights : arithmetic) = d;
+        known = true;
+      }
+    if (!known)
       throw Error("unknown storage format '" + text + "': unknown " + (tag == 'w' ? "weight format" : "arithmetic") +
-                  " '" + p + "' (want ." + tag + "f16, or no such part for f32)");
-    (tag == 'w' ? weights : arithmetic) = p.substr(1) == "f16" ? DType::F16 : DType::F32;
+                  " '" + p + "' (want " + (tag == 'w' ? ".wf16, .wint8, .wint4" : ".af16") + ", or no such part for f32)");
     last = tag;
   }
   const std::string base = parts.size() >= 3 ? parts[0] + "." + parts[1] + "." + parts[2] : text;
@@ -104,6 +121,10 @@ std::vector<StorageFormat> StorageFormat::all() {
 }
 
 size_t TensorDesc::physicalElements() const {
+  if (isQuantized(format.dtype))
+    return quant::MatrixLayout{format.dtype == DType::Q8_0 ? quant::Format::Q8_0 : quant::Format::Q4_0, shape.n,
+                               shape.c * shape.hw()}
+        .bytes();
   if (format.layout == Layout::NCHW) return static_cast<size_t>(shape.elements());
   return static_cast<size_t>(shape.n * shape.slices() * shape.hw() * 4);
 }
@@ -117,6 +138,8 @@ std::string TensorDesc::unsupportedReason(const DeviceInfo& dev) const {
   // Kernels take C, H*W and W as int and index one sample with int arithmetic.
   if (physicalElements() / static_cast<size_t>(shape.n) > 0x7fffffffu)
     return "tensor " + shape.text() + " has over 2^31 elements per sample (kernels index with 32-bit ints)";
+  if (isQuantized(format.dtype) && (format.storage != Storage::Buffer || format.layout != Layout::NCHW))
+    return std::string(dtypeName(format.dtype)) + " weights are NCHW buffers only";
   if (format.storage == Storage::Buffer) {
     if (bytes() > dev.maxAllocBytes)
       return "tensor " + shape.text() + " needs " + std::to_string(bytes()) +

@@ -13,7 +13,11 @@
 
 namespace sdspeed {
 
-enum class DType { F32, F16 };          // F16 is storage only: kernels compute in float
+// F16 is storage only: kernels compute in float. Q8_0 and Q4_0 (`int8`, `int4`) are
+// weight formats only, ggml's blocks of 32 (runtime/quant/quant.h, kernels/QUANTIZATION.md):
+// a tensor in them is rows n, each a reduction of c*h*w values padded to whole blocks.
+enum class DType { F32, F16, Q8_0, Q4_0 };
+inline bool isQuantized(DType d) { return d == DType::Q8_0 || d == DType::Q4_0; }
 enum class Storage { Buffer, Image2D };
 enum class Layout { NCHW, NC4HW4 };     // NC4HW4 = [N][ceil(C/4)][H][W][4], pad lanes zero
 
@@ -69,11 +73,13 @@ struct StorageFormat {
     f.arithmetic = a;
     return f;
   }
+  // Bytes per element of the unquantized parameter slots: quantized formats hold those
+  // (biases, norm affine, tables, and every weight of a family with no quantized path) in f16.
   size_t weightElementBytes() const { return weights == DType::F32 ? 4 : 2; }
 };
 
-const char* dtypeName(DType d);  // "f32", "f16"
-// "f32" or "f16"; throws Error naming `what` (e.g. "--weights") for anything else.
+const char* dtypeName(DType d);  // "f32", "f16", "int8", "int4"
+// "f32", "f16", "int8" or "int4"; throws Error naming `what` (e.g. "--weights") for anything else.
 DType parseDType(const std::string& text, const std::string& what);
 // "f32,f16" -> {F32, F16} (no duplicates); throws Error naming `what` on a bad item.
 std::vector<DType> parseDTypeList(const std::string& text, const std::string& what);
@@ -82,8 +88,11 @@ struct TensorDesc {
   Shape shape;
   StorageFormat format;
 
-  size_t elementBytes() const { return format.dtype == DType::F32 ? 4 : 2; }
-  // Elements the storage holds, padding lanes included.
+  // A quantized tensor is addressed in bytes (its offsets and X_OFF count bytes).
+  size_t elementBytes() const {
+    return format.dtype == DType::F32 ? 4 : format.dtype == DType::F16 ? 2 : 1;
+  }
+  // Elements the storage holds, padding lanes included (quantized: the packed bytes).
   size_t physicalElements() const;
   size_t bytes() const { return physicalElements() * elementBytes(); }
   // Image2D extents: width W, height N * ceil(C/4) * H (one texel = 4 channels).

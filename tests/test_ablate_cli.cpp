@@ -112,3 +112,17 @@ TEST_F(Cli, AblateBadConfigIsOneLine) {
 }
 
 }  // namespace
+
+// The memory ablation's quantized rows (issue #20) load: each inherits the rows before it
+// and changes the weight format only.
+TEST(AblationPlan, MemoryPlanHasTheQuantizedRows) {
+  const auto plan = sdspeed::loadAblationPlan(std::string(SDSPEED_SOURCE_DIR) + "/configs/ablation/memory.yaml");
+  ASSERT_GE(plan.rows.size(), 3u);
+  const auto& int8 = plan.rows[plan.rows.size() - 2];
+  const auto& int4 = plan.rows.back();
+  EXPECT_EQ(int8.name, "+ int8 weights");
+  EXPECT_EQ(int8.weights, "int8");
+  EXPECT_EQ(int4.name, "+ int4 weights");
+  EXPECT_EQ(int4.weights, "int4");
+  EXPECT_EQ(int4.budget, plan.rows[plan.rows.size() - 3].budget);
+}

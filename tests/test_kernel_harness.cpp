@@ -1,6 +1,6 @@
 // The one kernel harness (after ggml's test-backend-ops): every family x variant x
 // sampled parameter point x storage format (x weight format, f32 and f16, for every
-// family that reads weights), on the default OpenCL device (PoCL in
+// family that reads weights; int8 and int4 for GEMM and conv), on the default OpenCL device (PoCL in
 // CI), over the family's quick problem set. Each case runs tuning/check.h's
 // checkCase: fresh random inputs, output poisoned with NaN, canary past the end,
 // compared with the double-precision Eigen reference at the family's tolerance.
@@ -54,6 +54,16 @@ std::vector<Case> allCases() {
           // would run the f32 program again (Family::keyFormat).
           if (fam->readsWeights())
             cases.push_back({fam.get(), &v, points[i], static_cast<int>(i), f.withWeights(DType::F16)});
+          // int8/int4 weights (q8_0/q4_0 blocks) where the family has a quantized path
+          // (GEMM, conv): every variant and point, in two activation formats (f32 NCHW, f16
+          // NC4HW4): the weight read is the same code in all of them, so the other four
+          // would add PoCL builds, not coverage.
+          // Convolutions (six variants, PoCL's slowest builds) in f32 NCHW only.
+          if (fam->readsQuantizedWeights() &&
+              (f == StorageFormat{} ||
+               (fam->name() == "gemm" && f == StorageFormat{DType::F16, Storage::Buffer, Layout::NC4HW4})))
+            for (DType q : {DType::Q8_0, DType::Q4_0})
+              cases.push_back({fam.get(), &v, points[i], static_cast<int>(i), f.withWeights(q)});
         }
     }
   return cases;
@@ -80,6 +90,10 @@ TEST_P(KernelHarness, MatchesReference) {
       EXPECT_EQ(r.badPadding, 0u);
       // f16 weights: the error against the unrounded weights is measured too.
       if (c.format.weights == DType::F16) EXPECT_GE(r.relL2VsUnrounded, 0.0);
+      else if (isQuantized(c.format.weights))
+        // Quantization measurably changes the output (so the weights really were blocks,
+        // and the gate above ran on the dequantized values): int8 ~0.5%, int4 ~8% here.
+        EXPECT_GT(r.relL2VsUnrounded, c.format.weights == DType::Q8_0 ? 5e-4 : 1e-2);
       else EXPECT_LT(r.relL2VsUnrounded, 0.0);
     }
   }

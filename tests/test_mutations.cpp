@@ -169,6 +169,23 @@ TEST(Mutations, TimestepIgnoringFreqShift) {
 
 // Quick conv problems (ConvFamily::checkProblems): 0 odd 5->7, 1 +temb (batch 2),
 // 2 +residual, 3 stride 2, 4 1x1, 5 4->3 without bias. Winograd skips 3 and 4.
+TEST(Mutations, GemmInt4NibbleHalvesSwapped) {
+  // Values 0-15 of a q4_0 block read from the high nibbles, 16-31 from the low ones: the
+  // layout mistake gguf's byte order makes easy. Every check problem has K >= 17.
+  Mutant<GemmFamily> fam("j < 16 ? (b & (uchar4)(15)) : (b >> (uchar4)(4))", "j >= 16 ? (b & (uchar4)(15)) : (b >> (uchar4)(4))");
+  Tally t = run(fam, "direct", "WG=64", "f32.buffer.nchw.wint4");
+  EXPECT_EQ(t.inaccurate, 6);
+  EXPECT_EQ(t.ok, 0);
+}
+
+TEST(Mutations, GemmInt8ValuesOfTheWrongLane) {
+  // Each group of 4 int8 values read from its neighbour group in the block.
+  Mutant<GemmFamily> fam("(__global const char*)blk + 2 + j)", "(__global const char*)blk + 2 + (j ^ 4))");
+  Tally t = run(fam, "tiled", "", "f16.buffer.nc4hw4.wint8");
+  EXPECT_EQ(t.inaccurate, 6);
+  EXPECT_EQ(t.ok, 0);
+}
+
 TEST(Mutations, ConvDirectPaddingOffByOne) {
   // Column W (one past the right edge) read instead of zero padding.
   Mutant<ConvFamily> fam("(rowIn && ix >= 0 && ix < W)", "(rowIn && ix >= 0 && ix <= W)");

@@ -193,3 +193,31 @@ TEST_F(RunCli, BrokenModelFilesAreOneLine) {
 }
 
 }  // namespace
+
+namespace {
+class QuantizeCli : public sdspeed_test::Cli {
+ protected:
+  sdspeed_test::TempDir out_;
+};
+}  // namespace
+
+// `sdspeed quantize` writes a runnable folder; `run --model OUT --weights int8` uploads its
+// blocks as stored (the report and JSON say how many bytes). Bad input: one line, exit 2.
+TEST_F(QuantizeCli, WritesARunnableFolderAndNamesBadInput) {
+  const std::string q = out_.path() + "/q8", rep = out_.path() + "/r.json";
+  Result r = run({"quantize", "--model", kA, "--weights", "int8", "-o", q});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("unet: int8"), std::string::npos) << r.out;
+  r = run({"run", "--model", q, "--weights", "int8", "--steps", "2", "--scheduler", "ddim", "--input-ids",
+           kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
+           kRef + ":init_latents", "--report", rep, "-o", out_.path() + "/x.png"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("uploaded as the file holds them"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("weights int8:"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(slurp(rep));
+  EXPECT_GT(j.at("memory").at("components").at("unet").at("weights_quantized_from_file_bytes").get<uint64_t>(), 0u);
+  expectOneLineError({"quantize", "--model", kA, "-o", out_.path() + "/a"}, {"--weights"});
+  expectOneLineError({"quantize", "--model", kA, "--weights", "int8"}, {"-o"});
+  expectOneLineError({"quantize", "--model", kA, "--weights", "int8", "-o", q}, {"-o", "not an empty folder"});
+  expectOneLineError({"quantize", "--model", kA, "--weights", "int9", "-o", out_.path() + "/b"}, {"--weights", "int9"});
+}

@@ -17,7 +17,10 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "pipeline/quantized_file.h"
+#include "pipeline/run/quantize_model.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
 #include "runtime/device.h"
@@ -370,6 +373,153 @@ TEST_P(F16Weights, UNetAndDecodedImageWithinHalfTolerance) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, F16Weights, ::testing::Values("tiny-sd-a", "tiny-sd-a/single_file", "tiny-sd-b"),
                          fixtureTestName);
+
+// int8/int4 weights (ggml's q8_0/q4_0 blocks, quantized at load, kernels/QUANTIZATION.md):
+// GEMM's matrices are blocks, every other weight f16 (reported, with the reason). The
+// UNet output and the decoded image are compared with the f32-weight run's. Bounds from
+// the measurement printed below (PoCL, tiny-sd-a): see the comment at the EXPECTs.
+TEST(QuantizedWeights, TinyPipelineInt8AndInt4) {
+  const ModelSource src = fixtureSource("tiny-sd-a");
+  SafetensorsFile ref(src.configDir + "/reference.safetensors");
+  const auto shape = ref.info("init_latents").shape;
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const auto emb = ref.toFloat("text_embeddings");
+  const auto lat = ref.toFloat("ddim_final_latents");
+  ExecOptions f32;
+  f32.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+  SdPipeline full(context(), src, f32, shape.at(2), shape.at(3), 2);
+  const auto out32 = full.predictNoise(x, 999.0f, emb);
+  const auto dec32 = full.decode(lat);
+  for (DType q : {DType::Q8_0, DType::Q4_0}) {
+    ExecOptions exec = f32;
+    exec.format.weights = q;
+    SdPipeline pipe(context(), src, exec, shape.at(2), shape.at(3), 2);
+    const auto out = pipe.predictNoise(x, 999.0f, emb);
+    const auto dec = pipe.decode(lat);
+    double mse = 0;
+    for (size_t i = 0; i < dec.size(); ++i) mse += (double(dec[i]) - dec32[i]) * (double(dec[i]) - dec32[i]);
+    mse /= static_cast<double>(dec.size());
+    const double psnr = 10 * std::log10(4.0 / mse);  // image in [-1, 1]
+    const double eUnet = relL2(out, out32);
+    std::printf("tiny-sd-a %s weights vs f32 weights: unet_out_t999 rel L2 %.3g, decoded (VAE only) PSNR %.1f dB\n",
+                dtypeName(q), eUnet, psnr);
+    // Measured (PoCL, 2026-12-04; Linear and conv weights in blocks): int8 rel L2 1.6e-2,
+    // PSNR 54.6 dB; int4 0.25, 29.8 dB. int8's per-weight error is ~0.5% relative (half a
+    // step of max/127) and int4's ~8% (max/8), adding up through ~20 layers. The bounds
+    // leave 2-2.5x room (PSNR: 45 dB is the int8 target for the decoded image)
+    // and still fail if quantization were skipped (rel L2 > 0) or decoded wrongly (a
+    // layout or scale mistake gives O(1) errors: rel L2 >= 1).
+    EXPECT_GT(eUnet, 0.0);
+    EXPECT_LT(eUnet, q == DType::Q8_0 ? 0.04 : 0.5);
+    EXPECT_GT(psnr, q == DType::Q8_0 ? 45.0 : 22.0);
+    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+      const auto& m = pipe.stats(c).memory;
+      SCOPED_TRACE(c);
+      // Below f16's bytes: int8 ~ 8.5/32 and int4 ~ 4.5/32 of f32 for the blocks, plus
+    // f16 biases and norms and the padding of short rows (the tiny models' widths).
+    EXPECT_LT(m.weightBytes, full.stats(c).memory.weightBytes / 2);
+      uint64_t sum = 0;
+      for (const auto& [fmt, g] : m.weightGroups) {
+        sum += g.bytes;
+        if (fmt.rfind("f16 (", 0) != 0) EXPECT_EQ(fmt, dtypeName(q));  // blocks, or f16 with its reason
+      }
+      EXPECT_EQ(sum, m.weightBytes);
+    }
+    // The UNet's Linear and convolution weights are blocks; its GroupNorm affine
+    // parameters (no quantized path) and biases (not matrices) stay f16, said so.
+    const auto& g = pipe.stats("unet").memory.weightGroups;
+    ASSERT_TRUE(g.count(dtypeName(q)));
+    EXPECT_GT(g.at(dtypeName(q)).tensors, 0);
+    EXPECT_TRUE(g.count(std::string("f16 (groupnorm: no ") + dtypeName(q) + " kernel path)"));
+    EXPECT_TRUE(g.count("f16 (conv bias: not a matrix weight)"));
+    EXPECT_FALSE(g.count(std::string("f16 (conv: no ") + dtypeName(q) + " kernel path)"));
+  }
+}
+
+// `sdspeed quantize` writes the blocks once; a run from that folder uploads them as the
+// file holds them (no quantizing) and is bit-identical to quantizing at load, per
+// component spec (here int8 everywhere, and int4 with the VAE decoder f16). Bad input:
+// tests/test_run_cli.cpp.
+TEST(QuantizedWeights, QuantizeFileRunsBitIdenticallyToQuantizingAtLoad) {
+  namespace fs = std::filesystem;
+  const ModelSource src = fixtureSource("tiny-sd-a");
+  SafetensorsFile ref(src.configDir + "/reference.safetensors");
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const auto emb = ref.toFloat("text_embeddings");
+  const auto lat = ref.toFloat("ddim_final_latents");
+  for (const std::string spec : {"int8", "int4,vae_decoder=f16"}) {
+    SCOPED_TRACE(spec);
+    sdspeed_test::TempDir tmp;
+    const std::string out = tmp.path() + "/q";
+    {
+      ExecOptions q;
+      parseWeightsSpec(spec, "--weights", q);
+      std::ostringstream log;
+      quantizeModel(src, q, out, src.configDir, log);
+    }
+    {
+      SafetensorsFile f(out + "/unet/diffusion_pytorch_model.safetensors");
+      EXPECT_EQ(f.metadata().at(kQuantizedVersionKey), kQuantizedVersion);
+      int blocks = 0;
+      for (const auto& t : f.tensors()) blocks += quantizedTensor(f, t).has_value();
+      EXPECT_GT(blocks, 0);
+    }
+    ExecOptions exec;
+    exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+    parseWeightsSpec(spec, "--weights", exec);
+    ModelSource file;
+    file.configDir = file.weightsDir = out;
+    SdPipeline atLoad(context(), src, exec, 16, 16, 2), fromFile(context(), file, exec, 16, 16, 2);
+    std::vector<int64_t> ids = ref.toInt64("input_ids_uncond");
+    const auto cond = ref.toInt64("input_ids_cond");
+    ids.insert(ids.end(), cond.begin(), cond.end());
+    EXPECT_EQ(atLoad.encodeText(ids), fromFile.encodeText(ids));
+    EXPECT_EQ(atLoad.predictNoise(x, 999.0f, emb), fromFile.predictNoise(x, 999.0f, emb));
+    EXPECT_EQ(atLoad.decode(lat), fromFile.decode(lat));
+    for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+      const auto& m = fromFile.stats(c).memory;
+      EXPECT_EQ(m.weightBytes, atLoad.stats(c).memory.weightBytes) << c;
+      EXPECT_EQ(atLoad.stats(c).memory.quantizedFromFileBytes, 0u) << c;
+      const bool quantized = spec == "int8" || std::string(c) != "vae_decoder";
+      if (quantized) EXPECT_GT(m.quantizedFromFileBytes, 0u) << c;  // uploaded as stored, not re-quantized
+      else EXPECT_EQ(m.quantizedFromFileBytes, 0u) << c;
+    }
+  }
+}
+
+// A GGUF file as stable-diffusion.cpp writes them (LDM names; Q8_0 Linears, F16 biases,
+// norms and tables, F32 convolutions: scripts/fixtures/make_tiny_gguf.py, gguf-py) runs
+// bit-identically to the same weights (tiny-sd-a's single file) quantized at load with
+// --weights int8, its Q8_0 tensors uploaded as stored.
+TEST(QuantizedWeights, GgufRunsBitIdenticallyToQuantizingAtLoad) {
+  const std::string dir = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+  SafetensorsFile ref(dir + "/reference.safetensors");
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  std::vector<int64_t> ids = ref.toInt64("input_ids_uncond");
+  const auto cond = ref.toInt64("input_ids_cond");
+  ids.insert(ids.end(), cond.begin(), cond.end());
+  ExecOptions exec;
+  exec.dbDir = std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned";
+  exec.format.weights = DType::Q8_0;
+  ModelSource single, gguf;
+  single.configDir = gguf.configDir = dir;
+  single.singleFile = dir + "/single_file/model.safetensors";
+  gguf.singleFile = dir + "/tiny-sd-a-q8_0.gguf";
+  SdPipeline a(context(), single, exec, 16, 16, 2), b(context(), gguf, exec, 16, 16, 2);
+  EXPECT_EQ(a.encodeText(ids), b.encodeText(ids));
+  EXPECT_EQ(a.predictNoise(x, 999.0f, ref.toFloat("text_embeddings")),
+            b.predictNoise(x, 999.0f, ref.toFloat("text_embeddings")));
+  EXPECT_EQ(a.decode(ref.toFloat("ddim_final_latents")), b.decode(ref.toFloat("ddim_final_latents")));
+  for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+    EXPECT_EQ(a.stats(c).memory.weightBytes, b.stats(c).memory.weightBytes) << c;
+    EXPECT_EQ(a.stats(c).memory.quantizedFromFileBytes, 0u) << c;
+  }
+  EXPECT_GT(b.stats("unet").memory.quantizedFromFileBytes, 0u);
+  EXPECT_GT(b.stats("text_encoder").memory.quantizedFromFileBytes, 0u);
+}
 
 // --weights f16,vae_decoder=f32: the VAE decoder's weights stay f32, so its output is the
 // f32 run's bit for bit; the UNet's are f16. The spec parser names --weights on bad input.

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <set>
 
+#include "kernels/family.h"
 #include "runtime/cl_error.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_desc.h"
@@ -125,11 +126,41 @@ TEST(StorageFormat, ArithmeticPart) {
   }
   EXPECT_EQ(StorageFormat::parse("f32.buffer.nchw.af32"), StorageFormat{});
   for (const std::string bad : {"f32.buffer.nchw.af16.wf16", "f32.buffer.nchw.af16.af16", "f32.buffer.nchw.ax",
-                                "f32.buffer.nchw.qf16", "f32.buffer.nchw.af8"}) {
+                                "f32.buffer.nchw.qf16", "f32.buffer.nchw.af8", "f32.buffer.nchw.aint8"}) {
     SCOPED_TRACE(bad);
     const std::string msg = sdspeed_test::errorMessage([&] { StorageFormat::parse(bad); });
     EXPECT_NE(msg.find("unknown storage format '" + bad + "'"), std::string::npos) << msg;
   }
+}
+
+// int8/int4 weights (q8_0/q4_0 blocks): ".wint8"/".wint4" keys; a quantized tensor's
+// bytes are its rows (n) x whole blocks of its reduction (c*h*w), the round trip through
+// pack/unpack is quantize + dequantize (what the check's reference sees), and under
+// them a non-matrix parameter slot is f16.
+TEST(StorageFormat, QuantizedWeightFormats) {
+  const StorageFormat f{};
+  for (DType q : {DType::Q8_0, DType::Q4_0}) {
+    const StorageFormat w = f.withWeights(q);
+    EXPECT_EQ(w.name(), std::string("f32.buffer.nchw.w") + (q == DType::Q8_0 ? "int8" : "int4"));
+    EXPECT_EQ(StorageFormat::parse(w.name()), w);
+    EXPECT_TRUE(isQuantized(q));
+    const TensorDesc d{{3, 4, 3, 3}, w.params()};  // 36 = 4 x 3 x 3 per row: 2 blocks
+    EXPECT_EQ(d.bytes(), 3u * 2 * (q == DType::Q8_0 ? 34 : 18));
+    std::vector<float> v(108);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(static_cast<float>(i));
+    const auto back = unpackTensor(d, packTensor(d, v));
+    double err = 0;
+    for (size_t i = 0; i < v.size(); ++i) err = std::max(err, std::fabs(static_cast<double>(back[i]) - v[i]));
+    EXPECT_GT(err, 0.0);
+    EXPECT_LT(err, q == DType::Q8_0 ? 1.0 / 127 : 1.0 / 8 + 1e-3);  // half a step (d <= 1/127, 1/8), int4's clamp: a step
+    EXPECT_EQ(unpackTensor(d, packTensor(d, back)), back);  // dequantized values quantize to themselves
+    TensorSlot matrix{"w", Access::Read, false, false, true}, bias{"bias", Access::Read, false};
+    EXPECT_EQ(slotFormat(matrix, w).dtype, q);
+    EXPECT_EQ(slotFormat(bias, w).dtype, DType::F16);
+  }
+  EXPECT_EQ(parseDTypeList("int8,int4,f16", "--weights"), (std::vector<DType>{DType::Q8_0, DType::Q4_0, DType::F16}));
+  const std::string msg = sdspeed_test::errorMessage([] { StorageFormat::parse("f32.buffer.nchw.wint3"); });
+  EXPECT_NE(msg.find("wint3"), std::string::npos) << msg;
 }
 
 TEST(StorageFormat, ImageWithNchwLayoutIsImpossible) {

@@ -13,9 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "pipeline/gguf.h"
 #include "pipeline/safetensors.h"
 #include "pipeline/weights.h"
 #include "runtime/atomic_file.h"
+#include "runtime/quant/quant.h"
 #include "test_support.h"
 
 using namespace sdspeed;
@@ -373,4 +375,62 @@ TEST(Weights, RandomWeightsDeterministicAndOrderIndependent) {
   EXPECT_NEAR(se, 0.02, 2e-4);
   EXPECT_EQ(randomInit("time_embedding.linear_1.weight", {1280, 320}).std, static_cast<float>(1 / std::sqrt(320.0)));
   EXPECT_CONTAINS(errorMessage([] { randomWeights(1, "clip"); }), "clip");
+}
+
+// GGUF (pipeline/gguf.h) on the tiny-sd-a fixture gguf-py wrote
+// (scripts/fixtures/make_tiny_gguf.py): shapes in PyTorch order, per-tensor types, and the
+// Q8_0 bytes identical to sdspeed's quantizer on the single file's f32 values (the block
+// layout checked against gguf-py on real weights). Bad files: one Error naming the file.
+TEST(Gguf, ReadsTheTinyFixtureAndItsBlocks) {
+  const std::string dir = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+  sdspeed::GgufFile g(dir + "/tiny-sd-a-q8_0.gguf");
+  sdspeed::SafetensorsFile st(dir + "/single_file/model.safetensors");
+  int q8 = 0, f16 = 0, f32 = 0;
+  for (const auto& t : g.tensors()) {
+    SCOPED_TRACE(t.name);
+    ASSERT_TRUE(st.contains(t.name));
+    EXPECT_EQ(t.shape, st.info(t.name).shape);
+    const auto want = st.toFloat(t.name);
+    const auto got = g.toFloat(t);
+    ASSERT_EQ(got.size(), want.size());
+    if (t.typeName() == "Q8_0") {
+      ++q8;
+      const sdspeed::quant::MatrixLayout l{sdspeed::quant::Format::Q8_0, t.shape[0], t.shape[1]};
+      const auto mine = sdspeed::quant::quantizeMatrix(l, want.data(), want.size(), t.name);
+      const auto theirs = g.bytes(t);
+      ASSERT_EQ(mine.size(), theirs.size());
+      EXPECT_EQ(std::memcmp(mine.data(), theirs.data(), mine.size()), 0);
+      EXPECT_EQ(got, sdspeed::quant::dequantizeMatrix(l, mine.data(), mine.size(), t.name));
+    } else if (t.typeName() == "F16") {
+      ++f16;
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], std::fabs(want[i]) * 1e-3 + 1e-7);
+    } else {
+      ++f32;
+      EXPECT_EQ(got, want);
+    }
+  }
+  EXPECT_GT(q8, 0);
+  EXPECT_GT(f16, 0);
+  EXPECT_GT(f32, 0);
+
+  sdspeed_test::TempDir tmp;
+  std::string bytes;
+  {
+    std::ifstream in(dir + "/tiny-sd-a-q8_0.gguf", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto bad = [&](const std::string& name, const std::string& content, const std::string& phrase) {
+    const std::string path = tmp.path() + "/" + name;
+    std::ofstream(path, std::ios::binary) << content;
+    const std::string msg = sdspeed_test::errorMessage([&] { sdspeed::GgufFile f(path); });
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find(phrase), std::string::npos) << msg;
+  };
+  bad("short.gguf", bytes.substr(0, bytes.size() / 2), "past the end");
+  bad("header.gguf", bytes.substr(0, 4000), "past the end");  // inside the tensor infos
+  bad("counts.gguf", bytes.substr(0, 200), "impossible tensor or key-value count");
+  bad("magic.gguf", "GGUX" + bytes.substr(4), "magic");
+  std::string v9 = bytes;
+  v9[4] = 9;
+  bad("version.gguf", v9, "version 9");
 }

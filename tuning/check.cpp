@@ -77,7 +77,11 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
     // The tolerance is the family's for the activation dtype, applied against the
     // reference on the rounded weights: those are exactly what the kernel reads and it
     // computes in f32 as it does for f32 weights, so rounding the weights adds no kernel
-    // error (the rounding's own cost is reported, ungated, in relL2VsUnrounded).
+    // error (the rounding's own cost is reported, ungated, in relL2VsUnrounded). For
+    // int8/int4 weights "rounded" is quantized + dequantized (packTensor/unpackTensor of
+    // the blocks): the kernel dequantizes the same blocks exactly (d * q is exact in f32),
+    // so the f32 tolerance still applies, and a kernel bug cannot hide in quantization
+    // error, which relL2VsUnrounded reports apart.
     judge(r, fam.tolerance(v, f.dtype), out->desc(), bytes, data->ref);
     if (!data->refUnroundedWeights.empty())
       r.relL2VsUnrounded =

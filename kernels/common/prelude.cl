@@ -35,6 +35,20 @@
 #define SD_VSTORE_F16_8(v, p) vstore_half8_rte(v, 0, p)
 #define SD_VSTORE_F16_16(v, p) vstore_half16_rte(v, 0, p)
 
+// One value of a quantized weight block (kernels/QUANTIZATION.md), j in 0..31: the block's
+// f16 scale d (bytes 0-1; blocks are 34 or 18 bytes, so d is 2-byte aligned) times q.
+// d * q is exact in f32 (11 + 8 significant bits), so the kernel reads exactly the values
+// the host's dequantizer gives (the reference's weights).
+inline float sd_q8_value(__global const uchar* blk, const int j) {
+  return vload_half(0, (__global const half*)blk) * (float)((__global const char*)blk)[2 + j];
+}
+// q4_0: value j in the low nibble of byte j (j < 16), value j in the high nibble of byte
+// j - 16 (j >= 16); stored as q + 8.
+inline float sd_q4_value(__global const uchar* blk, const int j) {
+  const uchar b = blk[2 + (j & 15)];
+  return vload_half(0, (__global const half*)blk) * (float)((j < 16 ? (b & 15) : (b >> 4)) - 8);
+}
+
 // Element i of a float4 with a run-time i.
 inline float sd_lane(float4 v, int i) { return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w; }
 

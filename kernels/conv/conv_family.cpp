@@ -106,7 +106,11 @@ ProblemPtr ConvFamily::problem(Shape x, int64_t cout, int k, int stride, bool bi
 }
 
 std::vector<TensorSlot> ConvFamily::slots() const {
-  return {{"x", Access::Read, true},         {"weight", Access::Read, false}, {"bias", Access::Read, false},
+  // weight is quantizable: every variant reads it only through weight_LOAD (the direct
+  // kernel while staging to local memory, the others in their pack / Winograd transform
+  // kernels), which dequantizes int8/int4 blocks per value (kernels/QUANTIZATION.md).
+  return {{"x", Access::Read, true},         {"weight", Access::Read, false, false, /*quantizable=*/true},
+          {"bias", Access::Read, false},
           {"temb", Access::Read, true},      {"residual", Access::Read, true}, {"y", Access::Write, true}};
 }
 
@@ -288,7 +292,7 @@ size_t ConvFamily::minBytes(const Problem& prob, const StorageFormat& f) const {
   const size_t elem = f.dtype == DType::F32 ? 4 : 2;
   const auto sh = shapes(prob);
   size_t bytes = elem * static_cast<size_t>(sh[0].elements() + sh[5].elements()) +
-                 f.weightElementBytes() * static_cast<size_t>(sh[1].elements());
+                 TensorDesc{sh[1], slotFormat(slots()[1], f)}.bytes();  // f32/f16 or int8/int4 blocks
   if (p.bias) bytes += f.weightElementBytes() * static_cast<size_t>(sh[2].elements());
   if (p.temb) bytes += elem * static_cast<size_t>(sh[3].elements());
   if (p.residual) bytes += elem * static_cast<size_t>(sh[4].elements());

@@ -75,14 +75,30 @@ inline void gemm_epilogue(bias_PARAMS, residual_PARAMS, y_PARAMS, const int b, c
 // buffers in the weight format (family.h). With K % 4 == 0 a row's slice is 4
 // consecutive elements: f32 reads it as one aligned float4 (the pre-f16-weights code,
 // kept so f32 programs compute what they did), f16 as one vload_half4 (2-byte aligned).
+// Quantized weights (int8 = q8_0, int4 = q4_0): every caller passes k % 4 == 0, so the 4
+// values lie in one block (32 per block), and past K they are the row's zero padding
+// (kernels/QUANTIZATION.md): no bounds test. Dequantized in registers; d * q is exact.
 inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
-#if w_IS_F16
+#if w_IS_Q8 || w_IS_Q4
+  __global const uchar* blk = w_BLOCK(row, k);
+  const float d = vload_half(0, (__global const half*)blk);
+  const int j = k & 31;
+#if w_IS_Q8
+  return d * convert_float4(vload4(0, (__global const char*)blk + 2 + j));
+#else
+  const uchar4 b = vload4(0, blk + 2 + (j & 15));
+  const int4 q = convert_int4(j < 16 ? (b & (uchar4)(15)) : (b >> (uchar4)(4))) - 8;
+  return d * convert_float4(q);
+#endif
+#elif w_IS_F16
   if ((K & 3) == 0) return vload_half4(0, w_data + w_IDX(row, k, 0));
 #else
   if ((K & 3) == 0) return ((__global const float4*)w_data)[(w_IDX(row, k, 0)) >> 2];
 #endif
+#if !(w_IS_Q8 || w_IS_Q4)
   return (float4)(w_LOAD(row, k, 0), k + 1 < K ? w_LOAD(row, k + 1, 0) : 0.0f,
                   k + 2 < K ? w_LOAD(row, k + 2, 0) : 0.0f, k + 3 < K ? w_LOAD(row, k + 3, 0) : 0.0f);
+#endif
 }
 
 #ifdef TILED

@@ -105,7 +105,7 @@ ProblemPtr GemmFamily::problem(Shape x, int64_t rows, const std::string& epilogu
 
 std::vector<TensorSlot> GemmFamily::slots() const {
   return {{"x", Access::Read, true},
-          {"w", Access::Read, false},
+          {"w", Access::Read, false, false, /*quantizable=*/true},
           {"bias", Access::Read, false},
           {"residual", Access::Read, true},
           {"y", Access::Write, true}};
@@ -202,7 +202,8 @@ size_t GemmFamily::minBytes(const Problem& prob, const StorageFormat& f) const {
   const size_t positions = static_cast<size_t>(p.x.n * p.x.hw());
   const size_t out = positions * static_cast<size_t>(p.outChannels());
   size_t bytes = elem * (positions * static_cast<size_t>(p.x.c) + out);  // x, y
-  bytes += f.weightElementBytes() * static_cast<size_t>(p.rows * p.x.c);  // w
+  // w: f32/f16, or quantized blocks (rows padded to whole blocks; biases then f16)
+  bytes += TensorDesc{{p.rows, p.x.c, 1, 1}, slotFormat(slots()[1], f)}.bytes();
   if (p.bias) bytes += f.weightElementBytes() * static_cast<size_t>(p.rows);
   if (p.residual) bytes += elem * out;
   return bytes;

@@ -1,5 +1,7 @@
 #include "pipeline/exec/graph_executor.h"
 
+#include "runtime/quant/quant.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -134,7 +136,7 @@ void parseWeightsSpec(const std::string& text, const std::string& what, ExecOpti
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      if (all) throw Error(what + ": more than one default weight format in '" + text + "' (want f32|f16[,COMPONENT=f32|f16..])");
+      if (all) throw Error(what + ": more than one default weight format in '" + text + "' (want f32|f16|int8|int4[,COMPONENT=FORMAT..])");
       all = parseDType(item, what);
     } else {
       const std::string comp = item.substr(0, eq);
@@ -244,7 +246,7 @@ GraphExecutor::Layout GraphExecutor::layout() const {
       }
   for (size_t id = 0; id < streamed_.size(); ++id)
     if (streamed_[id] && first[id] >= 0) {
-      l.records.push_back({TensorDesc{graph_.tensors()[id].shape, opt_.format.params()}.bytes(), std::max(0, first[id] - 1), last[id]});
+      l.records.push_back({TensorDesc{graph_.tensors()[id].shape, weightFormat_[id]}.bytes(), std::max(0, first[id] - 1), last[id]});
       l.owners.push_back({Layout::Owner::Kind::Tensor, static_cast<int>(id), 0});
     }
   if (opt_.planScratch && opt_.planner != "none")
@@ -266,7 +268,7 @@ uint64_t GraphExecutor::footprint() const {
   const auto& ts = graph_.tensors();
   for (size_t id = 0; id < ts.size(); ++id)
     if (ts[id].kind == GraphTensor::Kind::Weight && !streamed_[id])
-      total += TensorDesc{ts[id].shape, opt_.format.params()}.bytes();
+      total += TensorDesc{ts[id].shape, weightFormat_[id]}.bytes();
   total += kRingSlots * ringSlotBytes();
   uint64_t ownScratch = 0;
   for (const auto& op : ops_) {
@@ -411,7 +413,7 @@ void GraphExecutor::fitBudget(const TunedChooser& chooser) {
                 gib(memory_.estimatedBytes) +
                 " with every derived weight made per call, the least-scratch variants and every weight streamed");
   uint64_t streamed = 0;
-  for (size_t j = 0; j < k; ++j) streamed += TensorDesc{ts[weights[j]].shape, opt_.format.params()}.bytes();
+  for (size_t j = 0; j < k; ++j) streamed += TensorDesc{ts[weights[j]].shape, weightFormat_[weights[j]]}.bytes();
   memory_.budgetChoices.push_back(std::to_string(k) + " of " + std::to_string(weights.size()) + " weights streamed (" +
                                   gib(streamed) + " uploaded per run)");
 }
@@ -427,6 +429,7 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
   for (const GraphTensor& t : ts)
     if (t.kind == GraphTensor::Kind::Weight && !weights.has(t.name)) weights.load(t.name, t.diskShape);
   streamed_.assign(ts.size(), false);
+  assignWeightFormats();
   const TunedChooser chooser(opt_.dbDir, ctx.device());
   for (const GraphNode& n : graph_.nodes()) {
     NodeChoice c = choose(chooser, n, opt_, ctx.device());
@@ -477,15 +480,21 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   hostWeights_.assign(ts.size(), {});
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
-    const TensorDesc desc{t.shape, t.kind == GraphTensor::Kind::HostInput ? kHostInputFormat : opt_.format.params()};
+    const TensorDesc desc{t.shape, t.kind == GraphTensor::Kind::HostInput ? kHostInputFormat : weightFormat_[id]};
     if (t.kind == GraphTensor::Kind::Weight) {
+      if (isQuantized(desc.format.dtype) && uploadQuantizedFromFile(weights, id, desc)) continue;
       const std::vector<float> values = weights.load(t.name, t.diskShape);
       checkFiniteWeight(values, graph_.component(), t.name);
-      if (opt_.format.weights == DType::F16) checkFitsF16(values, graph_.component(), t.name);
+      // f16 tensors (also a quantized run's unquantized ones); int8/int4 blocks hold an
+      // f16 scale of max|x|/127 or /8, finite for any weight that fits f16.
+      if (desc.format.dtype != DType::F32) checkFitsF16(values, graph_.component(), t.name);
       if (streamed_[id]) {  // placed in the arena below, uploaded before every run
         memory_.streamedBytes += desc.bytes();
         // Weights are packed NCHW (StorageFormat::params()): the checkpoint's element order.
-        const auto mapped = weights.mappedBytes(t.name, opt_.format.weights == DType::F16 ? "F16" : "F32");
+        // (Quantized blocks are made here from f32/f16 checkpoints: never mapped.)
+        const auto mapped = isQuantized(desc.format.dtype)
+                                ? std::span<const std::byte>{}
+                                : weights.mappedBytes(t.name, desc.format.dtype == DType::F16 ? "F16" : "F32");
         if (mapped.size() == desc.bytes()) {
           hostWeights_[id] = {reinterpret_cast<const uint8_t*>(mapped.data()), mapped.size()};
           memory_.streamedMappedBytes += mapped.size();
@@ -497,7 +506,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
         continue;
       }
       auto d = std::make_unique<DeviceTensor>(ctx_, desc);
-      d->upload(values);
+      d->upload(values);  // quantized at upload (packTensor) when the format is int8/int4
       memory_.weightBytes += desc.bytes();
       tensors_[id] = std::move(d);
     } else if (t.kind == GraphTensor::Kind::HostInput) {
@@ -512,7 +521,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     usage.records = l.records;
     memory_.planBytes = planSizes(usage, align);
   }
-  auto formatOf = [&](int id) { return ts[static_cast<size_t>(id)].kind == GraphTensor::Kind::Weight ? opt_.format.params() : opt_.format; };
+  auto formatOf = [&](int id) { return ts[static_cast<size_t>(id)].kind == GraphTensor::Kind::Weight ? weightFormat_[static_cast<size_t>(id)] : opt_.format; };
   if (opt_.planner == "none") {
     for (const auto& o : l.owners) {
       const GraphTensor& t = ts[static_cast<size_t>(o.id)];
@@ -602,12 +611,82 @@ uint64_t GraphExecutor::ringSlotBytes() const {
   uint64_t largest = 0;
   const auto& ts = graph_.tensors();
   for (size_t id = 0; id < ts.size(); ++id)
-    if (streamed_[id]) largest = std::max(largest, TensorDesc{ts[id].shape, opt_.format.params()}.bytes());
+    if (streamed_[id]) largest = std::max(largest, TensorDesc{ts[id].shape, weightFormat_[id]}.bytes());
   return std::min<uint64_t>(largest, opt_.stagingSlotBytes);
 }
 
 // Zero placeholders for unused slots, one per (shape, kind), shared by nodes; made
 // before the budget is fitted, which counts them.
+bool GraphExecutor::uploadQuantizedFromFile(const WeightSource& weights, size_t id, const TensorDesc& desc) {
+  // Blocks `sdspeed quantize` wrote in this format: uploaded (or streamed) as they are,
+  // from the mapped file, after checking every scale is finite (what checkFiniteWeight
+  // does for values). Another format or layout in the file: not these bytes (false).
+  const GraphTensor& t = graph_.tensors()[id];
+  const auto f = desc.format.dtype == DType::Q8_0 ? quant::Format::Q8_0 : quant::Format::Q4_0;
+  const auto mapped = weights.mappedBytes(t.name, f == quant::Format::Q8_0 ? "Q8_0" : "Q4_0");
+  if (mapped.empty() || mapped.size() != desc.bytes()) return false;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(mapped.data());
+  if (const int64_t b = quant::firstNonFiniteScale(f, bytes, mapped.size()); b >= 0)
+    throw Error(graph_.component() + " weight " + t.name + " (" + weights.describe() + "): block " + std::to_string(b) +
+                " has a non-finite scale");
+  memory_.quantizedFromFileBytes += mapped.size();
+  if (streamed_[id]) {
+    memory_.streamedBytes += desc.bytes();
+    hostWeights_[id] = {bytes, mapped.size()};
+    memory_.streamedMappedBytes += mapped.size();
+    return true;
+  }
+  auto d = std::make_unique<DeviceTensor>(ctx_, desc);
+  d->uploadBytes(std::vector<uint8_t>(bytes, bytes + mapped.size()));
+  memory_.weightBytes += desc.bytes();
+  tensors_[id] = std::move(d);
+  return true;
+}
+
+std::vector<StorageFormat> graphWeightFormats(const Graph& graph, const StorageFormat& format,
+                                              std::vector<std::string>* why) {
+  const auto& ts = graph.tensors();
+  std::vector<StorageFormat> out(ts.size(), format.params());
+  std::vector<bool> seen(ts.size(), false);
+  if (why) why->assign(ts.size(), "read by no op");
+  for (const GraphNode& n : graph.nodes()) {
+    const auto slots = n.family->slots();
+    for (size_t s = 0; s < slots.size(); ++s) {
+      if (n.args[s] < 0 || !slots[s].weight()) continue;
+      const auto id = static_cast<size_t>(n.args[s]);
+      if (ts[id].kind != GraphTensor::Kind::Weight) continue;
+      const StorageFormat f = slotFormat(slots[s], format);
+      if (seen[id] && !(out[id] == f))
+        throw Error(graph.component() + " weight " + ts[id].name + " is read in two weight formats (" + out[id].name() +
+                    ", " + f.name() + ")");
+      seen[id] = true;
+      out[id] = f;
+      if (why)
+        (*why)[id] = !n.family->readsQuantizedWeights()
+                         ? n.family->name() + ": no " + dtypeName(format.weights) + " kernel path"
+                         : n.family->name() + " " + slots[s].name + ": not a matrix weight";
+    }
+  }
+  return out;
+}
+
+void GraphExecutor::assignWeightFormats() {
+  // Under int8/int4 the report counts the blocks and the f16 weights, with the reason.
+  std::vector<std::string> why;
+  weightFormat_ = graphWeightFormats(graph_, opt_.format, &why);
+  if (!isQuantized(opt_.format.weights)) return;
+  const auto& ts = graph_.tensors();
+  for (size_t id = 0; id < ts.size(); ++id) {
+    if (ts[id].kind != GraphTensor::Kind::Weight) continue;
+    const TensorDesc d{ts[id].shape, weightFormat_[id]};
+    std::string key = dtypeName(d.format.dtype);
+    if (!isQuantized(d.format.dtype)) key += " (" + why[id] + ")";
+    auto& g = memory_.weightGroups[key];
+    ++g.tensors;
+    g.bytes += d.bytes();
+  }
+}
+
 void GraphExecutor::makePlaceholders() {
   for (const GraphNode& n : graph_.nodes()) {
     const auto slots = n.family->slots();

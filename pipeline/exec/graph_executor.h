@@ -103,6 +103,16 @@ void checkFitsF16(const std::vector<float>& values, const std::string& component
 void checkFiniteWeight(const std::vector<float>& values, const std::string& component, const std::string& tensor);
 
 
+// Each graph tensor's format when it is a weight (by tensor id): the format of the slot
+// that reads it (slotFormat): under int8/int4 blocks for a quantizable slot (GEMM's and
+// conv's matrices), f16 for every other weight (kernels/QUANTIZATION.md); others get
+// format.params(). `why` (optional) gets, per weight left unquantized, the reason
+// ("conv bias: not a matrix weight", "groupnorm: no int8 kernel path"). The executor and
+// `sdspeed quantize` share it, so a quantized file holds blocks exactly where a run
+// quantizes at load. Throws Error for a weight two slots read in different formats.
+std::vector<StorageFormat> graphWeightFormats(const Graph& graph, const StorageFormat& format,
+                                              std::vector<std::string>* why = nullptr);
+
 // What one node runs with, and why.
 struct NodeChoice {
   std::string instance;  // OpInstance text
@@ -140,6 +150,14 @@ struct ExecMemory {
   uint64_t budgetBytes = 0;         // ExecOptions::memoryBudget
   std::vector<std::string> budgetChoices;  // what the budget forced, in order
   std::map<std::string, uint64_t> planBytes;  // every strategy's plan (name -> bytes), "lower-bound" too
+  // Under int8/int4 weights: the weights by stored format, and for the unquantized ones
+  // why ("int8", "f16 (conv: no int8 kernel path)", "f16 (gemm bias: not a matrix weight)").
+  struct WeightGroup {
+    int tensors = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, WeightGroup> weightGroups;
+  uint64_t quantizedFromFileBytes = 0;  // int8/int4 blocks uploaded as `sdspeed quantize` wrote them
 };
 
 // The activations of a graph as the planner sees them: one record per tensor that
@@ -192,6 +210,10 @@ class GraphExecutor {
   void fitBudget(const TunedChooser& chooser);
   void lessScratch(const TunedChooser& chooser, bool convolutions = false);
   void allocate(const WeightSource& weights);
+  void assignWeightFormats();  // weightFormat_, and memory_.weightGroups under int8/int4
+  // Uploads (or prepares to stream) a quantized weight from blocks stored in the file;
+  // false when the file holds it otherwise (then it is quantized at load).
+  bool uploadQuantizedFromFile(const WeightSource& weights, size_t id, const TensorDesc& desc);
   void makePlaceholders();
   void bindArguments();
   void enqueueUploads(int node, cl_event opBefore);
@@ -210,6 +232,7 @@ class GraphExecutor {
   std::vector<TensorUsage> planRecords_;
   std::optional<MemoryPlan> plan_;
   std::vector<bool> streamed_;                  // by graph tensor id: a streamed weight
+  std::vector<StorageFormat> weightFormat_;     // by graph tensor id: a weight's format (the slot reading it)
   // Streamed weights' bytes by tensor id: a packed copy (hostCopies_), or the checkpoint's
   // mapped pages when they already hold the packed bytes.
   std::vector<std::vector<uint8_t>> hostCopies_;

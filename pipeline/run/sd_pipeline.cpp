@@ -59,12 +59,16 @@ SdPipeline::SdPipeline(Context& ctx, ModelSource source, ExecOptions exec, int64
 
 SdPipeline::~SdPipeline() = default;
 
+std::unique_ptr<WeightSource> openModelWeights(const ModelSource& src, const std::string& component) {
+  if (src.random) return randomWeights(src.seed, component);
+  if (!src.singleFile.empty())
+    return openSingleFileWeights(src.singleFile, component, readModelConfigJson(src.configDir + "/unet/config.json"),
+                                 readModelConfigJson(src.configDir + "/vae/config.json"));
+  return openFolderWeights(src.weightsDir, component);
+}
+
 std::unique_ptr<WeightSource> SdPipeline::weightsFor(const std::string& component) const {
-  if (src_.random) return randomWeights(src_.seed, component);
-  if (!src_.singleFile.empty())
-    return openSingleFileWeights(src_.singleFile, component, readModelConfigJson(src_.configDir + "/unet/config.json"),
-                                 readModelConfigJson(src_.configDir + "/vae/config.json"));
-  return openFolderWeights(src_.weightsDir, component);
+  return openModelWeights(src_, component);
 }
 
 SdPipeline::Part* SdPipeline::find(const std::string& component) const {

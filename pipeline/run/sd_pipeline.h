@@ -26,6 +26,10 @@ struct ModelSource {
   std::string describe() const;
 };
 
+// A component's weights ("unet", "vae", "text_encoder") from the source: random, the
+// single file through its key map, or the folder's safetensors.
+std::unique_ptr<WeightSource> openModelWeights(const ModelSource& src, const std::string& component);
+
 // A VAE decode in overlapping tiles (diffusers' enable_vae_tiling idea, with evenly
 // spread tiles of one size so one graph serves them all): each tile's output is weighted
 // by linear ramps across its overlaps with its neighbours and the weighted sum

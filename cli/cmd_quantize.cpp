@@ -1,0 +1,56 @@
+// sdspeed quantize: the flags; the work is pipeline/run/quantize_model.h.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "cli/run_inputs.h"
+#include "pipeline/run/quantize_model.h"
+
+namespace sdspeed {
+
+namespace fs = std::filesystem;
+
+int cmdQuantize(const std::vector<std::string>& argvIn) {
+  const auto argv = expandShortOptions(argvIn);
+  Args a(argv, {"model", "config", "weights", "output"}, {"help"});
+  if (a.has("help")) {
+    std::cout << "usage: sdspeed quantize --model DIR | --model FILE.safetensors --config DIR\n"
+                 "                        --weights int8|int4[,COMPONENT=FORMAT..] -o OUT\n"
+                 "Quantizes the model's Linear and convolution weights once (ggml's q8_0 / q4_0 blocks,\n"
+                 "kernels/QUANTIZATION.md) and writes OUT, a diffusers-layout folder (configs, tokenizer,\n"
+                 "scheduler copied; the weights sdspeed runs, blocks as U8 tensors with their format in the\n"
+                 "safetensors metadata, other weights F16, or F32 for a component given f32). Run it with\n"
+                 "`sdspeed run --model OUT --weights` and the same spec: bit-identical to quantizing at load.\n";
+    return 0;
+  }
+  if (!a.has("model")) throw Error("--model DIR (a diffusers folder) or --model FILE.safetensors --config DIR is required");
+  if (!a.has("weights")) throw Error("--weights int8|int4[,COMPONENT=FORMAT..] is required");
+  if (!a.has("output")) throw Error("-o OUT (the folder to write) is required");
+  const std::string model = a.get("model"), out = a.get("output");
+  if (!fs::exists(model)) throw Error(model + ": no such model folder or file");
+  ModelSource src;
+  if (fs::is_directory(model)) {
+    src.configDir = a.get("config", model);
+    src.weightsDir = model;
+  } else {
+    if (!a.has("config"))
+      throw Error(model + " is a single-file checkpoint: --config DIR names its architecture (e.g. configs/models/sd15)");
+    src.configDir = a.get("config");
+    src.singleFile = model;
+  }
+  for (const char* c : {"unet", "vae", "text_encoder"})
+    if (!fs::exists(src.configDir + "/" + c + "/config.json"))
+      throw Error(src.configDir + ": no " + c + "/config.json (a diffusers model folder has unet/, vae/, text_encoder/, scheduler/)");
+  if (fs::exists(out) && (!fs::is_directory(out) || !fs::is_empty(out)))
+    throw Error("-o " + out + ": exists and is not an empty folder (sdspeed quantize writes a new model folder)");
+  ExecOptions exec;
+  parseWeightsSpec(a.get("weights"), "--weights", exec);
+  if (fs::absolute(out).lexically_normal() == fs::absolute(model).lexically_normal())
+    throw Error("-o " + out + ": the same folder as --model");
+
+  quantizeModel(src, exec, out, model, std::cout);
+  std::cout << "wrote " << out << " (run it with --weights " << weightsSpecText(exec) << ")\n";
+  return 0;
+}
+
+}  // namespace sdspeed
