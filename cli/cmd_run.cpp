@@ -50,12 +50,12 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   flags.insert({"profile", "no-decode", "no-warmup", "keep-resident"});
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
-  const RunSetup s = runSetup(a);
+  const DeviceInfo dev = deviceFromArgs(a);
+  const RunSetup s = runSetup(a, &dev);
   // Output paths fail before the run, not after minutes of it.
   for (const char* opt : {"output", "report", "save-latents", "save-decoded"})
     if (a.has(opt)) checkWritable(a.get(opt), std::string(opt == std::string("output") ? "-o" : "--") + (opt == std::string("output") ? "" : opt));
   auto scheduler = loadScheduler(s.schedulerName, s.schedulerPath);
-  const DeviceInfo dev = deviceFromArgs(a);
   Context ctx(dev, contextOptionsFromArgs(a));
   SdPipeline pipe(ctx, s.src, s.exec, s.latentH, s.latentW, s.batch);
   RunReport report;

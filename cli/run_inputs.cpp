@@ -10,6 +10,7 @@
 #include "kernels/registry.h"
 #include "pipeline/clip_tokenizer.h"
 #include "pipeline/finite.h"
+#include "pipeline/run/memory_check.h"
 #include "pipeline/run/model_shapes.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
@@ -115,7 +116,7 @@ std::set<std::string> runSetupOptions() {
 
 std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite"}; }
 
-RunSetup runSetup(const Args& a) {
+RunSetup runSetup(const Args& a, const DeviceInfo* device) {
   RunSetup s;
   if (!a.has("model")) throw Error("--model DIR (a diffusers folder) or --model FILE.safetensors --config DIR is required");
   s.model = a.get("model");
@@ -187,6 +188,18 @@ RunSetup runSetup(const Args& a) {
   // --check-finite: op by op with a finish after each, every output scanned (slow: a
   // diagnostic for a NaN image, naming the op that first wrote a NaN or inf).
   s.exec.checkFinite = a.has("check-finite");
+
+  // The run's size against the host's memory before anything large exists (the graphs,
+  // the latents): an absurd config or -W/-H is one error naming the key or flag.
+  {
+    MemoryCapacity cap = hostCapacity();
+    if (device) {
+      cap.deviceBytes = device->globalMemBytes;
+      cap.device = device->name;
+      cap.deviceIsHost = device->isCpu();
+    }
+    checkModelFits({unet, vae, clip}, fitRequest(s.exec, s.batch, s.latentH, s.latentW), cap);
+  }
 
   // Token ids: given, tokenized, or (random weights without a tokenizer) seeded.
   const int64_t tokens = clip.positions;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -169,6 +170,36 @@ TEST_F(RunCli, BadInputIsOneLine) {
   expectOneLineError({"run", "--model", kA, "--input-ids", kRef + ":no_such", "--uncond-input-ids",
                       kRef + ":input_ids_uncond"},
                      {"no_such"});
+}
+
+// Issue #19 item 2: sizes the machine cannot hold are one error line naming the config
+// key or flag, exit 2, before anything large is allocated: under a 4 GB address-space
+// limit and in seconds (before the estimate, the absurd config took 15 s to exhaust the
+// limit, or without one grew until the OOM killer ended it; --planner none at 4096x4096
+// aborted inside PoCL).
+TEST_F(RunCli, AbsurdSizesFailBeforeAllocating) {
+  TempDir tmp;
+  const std::string m = copyFixture(tmp);
+  std::string cfg = slurp(m + "/unet/config.json");
+  cfg.replace(cfg.find("\"layers_per_block\": 2"), 21, "\"layers_per_block\": 1000000000");
+  std::ofstream(m + "/unet/config.json") << cfg;
+  shellPrefix_ = "ulimit -v 4000000; ";
+  auto timed = [&](const std::vector<std::string>& args, const std::vector<std::string>& phrases) {
+    const auto t = std::chrono::steady_clock::now();
+    const Result r = run(args);
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    ASSERT_EQ(r.errLines().size(), 1u) << r.describe();
+    for (const auto& p : phrases) EXPECT_CONTAINS(r.errLines()[0], p);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), 60);
+  };
+  timed({"run", "--model", m, "--random-weights", "--steps", "1"},
+        {m + "/unet/config.json: layers_per_block: 1000000000", "makes the unet need at least", "memory"});
+  timed({"shapes", "--model", m}, {"layers_per_block: 1000000000"});
+  timed({"run", "--model", kA, "--random-weights", "--steps", "1", "-W", "16384", "-H", "16384"},
+        {"-W 16384 -H 16384 makes the", "memory"});
+  // Within the lower bounds, but a buffer per tensor is ~80 GB: the executor's footprint.
+  timed({"run", "--model", kA, "--random-weights", "--steps", "1", "-W", "2048", "-H", "2048", "--planner", "none"},
+        {"the unet needs an estimated", "--planner none"});
 }
 
 TEST_F(RunCli, BrokenModelFilesAreOneLine) {

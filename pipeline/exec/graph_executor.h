@@ -190,9 +190,10 @@ class GraphExecutor {
   Layout layout() const;
   uint64_t footprint() const;  // device bytes of the current choices (plans the arena)
   void fitBudget(const TunedChooser& chooser);
+  void checkDeviceFits() const;  // the estimate against the device's free memory, before allocate()
   void lessScratch(const TunedChooser& chooser, bool convolutions = false);
   void allocate(const WeightSource& weights);
-  void makePlaceholders();
+  void makePlaceholders(bool create);
   void bindArguments();
   void enqueueUploads(int node, cl_event opBefore);
   void checkOutputFinite(size_t node) const;  // ExecOptions::checkFinite, after the node has finished

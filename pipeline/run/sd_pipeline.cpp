@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "pipeline/run/memory_check.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
@@ -55,6 +56,12 @@ SdPipeline::SdPipeline(Context& ctx, ModelSource source, ExecOptions exec, int64
   if (unet_.inChannels != vae_.latentChannels)
     throw Error(unet_.path + ": in_channels " + std::to_string(unet_.inChannels) + " does not match the VAE's latent_channels " +
                 std::to_string(vae_.latentChannels));
+  // The run's lower bounds against this device and the host, before any graph is built.
+  MemoryCapacity cap = hostCapacity();
+  cap.deviceBytes = ctx_.device().globalMemBytes;
+  cap.device = ctx_.device().name;
+  cap.deviceIsHost = ctx_.device().isCpu();
+  checkModelFits({unet_, vae_, clip_}, fitRequest(exec_, batch_, latentH_, latentW_), cap);
 }
 
 SdPipeline::~SdPipeline() = default;
