@@ -34,13 +34,17 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "       [--no-decode] [--no-warmup] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
            "       [--memory-budget SIZE] [--derived-weights resident|per-call] [--scratch planned|own]\n"
            "       [--arena-binding offsets|sub-buffers] [--stream-staging ring|pageable] [--vae-tile N] [--check-finite]\n"
+           "       [--allow-extra-weights]\n"
            "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n"
            "Each component is loaded and warmed up just before it first runs and freed once its output exists\n"
            "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n"
            "--weights: the weights' storage (f16 halves weight memory; arithmetic stays f32), per component\n"
            "(text_encoder, unet, vae_decoder), e.g. --weights f16,vae_decoder=f32.\n"
            "Weights, --init-latents, the latents after every step and the image must be finite (an error names the\n"
-           "tensor or step). --check-finite (slow) runs op by op and names the first op whose output holds a NaN or inf.\n";
+           "tensor or step). --check-finite (slow) runs op by op and names the first op whose output holds a NaN or inf.\n"
+           "A checkpoint tensor the configs do not explain (more layers than the config) is an error naming it;\n"
+           "--allow-extra-weights ignores such tensors. The model's memory is estimated from its configs before\n"
+           "anything is allocated: a size the device or host cannot hold is an error naming the key or -W/-H.\n";
     return 0;
   }
   auto options = runSetupOptions();

@@ -114,7 +114,7 @@ std::set<std::string> runSetupOptions() {
           "stream-staging", "vae-tile"};
 }
 
-std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite"}; }
+std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite", "allow-extra-weights"}; }
 
 RunSetup runSetup(const Args& a, const DeviceInfo* device) {
   RunSetup s;
@@ -188,6 +188,8 @@ RunSetup runSetup(const Args& a, const DeviceInfo* device) {
   // --check-finite: op by op with a finish after each, every output scanned (slow: a
   // diagnostic for a NaN image, naming the op that first wrote a NaN or inf).
   s.exec.checkFinite = a.has("check-finite");
+  // Checkpoint tensors the configs do not explain: refused unless asked (SdPipeline).
+  s.exec.allowExtraWeights = a.has("allow-extra-weights");
 
   // The run's size against the host's memory before anything large exists (the graphs,
   // the latents): an absurd config or -W/-H is one error naming the key or flag.

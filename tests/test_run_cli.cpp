@@ -202,6 +202,35 @@ TEST_F(RunCli, AbsurdSizesFailBeforeAllocating) {
         {"the unet needs an estimated", "--planner none"});
 }
 
+void replaceIn(const std::string& path, const std::string& from, const std::string& to) {
+  std::string text = slurp(path);
+  text.replace(text.find(from), from.size(), to);
+  std::ofstream(path) << text;
+}
+
+// Issue #19 item 5: a checkpoint with tensors its config does not explain (a text encoder
+// config with fewer layers than the file, a UNet config with fewer resnets) is refused
+// naming the file and the first such tensor, folder and single file alike; before, the
+// run went on and gave another image.
+TEST_F(RunCli, ConfigsMustExplainEveryTensor) {
+  TempDir tmp;
+  const std::string m = copyFixture(tmp);
+  replaceIn(m + "/text_encoder/config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1");
+  auto args = fixtureArgs(m);
+  args.push_back("--no-decode");
+  expectOneLineError(args, {m + "/text_encoder/model.safetensors", "the first 'text_model.encoder.layers.1.",
+                            "--allow-extra-weights"});
+  auto single = args;
+  single[2] = m + "/single_file/model.safetensors";
+  single.insert(single.end(), {"--config", m});
+  expectOneLineError(single, {"single_file/model.safetensors", "text_model.encoder.layers.1."});
+  // The UNet: one resnet per down block in the config, two in the files.
+  replaceIn(m + "/text_encoder/config.json", "\"num_hidden_layers\": 1", "\"num_hidden_layers\": 2");
+  replaceIn(m + "/unet/config.json", "\"layers_per_block\": 2", "\"layers_per_block\": 1");
+  expectOneLineError(args, {m + "/unet/diffusion_pytorch_model.safetensors", "the unet config does not explain"});
+  expectOneLineError(single, {"single_file/model.safetensors", "the unet and vae configs", "model.diffusion_model."});
+}
+
 TEST_F(RunCli, BrokenModelFilesAreOneLine) {
   TempDir tmp;
   const std::string m = copyFixture(tmp);

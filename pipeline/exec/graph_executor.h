@@ -74,6 +74,9 @@ struct ExecOptions {
   // downloads its output, failing with one Error naming the first op (label and
   // instance) whose output holds a NaN or infinity.
   bool checkFinite = false;
+  // Checkpoint tensors the configs do not explain (more layers than the config, a block
+  // it lacks) are ignored instead of refused (--allow-extra-weights; SdPipeline checks).
+  bool allowExtraWeights = false;
 };
 
 // The weight format `component` runs with: its override, else opt.format.weights.
