@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <iostream>
 #include <set>
@@ -12,6 +13,7 @@
 #include "cli/table.h"
 #include "kernels/registry.h"
 #include "runtime/atomic_file.h"
+#include "runtime/file_lock.h"
 #include "runtime/cl_error.h"
 #include "tuning/check.h"
 #include "tuning/database.h"
@@ -225,6 +227,11 @@ int cmdTune(const std::vector<std::string>& argv) {
       // The instance's entry is rebuilt from everything measured for it on this device
       // with this driver and kernel source, this run or earlier.
       const std::string hash = familySourceHash(ctx, fam);
+      // Another tune (another op, or a shard) may have saved the database meanwhile:
+      // reread it under a lock on the --db-dir folder so neither update is lost.
+      std::filesystem::create_directories(dbDir);
+      const FileLock dbLock(dbDir, "the tuning database folder", /*wait=*/true);
+      db = TuningDatabase::loadOrEmpty(dbPath, dev);
       db.erase(inst);
       db.deviceName = dev.name;
       db.driver = dev.driverVersion;

@@ -238,6 +238,16 @@ RunSetup runSetup(const Args& a, const DeviceInfo* device) {
   return s;
 }
 
+void noteMissingDatabase(const std::string& verb, const ExecOptions& exec, const DeviceInfo& device) {
+  const fs::path db = fs::path(exec.dbDir) / (device.key() + ".yaml");
+  std::error_code ec;
+  if (fs::exists(db, ec)) return;
+  const std::string where = fs::absolute(db, ec).lexically_normal().string();
+  std::cerr << "sdspeed " << verb << ": note: no tuning database for " << device.name << " (key " << device.key()
+            << "): " << where << (fs::is_directory(exec.dbDir, ec) ? " does not exist" : " (no such --db-dir folder)")
+            << "; ops run vendor or generic default points, often several times slower (sdspeed tune makes one)\n";
+}
+
 void printProgress(int done, int total, double unetMs) {
   if (::isatty(STDERR_FILENO)) {
     const int width = 30, fill = total ? done * width / total : width;

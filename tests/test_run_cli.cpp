@@ -126,9 +126,19 @@ TEST_F(RunCli, ReleasedAndKeptResidentDecodeTheSamePixels) {
 }
 
 TEST_F(RunCli, RandomWeightsSaySoFirst) {
-  const Result r = run({"run", "--model", kA, "--random-weights", "--steps", "1", "--no-decode"});
+  const std::string noDb = out_.path() + "/no-db";
+  const Result r = run({"run", "--model", kA, "--random-weights", "--steps", "1", "--no-decode", "--db-dir", noDb});
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out.rfind("RANDOM WEIGHTS", 0), 0u) << r.out;
+  // No database for the device: said once on stderr, with where it looked (issue #19).
+  int notes = 0;
+  for (const std::string& l : r.errLines())
+    if (l.find("no tuning database for") != std::string::npos) {
+      ++notes;
+      EXPECT_CONTAINS(l, noDb + "/");
+      EXPECT_CONTAINS(l, "no such --db-dir folder");
+    }
+  EXPECT_EQ(notes, 1) << r.err;
   EXPECT_NE(r.out.find("seeded token ids"), std::string::npos) << r.out;
 }
 

@@ -37,7 +37,7 @@ TEST(TunerStatus, EveryOutcomeIsRecordedWithItsStatus) {
   auto strategy = makeStrategy("exhaustive", space, space.size(), 1);
   SearchResult res = runSearch(space, *strategy, space.size(), 0, [&](size_t i, bool& r) { return eval(i, r); });
   std::map<std::string, SweepRow> byBug;
-  const SweepCache reread(dir.path() + "/sweep.csv", {"BUG", "WG"});
+  const SweepCache reread(dir.path() + "/sweep.csv", {"BUG", "WG"}, /*readOnly=*/true);  // `cache` holds the lock
   for (const auto& r : reread.rows()) byBug[r.params] = r;
   ASSERT_EQ(byBug.size(), 7u) << "a point was dropped";
   EXPECT_EQ(byBug["BUG=0,WG=64"].status, Status::Ok);
@@ -110,6 +110,39 @@ TEST_P(TunerResume, KilledSweepLosesNothingAndReadsNothingCorrupt) {
 
   TuneRun third = runTune("", dir.path());  // everything is cached now
   EXPECT_NE(third.out.find("0 measured, 6 reused"), std::string::npos) << third.out;
+}
+
+// Issue #19: two tunes at once. On different ops they share the device's database: each
+// rereads it under a lock on the --db-dir folder before saving, so both ops' entries
+// survive (before, the later save dropped the earlier one's). On the same op they would
+// share a sweep cache: the second fails at once naming it and the holder's pid.
+TEST(TuneCli, ConcurrentTunesKeepEveryEntryAndNeverShareASweepCache) {
+  sdspeed_test::TempDir dir;
+  const std::string base = std::string(SDSPEED_BIN) + " tune --strategy random --budget 2 --seed 1 --min-ms 1 --sweep-dir " +
+                           dir.path() + "/sweeps --db-dir " + dir.path() + "/tuned";
+  const std::string gn = base + " --op groupnorm --shape 1x8x4x4 --attrs g=4";
+  const std::string ln = base + " --op layernorm --shape 1x8x1x5";
+  // Both start before either saves (their first build takes longer than starting).
+  const std::string both = "(" + gn + " >" + dir.path() + "/a.log 2>&1 & " + ln + " >" + dir.path() + "/b.log 2>&1; wait)";
+  ASSERT_EQ(std::system(both.c_str()), 0);
+  std::string db;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/tuned")) {
+    EXPECT_EQ(e.path().extension(), ".yaml") << "file left: " << e.path();
+    ASSERT_TRUE(readFile(e.path().string(), db));
+  }
+  EXPECT_NE(db.find("groupnorm"), std::string::npos) << db;
+  EXPECT_NE(db.find("layernorm"), std::string::npos) << db;
+
+  // The same op twice: the second fails naming the sweep cache, while the first holds it.
+  const std::string slow = gn + " --budget 6 >" + dir.path() + "/c.log 2>&1 & sleep 1; " + gn + " 2>&1 >/dev/null; wait";
+  FILE* p = ::popen(slow.c_str(), "r");
+  ASSERT_TRUE(p);
+  std::string err;
+  char buf[1024];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) err.append(buf, n);
+  ::pclose(p);
+  EXPECT_NE(err.find("groupnorm.csv is in use by another process (pid "), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
 TEST(TuneCli, BadInputGivesOneErrorLine) {

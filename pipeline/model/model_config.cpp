@@ -237,7 +237,9 @@ ClipConfig loadClipConfig(const std::string& path) {
   if (k.act != "quick_gelu" && k.act != "gelu" && k.act != "gelu_new" && k.act != "gelu_pytorch_tanh")
     c.fail("hidden_act '" + k.act + "' is not supported (quick_gelu, gelu, gelu_new, gelu_pytorch_tanh)");
   if (k.hidden < 1 || k.heads < 1 || k.hidden % k.heads) c.fail("hidden_size must be a positive multiple of num_attention_heads");
-  if (k.layers < 1 || k.intermediate < 1 || k.vocab < 1 || k.positions < 1) c.fail("sizes must be positive");
+  for (const auto& [key, v] : {std::pair<const char*, int64_t>{"num_hidden_layers", k.layers}, {"intermediate_size", k.intermediate},
+                                {"vocab_size", k.vocab}, {"max_position_embeddings", k.positions}})
+    if (v < 1) c.fail(std::string(key) + " must be positive, got " + std::to_string(v));
   return k;
 }
 
