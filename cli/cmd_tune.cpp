@@ -37,7 +37,12 @@ std::vector<OpInstance> instancesFromArgs(const Args& args, const Family& fam, c
   if (args.has("shapes")) {
     for (const auto& e : loadShapeSet(args.get("shapes")))
       if (e.op == fam.name()) {
-        auto prob = fam.makeProblem(e.shape, e.attrs);  // validates the attributes
+        ProblemPtr prob;
+        try {
+          prob = fam.makeProblem(e.shape, e.attrs);  // validates the attributes
+        } catch (const Error& err) {  // which file and entry: the family's message names neither
+          throw Error("shape set " + args.get("shapes") + ": " + e.op + " " + e.shape.text() + ": " + err.what());
+        }
         for (const auto& f : formats) weighted.push_back({e.weight(), OpInstance::of(fam, *prob, f)});
       }
     if (weighted.empty()) throw Error("shape set " + args.get("shapes") + " has no " + fam.name() + " instances");

@@ -114,6 +114,10 @@ void requireGroupsDivide(const Cfg& c, const std::vector<int64_t>& blockOut, int
 
 void requirePositive(const Cfg& c, const std::vector<int64_t>& v, const char* what) {
   if (v.empty()) c.fail(std::string(what) + " is empty");
+  // Each block after the first halves (UNet) or doubles (VAE) the latent: 2^(n-1) must be
+  // a sane integer (SD has 4 blocks).
+  if (std::string(what) == "block_out_channels" && v.size() > 16)
+    c.fail("block_out_channels has " + std::to_string(v.size()) + " blocks; at most 16 are supported");
   for (int64_t x : v)
     if (x < 1) c.fail(std::string(what) + " must be positive");
 }
