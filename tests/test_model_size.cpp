@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 
 #include "pipeline/model/model_size.h"
 #include "pipeline/model/sd_graphs.h"
@@ -171,6 +172,30 @@ TEST(MemoryCheck, NamesTheKeyOrFlag) {
   m = configs(kA);
   m.unet.layersPerBlock = 1000000000;
   EXPECT_CONTAINS(refusal(m, shapes, cap), "of host memory");
+}
+
+// Config errors name the file and the key (issue #19: "sizes must be positive" named neither).
+TEST(ModelConfig, SizeErrorsNameTheKey) {
+  sdspeed_test::TempDir dir;
+  auto refusal = [&](const std::string& name, const std::string& json, auto load) {
+    const std::string path = dir.path() + "/" + name;
+    std::ofstream(path) << json;
+    try {
+      load(path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_CONTAINS(refusal("clip.json", R"({"num_hidden_layers": 0})", loadClipConfig),
+                  dir.path() + "/clip.json: num_hidden_layers must be positive, got 0");
+  EXPECT_CONTAINS(refusal("clip2.json", R"({"vocab_size": -3})", loadClipConfig), "vocab_size must be positive, got -3");
+  // 2^(blocks - 1) is the latent factor: more than 16 blocks is refused, not overflowed.
+  std::string blocks = "[";
+  for (int i = 0; i < 17; ++i) blocks += std::string(i ? "," : "") + "32";
+  blocks += "]";
+  EXPECT_CONTAINS(refusal("vae.json", R"({"block_out_channels": )" + blocks + "}", loadVaeConfig),
+                  "block_out_channels has 17 blocks; at most 16");
 }
 
 }  // namespace

@@ -149,8 +149,11 @@ TEST(TuneCli, BadInputGivesOneErrorLine) {
   sdspeed_test::TempDir dir;
   const std::string bad = dir.path() + "/bad.yaml";
   writeFileAtomically(bad, "instances:\n  - {op: groupnorm, shape: 1x8x4x4, component: unet, count: many}\n");
+  const std::string bad2 = dir.path() + "/bad2.yaml";  // an attribute its family refuses
+  writeFileAtomically(bad2, "instances:\n  - {op: concat, shape: 1x4x2x2, attrs: {c2: 1000000000}, component: unet}\n");
   const std::string base = std::string(SDSPEED_BIN) + " tune --sweep-dir " + dir.path() + " --db-dir " + dir.path();
   const std::vector<std::pair<std::string, std::string>> cases = {
+      {" --op concat --shapes " + bad2, "shape set " + bad2 + ": concat 1x4x2x2: bad concat attribute c2=1000000000"},
       {" --op groupnorm --shape 1x8x4x4 --attrs g=4 --strategy greedy", "unknown strategy 'greedy'"},
       {" --op nosuch --shape 1x8x4x4", "unknown op 'nosuch'"},
       {" --op groupnorm --shapes " + bad, "line 2, key 'count'"},
