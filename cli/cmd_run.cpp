@@ -108,6 +108,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   report.dbPath = exec.dbDir + "/" + dev.key() + ".yaml";
   report.dbExists = fs::exists(report.dbPath);
   report.collect(pipe);
+  if (const std::string note = fallbackNote(pipe); !note.empty()) std::cerr << "sdspeed run: note: " << note << "\n";
 
   if (latentsOut) {
     latentsOut->add("final_latents", latentShape, r.finalLatents);

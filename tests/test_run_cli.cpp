@@ -77,6 +77,17 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
     EXPECT_GT(m.at("weights_bytes").get<uint64_t>(), 0u);
   }
   EXPECT_FALSE(j.at("unet_profile").empty());
+  // Ops whose chosen point could not run here are named once, in one stderr line, with why
+  // (issue #19), as many as the report counts.
+  int fallbacks = 0, notes = 0;
+  for (const auto& [c, kinds] : j.at("param_sources").items())
+    if (kinds.contains("fallback")) fallbacks += kinds.at("fallback").get<int>();
+  for (const std::string& l : r.errLines())
+    if (l.find("ran a fallback variant") != std::string::npos) {
+      ++notes;
+      EXPECT_EQ(l.rfind("sdspeed run: note: " + std::to_string(fallbacks) + " op", 0), 0u) << l;
+    }
+  EXPECT_EQ(notes, fallbacks ? 1 : 0) << r.err;
   EXPECT_NE(r.out.find("UNet / step"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("UNet profile per iteration"), std::string::npos) << r.out;
 }
