@@ -345,8 +345,9 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
   const AblationPlan plan = loadAblationPlan(a.get("ablation", "configs/ablation/paper.yaml"));
-  const RunSetup setup = runSetup(a);
   const DeviceInfo dev = deviceFromArgs(a);
+  const RunSetup setup = runSetup(a, &dev);
+  noteMissingDatabase("ablate", setup.exec, dev);
   Context ctx(dev, contextOptionsFromArgs(a));
   const std::string out = a.get("out", "results/ablation/" + dev.key());
   checkWritable(out + "/ablation.json", "--out");  // before the runs, not after them

@@ -35,6 +35,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "       [--no-decode] [--no-warmup] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
            "       [--memory-budget SIZE] [--derived-weights resident|per-call] [--scratch planned|own]\n"
            "       [--arena-binding offsets|sub-buffers] [--stream-staging ring|pageable] [--vae-tile N] [--check-finite]\n"
+           "       [--allow-extra-weights]\n"
            "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n"
            "Each component is loaded and warmed up just before it first runs and freed once its output exists\n"
            "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n"
@@ -43,7 +44,10 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "blocks, quantized at load, for the ops with a quantized kernel (GEMM); other weights stay f16\n"
            "(the report's `weights` lines say which and why; kernels/QUANTIZATION.md).\n"
            "Weights, --init-latents, the latents after every step and the image must be finite (an error names the\n"
-           "tensor or step). --check-finite (slow) runs op by op and names the first op whose output holds a NaN or inf.\n";
+           "tensor or step). --check-finite (slow) runs op by op and names the first op whose output holds a NaN or inf.\n"
+           "A checkpoint tensor the configs do not explain (more layers than the config) is an error naming it;\n"
+           "--allow-extra-weights ignores such tensors. The model's memory is estimated from its configs before\n"
+           "anything is allocated: a size the device or host cannot hold is an error naming the key or -W/-H.\n";
     return 0;
   }
   auto options = runSetupOptions();
@@ -53,12 +57,13 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   flags.insert({"profile", "no-decode", "no-warmup", "keep-resident"});
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
-  const RunSetup s = runSetup(a);
+  const DeviceInfo dev = deviceFromArgs(a);
+  const RunSetup s = runSetup(a, &dev);
   // Output paths fail before the run, not after minutes of it.
   for (const char* opt : {"output", "report", "save-latents", "save-decoded"})
     if (a.has(opt)) checkWritable(a.get(opt), std::string(opt == std::string("output") ? "-o" : "--") + (opt == std::string("output") ? "" : opt));
   auto scheduler = loadScheduler(s.schedulerName, s.schedulerPath);
-  const DeviceInfo dev = deviceFromArgs(a);
+  noteMissingDatabase("run", s.exec, dev);
   Context ctx(dev, contextOptionsFromArgs(a));
   SdPipeline pipe(ctx, s.src, s.exec, s.latentH, s.latentW, s.batch);
   RunReport report;
@@ -106,6 +111,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   report.dbPath = resolveKeyedPath(exec.dbDir, dev.key(), ".yaml");
   report.dbExists = fs::exists(report.dbPath);
   report.collect(pipe);
+  if (const std::string note = fallbackNote(pipe); !note.empty()) std::cerr << "sdspeed run: note: " << note << "\n";
 
   if (latentsOut) {
     latentsOut->add("final_latents", latentShape, r.finalLatents);

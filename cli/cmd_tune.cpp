@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cmath>
 #include <iostream>
 #include <set>
@@ -13,6 +14,7 @@
 #include "cli/table.h"
 #include "kernels/registry.h"
 #include "runtime/atomic_file.h"
+#include "runtime/file_lock.h"
 #include "runtime/cl_error.h"
 #include "cli/tune_shared.h"
 #include "tuning/check.h"
@@ -38,7 +40,12 @@ std::vector<OpInstance> instancesFromArgs(const Args& args, const Family& fam, c
   if (args.has("shapes")) {
     for (const auto& e : loadShapeSet(args.get("shapes")))
       if (e.op == fam.name()) {
-        auto prob = fam.makeProblem(e.shape, e.attrs);  // validates the attributes
+        ProblemPtr prob;
+        try {
+          prob = fam.makeProblem(e.shape, e.attrs);  // validates the attributes
+        } catch (const Error& err) {  // which file and entry: the family's message names neither
+          throw Error("shape set " + args.get("shapes") + ": " + e.op + " " + e.shape.text() + ": " + err.what());
+        }
         for (const auto& f : formats) weighted.push_back({e.weight(), OpInstance::of(fam, *prob, f)});
       }
     if (weighted.empty()) throw Error("shape set " + args.get("shapes") + " has no " + fam.name() + " instances");
@@ -265,6 +272,11 @@ int cmdTune(const std::vector<std::string>& argv) {
       failures += res.failed;
       // The instance's entry is rebuilt from everything measured for it on this device
       // with this driver and kernel source, this run or earlier.
+      // Another tune (another op, or a shard) may have saved the database meanwhile:
+      // reread it under a lock on the --db-dir folder so neither update is lost.
+      std::filesystem::create_directories(dbDir);
+      const FileLock dbLock(dbDir, "the tuning database folder", /*wait=*/true);
+      db = TuningDatabase::loadOrEmpty(dbPath, dev);
       rebuildEntry(db, fam, inst, cache, dev, familySourceHash(ctx, fam));
       db.save(dbPath);
       std::cout << "  " << res.measured << " measured, " << res.reused << " reused from " << cache.path() << ", "

@@ -10,6 +10,7 @@
 #include "kernels/registry.h"
 #include "pipeline/clip_tokenizer.h"
 #include "pipeline/finite.h"
+#include "pipeline/run/memory_check.h"
 #include "pipeline/run/model_shapes.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
@@ -122,9 +123,9 @@ std::set<std::string> runSetupOptions() {
           "stream-staging", "vae-tile", "arithmetic"};
 }
 
-std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite"}; }
+std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite", "allow-extra-weights"}; }
 
-RunSetup runSetup(const Args& a) {
+RunSetup runSetup(const Args& a, const DeviceInfo* device) {
   RunSetup s;
   if (!a.has("model")) throw Error("--model DIR (a diffusers folder) or --model FILE.safetensors --config DIR is required");
   s.model = a.get("model");
@@ -197,6 +198,20 @@ RunSetup runSetup(const Args& a) {
   // --check-finite: op by op with a finish after each, every output scanned (slow: a
   // diagnostic for a NaN image, naming the op that first wrote a NaN or inf).
   s.exec.checkFinite = a.has("check-finite");
+  // Checkpoint tensors the configs do not explain: refused unless asked (SdPipeline).
+  s.exec.allowExtraWeights = a.has("allow-extra-weights");
+
+  // The run's size against the host's memory before anything large exists (the graphs,
+  // the latents): an absurd config or -W/-H is one error naming the key or flag.
+  {
+    MemoryCapacity cap = hostCapacity();
+    if (device) {
+      cap.deviceBytes = device->globalMemBytes;
+      cap.device = device->name;
+      cap.deviceIsHost = device->isCpu();
+    }
+    checkModelFits({unet, vae, clip}, fitRequest(s.exec, s.batch, s.latentH, s.latentW), cap);
+  }
 
   // Token ids: given, tokenized, or (random weights without a tokenizer) seeded.
   const int64_t tokens = clip.positions;
@@ -231,6 +246,16 @@ RunSetup runSetup(const Args& a) {
     s.initLatents = torchRandn(s.seed, {1, unet.inChannels, s.latentH, s.latentW});
   }
   return s;
+}
+
+void noteMissingDatabase(const std::string& verb, const ExecOptions& exec, const DeviceInfo& device) {
+  const fs::path db = fs::path(exec.dbDir) / (device.key() + ".yaml");
+  std::error_code ec;
+  if (fs::exists(db, ec)) return;
+  const std::string where = fs::absolute(db, ec).lexically_normal().string();
+  std::cerr << "sdspeed " << verb << ": note: no tuning database for " << device.name << " (key " << device.key()
+            << "): " << where << (fs::is_directory(exec.dbDir, ec) ? " does not exist" : " (no such --db-dir folder)")
+            << "; ops run vendor or generic default points, often several times slower (sdspeed tune makes one)\n";
 }
 
 void printProgress(int done, int total, double unetMs) {

@@ -1,6 +1,7 @@
 #include "cli/run_report.h"
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 #include <iomanip>
 #include <numeric>
@@ -334,6 +335,30 @@ nlohmann::json RunReport::json() const {
                                 {"scratch_bytes", row.scratchBytes}, {"streamed_bytes", row.streamedBytes},
                                 {"derived_per_call_nodes", row.derivedPerCall}});
   return j;
+}
+
+std::string fallbackNote(SdPipeline& pipe) {
+  std::map<std::string, int> reasons;  // "component: refused point: why" -> ops
+  std::vector<std::string> order;      // first seen first
+  int ops = 0;
+  for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+    if (!pipe.built(c)) continue;
+    for (const NodeChoice& ch : pipe.stats(c).choices) {
+      const auto at = ch.source.find("; fallback, ");
+      if (at == std::string::npos) continue;
+      const std::string why = std::string(c) + ": " + ch.source.substr(at + 12);
+      if (!reasons.count(why)) order.push_back(why);
+      ++reasons[why];
+      ++ops;
+    }
+  }
+  if (!ops) return "";
+  std::string line = std::to_string(ops) + " op" + (ops > 1 ? "s" : "") + " ran a fallback variant, their chosen point unable to run here:";
+  for (size_t i = 0; i < order.size() && i < 3; ++i)
+    line += std::string(i ? ";" : "") + " " + order[i] + " (" + std::to_string(reasons[order[i]]) + " op" +
+            (reasons[order[i]] > 1 ? "s" : "") + ")";
+  if (order.size() > 3) line += "; and " + std::to_string(order.size() - 3) + " more reasons (--report lists each op)";
+  return line;
 }
 
 }  // namespace sdspeed

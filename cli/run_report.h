@@ -52,4 +52,9 @@ struct RunReport {
   double setupTotalMs() const;  // every component's load and warm-up
 };
 
+// One line naming, once, the points a run chose but could not run (the database's entry or
+// a default refused by the family for this instance and device) and why, with how many ops
+// each sent to a fallback variant; "" when none did. The report only counts them.
+std::string fallbackNote(SdPipeline& pipe);
+
 }  // namespace sdspeed

@@ -47,7 +47,7 @@ inline std::string slurp(const std::string& path) {
 class Cli : public ::testing::Test {
  protected:
   Result run(const std::vector<std::string>& args) {
-    std::string cmd = "SDSPEED_CACHE_DIR=" + quote(cache_.path()) + " " + quote(SDSPEED_BIN);
+    std::string cmd = shellPrefix_ + "SDSPEED_CACHE_DIR=" + quote(cache_.path()) + " " + quote(SDSPEED_BIN);
     for (const auto& a : args) {
       cmd += ' ';
       cmd += quote(a);
@@ -76,6 +76,8 @@ class Cli : public ::testing::Test {
   }
 
   TempDir cache_, io_;
+  // Shell commands run before sdspeed (e.g. "ulimit -v 4000000; "), for tests that bound it.
+  std::string shellPrefix_;
 };
 
 

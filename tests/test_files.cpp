@@ -5,6 +5,7 @@
 // CPU only: the program cache on a real driver is tests/test_runtime.cpp.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -13,9 +14,11 @@
 #include <atomic>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "runtime/atomic_file.h"
+#include "runtime/host_memory.h"
 #include "runtime/program_entry.h"
 #include "runtime/temp_files.h"
 #include "test_support.h"
@@ -280,4 +283,30 @@ TEST(ProgramEntry, NamesWhatIsWrong) {
   flipped.back() = static_cast<char>(flipped.back() ^ 1);
   EXPECT_CONTAINS(why(flipped), "checksum");
   EXPECT_CONTAINS(why(encodeProgramEntry(key, "")), "empty binary");
+}
+
+// The host memory the run's estimate is checked against: MemAvailable, lowered to the
+// headroom under an address-space limit (ulimit -v), which is what a process so limited
+// can still allocate.
+TEST(HostMemory, MemAvailableAndTheAddressSpaceLimit) {
+  const HostMemory free = availableHostMemory();
+  EXPECT_GT(free.bytes, 0u);
+  EXPECT_FALSE(free.what.empty());
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_AS, &old), 0);
+  long pages = 0;
+  {
+    std::ifstream statm("/proc/self/statm");
+    statm >> pages;
+  }
+  const uint64_t mapped = static_cast<uint64_t>(pages) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  rlimit lower = old;
+  lower.rlim_cur = mapped + (256ull << 20);
+  if (old.rlim_cur != RLIM_INFINITY && old.rlim_cur < lower.rlim_cur) GTEST_SKIP() << "already limited below the test's limit";
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &lower), 0);
+  const HostMemory limited = availableHostMemory();
+  ASSERT_EQ(setrlimit(RLIMIT_AS, &old), 0);  // the soft limit may go back up to the hard one
+  EXPECT_LE(limited.bytes, 256ull << 20);
+  EXPECT_GT(limited.bytes, 128ull << 20);
+  EXPECT_CONTAINS(limited.what, "ulimit -v");
 }

@@ -9,6 +9,8 @@
 
 #include "pipeline/exec/graph_executor.h"
 #include "pipeline/model/sd_graphs.h"
+#include "pipeline/run/sd_pipeline.h"
+#include "pipeline/weights.h"
 #include "test_support.h"
 
 namespace sdspeed {
@@ -92,6 +94,29 @@ TEST_F(Sd15, PlannerOnTheRealGraphs) {
       }
     }
   }
+}
+
+// The fixture's files are explained by their configs; a text encoder config with one
+// layer fewer than the file is refused naming the first tensor it leaves out, unless
+// extra tensors are allowed (--allow-extra-weights).
+TEST(WeightsExplained, ExtraTensorsAreRefusedUnlessAllowed) {
+  const std::string a = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
+  ClipConfig clip = loadClipConfig(a + "/text_encoder/config.json");
+  const auto text = openFolderWeights(a, "text_encoder");
+  EXPECT_NO_THROW(requireWeightsExplained(buildTextEncoderGraph(clip, 1, clip.positions, ""), *text, "text_encoder", false));
+  const auto vae = openFolderWeights(a, "vae");  // its encoder is a known extra
+  EXPECT_NO_THROW(requireWeightsExplained(buildVaeDecoderGraph(loadVaeConfig(a + "/vae/config.json"), 1, 8, 8), *vae,
+                                          "vae_decoder", false));
+  clip.layers -= 1;
+  const Graph fewer = buildTextEncoderGraph(clip, 1, clip.positions, "");
+  try {
+    requireWeightsExplained(fewer, *text, "text_encoder", false);
+    FAIL() << "extra layers accepted";
+  } catch (const Error& e) {
+    EXPECT_CONTAINS(e.what(), text->describe());
+    EXPECT_CONTAINS(e.what(), "the first 'text_model.encoder.layers." + std::to_string(clip.layers) + ".");
+  }
+  EXPECT_NO_THROW(requireWeightsExplained(fewer, *text, "text_encoder", true));
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -76,6 +77,17 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
     EXPECT_GT(m.at("weights_bytes").get<uint64_t>(), 0u);
   }
   EXPECT_FALSE(j.at("unet_profile").empty());
+  // Ops whose chosen point could not run here are named once, in one stderr line, with why
+  // (issue #19), as many as the report counts.
+  int fallbacks = 0, notes = 0;
+  for (const auto& [c, kinds] : j.at("param_sources").items())
+    if (kinds.contains("fallback")) fallbacks += kinds.at("fallback").get<int>();
+  for (const std::string& l : r.errLines())
+    if (l.find("ran a fallback variant") != std::string::npos) {
+      ++notes;
+      EXPECT_EQ(l.rfind("sdspeed run: note: " + std::to_string(fallbacks) + " op", 0), 0u) << l;
+    }
+  EXPECT_EQ(notes, fallbacks ? 1 : 0) << r.err;
   EXPECT_NE(r.out.find("UNet / step"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("UNet profile per iteration"), std::string::npos) << r.out;
 }
@@ -125,9 +137,19 @@ TEST_F(RunCli, ReleasedAndKeptResidentDecodeTheSamePixels) {
 }
 
 TEST_F(RunCli, RandomWeightsSaySoFirst) {
-  const Result r = run({"run", "--model", kA, "--random-weights", "--steps", "1", "--no-decode"});
+  const std::string noDb = out_.path() + "/no-db";
+  const Result r = run({"run", "--model", kA, "--random-weights", "--steps", "1", "--no-decode", "--db-dir", noDb});
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_EQ(r.out.rfind("RANDOM WEIGHTS", 0), 0u) << r.out;
+  // No database for the device: said once on stderr, with where it looked (issue #19).
+  int notes = 0;
+  for (const std::string& l : r.errLines())
+    if (l.find("no tuning database for") != std::string::npos) {
+      ++notes;
+      EXPECT_CONTAINS(l, noDb + "/");
+      EXPECT_CONTAINS(l, "no such --db-dir folder");
+    }
+  EXPECT_EQ(notes, 1) << r.err;
   EXPECT_NE(r.out.find("seeded token ids"), std::string::npos) << r.out;
 }
 
@@ -170,6 +192,68 @@ TEST_F(RunCli, BadInputIsOneLine) {
   expectOneLineError({"run", "--model", kA, "--input-ids", kRef + ":no_such", "--uncond-input-ids",
                       kRef + ":input_ids_uncond"},
                      {"no_such"});
+}
+
+// Issue #19 item 2: sizes the machine cannot hold are one error line naming the config
+// key or flag, exit 2, before anything large is allocated: under a 4 GB address-space
+// limit and in seconds (before the estimate, the absurd config took 15 s to exhaust the
+// limit, or without one grew until the OOM killer ended it; --planner none at 4096x4096
+// aborted inside PoCL).
+TEST_F(RunCli, AbsurdSizesFailBeforeAllocating) {
+  TempDir tmp;
+  const std::string m = copyFixture(tmp);
+  std::string cfg = slurp(m + "/unet/config.json");
+  cfg.replace(cfg.find("\"layers_per_block\": 2"), 21, "\"layers_per_block\": 1000000000");
+  std::ofstream(m + "/unet/config.json") << cfg;
+  shellPrefix_ = "ulimit -v 4000000; ";
+  auto timed = [&](const std::vector<std::string>& args, const std::vector<std::string>& phrases) {
+    const auto t = std::chrono::steady_clock::now();
+    std::vector<std::string> full = args;
+    if (args[0] == "run")  // the database, so that no note about its absence precedes the error
+      full.insert(full.end(), {"--db-dir", std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"});
+    const Result r = run(full);
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    ASSERT_EQ(r.errLines().size(), 1u) << r.describe();
+    for (const auto& p : phrases) EXPECT_CONTAINS(r.errLines()[0], p);
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count(), 60);
+  };
+  timed({"run", "--model", m, "--random-weights", "--steps", "1"},
+        {m + "/unet/config.json: layers_per_block: 1000000000", "makes the unet need at least", "memory"});
+  timed({"shapes", "--model", m}, {"layers_per_block: 1000000000"});
+  timed({"run", "--model", kA, "--random-weights", "--steps", "1", "-W", "16384", "-H", "16384"},
+        {"-W 16384 -H 16384 makes the", "memory"});
+  // Within the lower bounds, but a buffer per tensor is ~80 GB: the executor's footprint.
+  timed({"run", "--model", kA, "--random-weights", "--steps", "1", "-W", "2048", "-H", "2048", "--planner", "none"},
+        {"the unet needs an estimated", "--planner none"});
+}
+
+void replaceIn(const std::string& path, const std::string& from, const std::string& to) {
+  std::string text = slurp(path);
+  text.replace(text.find(from), from.size(), to);
+  std::ofstream(path) << text;
+}
+
+// Issue #19 item 5: a checkpoint with tensors its config does not explain (a text encoder
+// config with fewer layers than the file, a UNet config with fewer resnets) is refused
+// naming the file and the first such tensor, folder and single file alike; before, the
+// run went on and gave another image.
+TEST_F(RunCli, ConfigsMustExplainEveryTensor) {
+  TempDir tmp;
+  const std::string m = copyFixture(tmp);
+  replaceIn(m + "/text_encoder/config.json", "\"num_hidden_layers\": 2", "\"num_hidden_layers\": 1");
+  auto args = fixtureArgs(m);
+  args.push_back("--no-decode");
+  expectOneLineError(args, {m + "/text_encoder/model.safetensors", "the first 'text_model.encoder.layers.1.",
+                            "--allow-extra-weights"});
+  auto single = args;
+  single[2] = m + "/single_file/model.safetensors";
+  single.insert(single.end(), {"--config", m});
+  expectOneLineError(single, {"single_file/model.safetensors", "text_model.encoder.layers.1."});
+  // The UNet: one resnet per down block in the config, two in the files.
+  replaceIn(m + "/text_encoder/config.json", "\"num_hidden_layers\": 1", "\"num_hidden_layers\": 2");
+  replaceIn(m + "/unet/config.json", "\"layers_per_block\": 2", "\"layers_per_block\": 1");
+  expectOneLineError(args, {m + "/unet/diffusion_pytorch_model.safetensors", "the unet config does not explain"});
+  expectOneLineError(single, {"single_file/model.safetensors", "the unet and vae configs", "model.diffusion_model."});
 }
 
 TEST_F(RunCli, BrokenModelFilesAreOneLine) {

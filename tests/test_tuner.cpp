@@ -37,7 +37,7 @@ TEST(TunerStatus, EveryOutcomeIsRecordedWithItsStatus) {
   auto strategy = makeStrategy("exhaustive", space, space.size(), 1);
   SearchResult res = runSearch(space, *strategy, space.size(), 0, [&](size_t i, bool& r) { return eval(i, r); });
   std::map<std::string, SweepRow> byBug;
-  const SweepCache reread(dir.path() + "/sweep.csv", {"BUG", "WG"});
+  const SweepCache reread(dir.path() + "/sweep.csv", {"BUG", "WG"}, /*readOnly=*/true);  // `cache` holds the lock
   for (const auto& r : reread.rows()) byBug[r.params] = r;
   ASSERT_EQ(byBug.size(), 7u) << "a point was dropped";
   EXPECT_EQ(byBug["BUG=0,WG=64"].status, Status::Ok);
@@ -100,7 +100,7 @@ TEST_P(TunerResume, KilledSweepLosesNothingAndReadsNothingCorrupt) {
   EXPECT_EQ(second.exitCode, 0) << second.out;
   EXPECT_NE(second.out.find("3 measured, 3 reused"), std::string::npos) << second.out;
   if (GetParam()) EXPECT_NE(second.out.find("dropped a half-written row"), std::string::npos) << second.out;
-  SweepCache cache(csv, {"CACHE", "NWG", "SPLIT", "VEC", "WG"});
+  const SweepCache cache(csv, {"CACHE", "NWG", "SPLIT", "VEC", "WG"}, /*readOnly=*/true);  // a writer would hold the lock
   std::set<std::string> keys;
   for (const auto& r : cache.rows()) keys.insert(r.key());
   EXPECT_EQ(cache.rows().size(), 6u);
@@ -112,12 +112,48 @@ TEST_P(TunerResume, KilledSweepLosesNothingAndReadsNothingCorrupt) {
   EXPECT_NE(third.out.find("0 measured, 6 reused"), std::string::npos) << third.out;
 }
 
+// Issue #19: two tunes at once. On different ops they share the device's database: each
+// rereads it under a lock on the --db-dir folder before saving, so both ops' entries
+// survive (before, the later save dropped the earlier one's). On the same op they would
+// share a sweep cache: the second fails at once naming it and the holder's pid.
+TEST(TuneCli, ConcurrentTunesKeepEveryEntryAndNeverShareASweepCache) {
+  sdspeed_test::TempDir dir;
+  const std::string base = std::string(SDSPEED_BIN) + " tune --strategy random --budget 2 --seed 1 --min-ms 1 --sweep-dir " +
+                           dir.path() + "/sweeps --db-dir " + dir.path() + "/tuned";
+  const std::string gn = base + " --op groupnorm --shape 1x8x4x4 --attrs g=4";
+  const std::string ln = base + " --op layernorm --shape 1x8x1x5";
+  // Both start before either saves (their first build takes longer than starting).
+  const std::string both = "(" + gn + " >" + dir.path() + "/a.log 2>&1 & " + ln + " >" + dir.path() + "/b.log 2>&1; wait)";
+  ASSERT_EQ(std::system(both.c_str()), 0);
+  std::string db;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() + "/tuned")) {
+    EXPECT_EQ(e.path().extension(), ".yaml") << "file left: " << e.path();
+    ASSERT_TRUE(readFile(e.path().string(), db));
+  }
+  EXPECT_NE(db.find("groupnorm"), std::string::npos) << db;
+  EXPECT_NE(db.find("layernorm"), std::string::npos) << db;
+
+  // The same op twice: the second fails naming the sweep cache, while the first holds it.
+  const std::string slow = gn + " --budget 6 >" + dir.path() + "/c.log 2>&1 & sleep 1; " + gn + " 2>&1 >/dev/null; wait";
+  FILE* p = ::popen(slow.c_str(), "r");
+  ASSERT_TRUE(p);
+  std::string err;
+  char buf[1024];
+  while (size_t n = std::fread(buf, 1, sizeof buf, p)) err.append(buf, n);
+  ::pclose(p);
+  EXPECT_NE(err.find("groupnorm.csv is in use by another process (pid "), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+}
+
 TEST(TuneCli, BadInputGivesOneErrorLine) {
   sdspeed_test::TempDir dir;
   const std::string bad = dir.path() + "/bad.yaml";
   writeFileAtomically(bad, "instances:\n  - {op: groupnorm, shape: 1x8x4x4, component: unet, count: many}\n");
+  const std::string bad2 = dir.path() + "/bad2.yaml";  // an attribute its family refuses
+  writeFileAtomically(bad2, "instances:\n  - {op: concat, shape: 1x4x2x2, attrs: {c2: 1000000000}, component: unet}\n");
   const std::string base = std::string(SDSPEED_BIN) + " tune --sweep-dir " + dir.path() + " --db-dir " + dir.path();
   const std::vector<std::pair<std::string, std::string>> cases = {
+      {" --op concat --shapes " + bad2, "shape set " + bad2 + ": concat 1x4x2x2: bad concat attribute c2=1000000000"},
       {" --op groupnorm --shape 1x8x4x4 --attrs g=4 --strategy greedy", "unknown strategy 'greedy'"},
       {" --op nosuch --shape 1x8x4x4", "unknown op 'nosuch'"},
       {" --op groupnorm --shapes " + bad, "line 2, key 'count'"},

@@ -3,6 +3,7 @@
 // tuning database (round trip, malformed files, fallbacks) and the replay claim on
 // the checked-in recordings (tests/data/sweeps/).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -153,7 +154,31 @@ TEST(SweepCache, RowsSurviveAndAHalfWrittenRowIsDropped) {
   EXPECT_TRUE(c.find(row("one_pass", "VEC=4,WG=64", 0).key()));
   EXPECT_FALSE(c.find(row("one_pass", "VEC=4,WG=128", 0).key()));
   c.append(row("one_pass", "VEC=2,WG=64", 4.0));
-  EXPECT_EQ(SweepCache(path, params).rows().size(), 3u);  // the file is whole again
+  EXPECT_EQ(SweepCache(path, params, /*readOnly=*/true).rows().size(), 3u);  // the file is whole again
+}
+
+// Issue #19: two writers on one sweep cache (two `tune` processes) would interleave rows;
+// the second fails at once naming the file and the holder. flock locks belong to open
+// file descriptions, so a second open in this process conflicts as another process would.
+// Readers (replay) take no lock; the lock goes with its holder.
+TEST(SweepCache, ASecondWriterFailsNamingTheHolder) {
+  sdspeed_test::TempDir dir;
+  const std::string path = dir.path() + "/sweeps/dev/groupnorm.csv";
+  const std::vector<std::string> params = {"VEC", "WG"};
+  {
+    SweepCache first(path, params);
+    first.append(row("one_pass", "VEC=4,WG=64", 3.5));
+    try {
+      SweepCache second(path, params);
+      FAIL() << "a second writer opened " << path;
+    } catch (const Error& e) {
+      EXPECT_CONTAINS(e.what(), "sweep cache " + path + " is in use by another process (pid " + std::to_string(::getpid()));
+      EXPECT_CONTAINS(e.what(), path + ".lock");
+    }
+    EXPECT_EQ(SweepCache(path, params, /*readOnly=*/true).rows().size(), 1u);
+  }
+  SweepCache again(path, params);  // released with its holder
+  EXPECT_EQ(again.rows().size(), 1u);
 }
 
 TEST(SweepCache, MultiLineMessagesStayOneRowSoAKillMidRowIsRecoverable) {

@@ -89,6 +89,12 @@ SweepCache::SweepCache(std::string path, std::vector<std::string> paramNames, bo
     : path_(std::move(path)), paramNames_(std::move(paramNames)), readOnly_(readOnly) {
   std::string text;
   std::error_code ec;
+  if (!readOnly_) {
+    // The lock file beside the cache needs its folder (the rewrite below would make it too).
+    const auto dir = std::filesystem::path(path_).parent_path();
+    if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+    lock_ = std::make_unique<FileLock>(path_, "sweep cache");
+  }
   const bool exists = std::filesystem::exists(path_, ec);
   if (readOnly && !exists) throw Error("cannot read sweep recording " + path_ + " (no such file)");
   if (exists && !readFile(path_, text)) throw Error("cannot read sweep cache " + path_);

@@ -6,10 +6,12 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "runtime/file_lock.h"
 #include "tuning/status.h"
 
 namespace sdspeed {
@@ -37,7 +39,9 @@ class SweepCache {
   // Opens (creating if absent) PATH; paramNames: the family's parameter names, one
   // column each. Throws Error naming the file and line for a malformed cache, or for
   // a file that exists but cannot be read. readOnly (replay): never creates or
-  // rewrites the file, and a missing file is an error.
+  // rewrites the file, and a missing file is an error. A writable cache holds PATH.lock
+  // (runtime/file_lock.h) while it lives: a second process opening the same cache fails
+  // at once with one Error naming the file and the holder's pid.
   SweepCache(std::string path, std::vector<std::string> paramNames, bool readOnly = false);
 
   const std::vector<SweepRow>& rows() const { return rows_; }
@@ -56,6 +60,7 @@ class SweepCache {
   void rewrite();  // the whole file, atomically, with the current header
 
   std::string path_;
+  std::unique_ptr<FileLock> lock_;  // before the rows: taken before the file is read
   std::vector<std::string> paramNames_;
   std::vector<SweepRow> rows_;
   std::map<std::string, size_t> index_;

@@ -8,11 +8,13 @@
 #include <thread>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "kernels/registry.h"
 #include "pipeline/finite.h"
 #include "runtime/cl_error.h"
+#include "runtime/host_memory.h"
 #include "runtime/timing.h"
 
 namespace sdspeed {
@@ -440,8 +442,10 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
   }
   for (const GraphTensor& t : ts)
     if (t.kind == GraphTensor::Kind::HostInput) memory_.otherBytes += TensorDesc{t.shape, kHostInputFormat}.bytes();
-  makePlaceholders();
+  makePlaceholders(false);
   fitBudget(chooser);
+  checkDeviceFits();
+  makePlaceholders(true);
   allocate(weights);
   bindArguments();
   for (size_t i = 0; i < ops_.size(); ++i) {
@@ -471,6 +475,40 @@ GraphExecutor::~GraphExecutor() {
   placeholders_.clear();
   tensors_.clear();
   arena_ = ClMem();
+}
+
+// The footprint fitBudget estimated (weights, the arena or every tensor's own buffer,
+// scratch, derived weights) against what the device has free, before anything is
+// allocated: too large a run is one Error here, not an allocation failure inside the
+// driver (PoCL aborts when its malloc fails) or the OOM killer. A CPU device's buffers
+// are host memory, so the host's available memory bounds it too.
+void GraphExecutor::checkDeviceFits() const {
+  const DeviceInfo& dev = ctx_.device();
+  const uint64_t live = ctx_.memoryStats().liveBytes;
+  uint64_t free = dev.globalMemBytes > live ? dev.globalMemBytes - live : 0;
+  std::string where = dev.name + " has " + gib(free) + " free of " + gib(dev.globalMemBytes) + " global memory";
+  if (dev.isCpu()) {
+    const HostMemory host = availableHostMemory();
+    if (host.bytes && host.bytes < free) {
+      free = host.bytes;
+      where = "the host has " + gib(free) + " available for " + dev.name + "'s buffers (" + host.what + ")";
+    }
+  }
+  const std::string planner = opt_.planner == "none" ? "--planner none (a buffer per tensor)" : "--planner " + opt_.planner;
+  if (memory_.estimatedBytes > free)
+    throw Error("the " + graph_.component() + " needs an estimated " + gib(memory_.estimatedBytes) +
+                " of device memory with " + planner + (opt_.memoryBudget ? " and its --memory-budget" : "") + ", but " +
+                where + ": lower -W/-H, give --memory-budget SIZE" + (opt_.planner == "none" ? " or a planner" : ""));
+  // Weights (and with --planner none every tensor) are buffers of their own; a planned
+  // arena's size is checked against maxAllocBytes where it is made.
+  for (const GraphTensor& t : graph_.tensors()) {
+    if (t.kind == GraphTensor::Kind::HostInput || t.viewOf >= 0) continue;
+    if (t.kind == GraphTensor::Kind::Activation && opt_.planner != "none") continue;
+    const uint64_t bytes = TensorDesc{t.shape, t.kind == GraphTensor::Kind::Weight ? opt_.format.params() : opt_.format}.bytes();
+    if (bytes > dev.maxAllocBytes)
+      throw Error("the " + graph_.component() + " tensor " + t.name + " " + t.shape.text() + " needs " + gib(bytes) +
+                  ", more than " + dev.name + "'s largest allocation (" + gib(dev.maxAllocBytes) + "): lower -W/-H");
+  }
 }
 
 void GraphExecutor::allocate(const WeightSource& weights) {
@@ -687,18 +725,27 @@ void GraphExecutor::assignWeightFormats() {
   }
 }
 
-void GraphExecutor::makePlaceholders() {
+// Unused slots share one zero tensor per (shape, format). Counted first (create false:
+// the footprint includes them, and a residual placeholder can be as large as a feature
+// map), made once the footprint has been checked against the device.
+void GraphExecutor::makePlaceholders(bool create) {
+  std::set<std::pair<std::string, std::string>> seen;
   for (const GraphNode& n : graph_.nodes()) {
     const auto slots = n.family->slots();
     const auto shapes = n.family->shapes(*n.problem);
     for (size_t s = 0; s < slots.size(); ++s) {
       if (n.args[s] >= 0) continue;
       const StorageFormat f = slotFormat(slots[s], opt_.format);  // what the kernel was built to read
-      auto& p = placeholders_[{shapes[s].text(), f.name()}];
-      if (p) continue;
-      p = std::make_unique<DeviceTensor>(ctx_, TensorDesc{shapes[s], f});
+      const std::pair<std::string, std::string> key{shapes[s].text(), f.name()};
+      if (!seen.insert(key).second) continue;
+      const TensorDesc desc{shapes[s], f};
+      if (!create) {
+        memory_.otherBytes += desc.bytes();
+        continue;
+      }
+      auto& p = placeholders_[key];
+      p = std::make_unique<DeviceTensor>(ctx_, desc);
       p->upload(std::vector<float>(static_cast<size_t>(shapes[s].elements()), 0.0f));
-      memory_.otherBytes += p->desc().bytes();
     }
   }
 }

@@ -74,6 +74,9 @@ struct ExecOptions {
   // downloads its output, failing with one Error naming the first op (label and
   // instance) whose output holds a NaN or infinity.
   bool checkFinite = false;
+  // Checkpoint tensors the configs do not explain (more layers than the config, a block
+  // it lacks) are ignored instead of refused (--allow-extra-weights; SdPipeline checks).
+  bool allowExtraWeights = false;
 };
 
 // The weight format `component` runs with: its override, else opt.format.weights.
@@ -208,13 +211,14 @@ class GraphExecutor {
   Layout layout() const;
   uint64_t footprint() const;  // device bytes of the current choices (plans the arena)
   void fitBudget(const TunedChooser& chooser);
+  void checkDeviceFits() const;  // the estimate against the device's free memory, before allocate()
   void lessScratch(const TunedChooser& chooser, bool convolutions = false);
   void allocate(const WeightSource& weights);
   void assignWeightFormats();  // weightFormat_, and memory_.weightGroups under int8/int4
   // Uploads (or prepares to stream) a quantized weight from blocks stored in the file;
   // false when the file holds it otherwise (then it is quantized at load).
   bool uploadQuantizedFromFile(const WeightSource& weights, size_t id, const TensorDesc& desc);
-  void makePlaceholders();
+  void makePlaceholders(bool create);
   void bindArguments();
   void enqueueUploads(int node, cl_event opBefore);
   void checkOutputFinite(size_t node) const;  // ExecOptions::checkFinite, after the node has finished

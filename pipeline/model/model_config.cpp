@@ -114,6 +114,10 @@ void requireGroupsDivide(const Cfg& c, const std::vector<int64_t>& blockOut, int
 
 void requirePositive(const Cfg& c, const std::vector<int64_t>& v, const char* what) {
   if (v.empty()) c.fail(std::string(what) + " is empty");
+  // Each block after the first halves (UNet) or doubles (VAE) the latent: 2^(n-1) must be
+  // a sane integer (SD has 4 blocks).
+  if (std::string(what) == "block_out_channels" && v.size() > 16)
+    c.fail("block_out_channels has " + std::to_string(v.size()) + " blocks; at most 16 are supported");
   for (int64_t x : v)
     if (x < 1) c.fail(std::string(what) + " must be positive");
 }
@@ -237,7 +241,9 @@ ClipConfig loadClipConfig(const std::string& path) {
   if (k.act != "quick_gelu" && k.act != "gelu" && k.act != "gelu_new" && k.act != "gelu_pytorch_tanh")
     c.fail("hidden_act '" + k.act + "' is not supported (quick_gelu, gelu, gelu_new, gelu_pytorch_tanh)");
   if (k.hidden < 1 || k.heads < 1 || k.hidden % k.heads) c.fail("hidden_size must be a positive multiple of num_attention_heads");
-  if (k.layers < 1 || k.intermediate < 1 || k.vocab < 1 || k.positions < 1) c.fail("sizes must be positive");
+  for (const auto& [key, v] : {std::pair<const char*, int64_t>{"num_hidden_layers", k.layers}, {"intermediate_size", k.intermediate},
+                                {"vocab_size", k.vocab}, {"max_position_embeddings", k.positions}})
+    if (v < 1) c.fail(std::string(key) + " must be positive, got " + std::to_string(v));
   return k;
 }
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "pipeline/model/sd_graphs.h"
+#include "pipeline/run/memory_check.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
@@ -53,6 +54,11 @@ std::vector<ShapeEntry> modelShapes(const std::string& configDir, int64_t width,
   const VaeConfig v = loadVaeConfig(configDir + "/vae/config.json");
   const ClipConfig c = loadClipConfig(configDir + "/text_encoder/config.json");
   const int64_t h = height / v.upscale(), w = width / v.upscale();
+  {
+    FitRequest r = fitRequest(ExecOptions{}, batch, h, w);
+    r.graphsOnly = true;
+    checkModelFits({u, v, c}, r, hostCapacity());  // before the graphs are built
+  }
   std::map<std::string, Counted> all;
   collect(buildTextEncoderGraph(c, batch, c.positions, "text_model."), all);
   collect(buildUNetGraph(u, batch, h, w, c.positions), all);

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <set>
 
+#include "pipeline/run/memory_check.h"
 #include "runtime/cl_error.h"
 
 namespace sdspeed {
@@ -21,7 +23,39 @@ std::vector<float> transposeBatched(const std::vector<float>& in, int64_t b, int
   return out;
 }
 
+// A checkpoint tensor the component's graph does not read, beyond the known extras of
+// real checkpoints (a VAE file's encoder, which sdspeed does not run; transformers'
+// position_ids buffer): "" when there is none. Such a tensor means the config describes
+// another model than the file (e.g. fewer text-encoder layers), which would run and give
+// another image.
+std::string firstUnexplained(const Graph& g, const WeightSource& w, const std::string& component, size_t& count) {
+  const bool text = component == "text_encoder";
+  auto canonical = [&](const std::string& n) { return text && n.rfind("text_model.", 0) != 0 ? "text_model." + n : n; };
+  std::set<std::string> read;
+  for (const GraphTensor& t : g.tensors())
+    if (t.kind == GraphTensor::Kind::Weight) read.insert(canonical(t.name));
+  std::string first;
+  count = 0;
+  for (const std::string& n : w.names()) {  // sorted; empty for random weights
+    if (read.count(canonical(n))) continue;
+    if (component == "vae_decoder" && (n.rfind("encoder.", 0) == 0 || n.rfind("quant_conv.", 0) == 0)) continue;
+    if (text && n.ends_with("embeddings.position_ids")) continue;
+    if (first.empty()) first = n;
+    ++count;
+  }
+  return first;
+}
+
 }  // namespace
+
+void requireWeightsExplained(const Graph& g, const WeightSource& w, const std::string& component, bool allowExtra) {
+  size_t count = 0;
+  const std::string first = firstUnexplained(g, w, component, count);
+  if (first.empty() || allowExtra) return;
+  throw Error("weights '" + w.describe() + "': " + std::to_string(count) + " tensor" + (count > 1 ? "s" : "") +
+              " the " + component + " config does not explain, the first '" + first +
+              "' (a config for another model?; --allow-extra-weights ignores them)");
+}
 
 std::string ModelSource::describe() const {
   if (random) return "seeded random weights (seed " + std::to_string(seed) + "), architecture from " + configDir;
@@ -55,6 +89,23 @@ SdPipeline::SdPipeline(Context& ctx, ModelSource source, ExecOptions exec, int64
   if (unet_.inChannels != vae_.latentChannels)
     throw Error(unet_.path + ": in_channels " + std::to_string(unet_.inChannels) + " does not match the VAE's latent_channels " +
                 std::to_string(vae_.latentChannels));
+  // A single file's UNet and VAE tensors are read through key maps made from the configs:
+  // a tensor no map explains (a block the config lacks) fails now, naming it.
+  if (!src_.singleFile.empty() && !src_.random && !exec_.allowExtraWeights) {
+    const auto extra = unmappedSingleFileTensors(src_.singleFile, readModelConfigJson(src_.configDir + "/unet/config.json"),
+                                                 readModelConfigJson(src_.configDir + "/vae/config.json"));
+    if (!extra.empty())
+      throw Error("weights '" + src_.singleFile + "': " + std::to_string(extra.size()) + " tensor" +
+                  (extra.size() > 1 ? "s" : "") + " the unet and vae configs in " + src_.configDir +
+                  " do not explain, the first '" + extra.front() +
+                  "' (a config for another model?; --allow-extra-weights ignores them)");
+  }
+  // The run's lower bounds against this device and the host, before any graph is built.
+  MemoryCapacity cap = hostCapacity();
+  cap.deviceBytes = ctx_.device().globalMemBytes;
+  cap.device = ctx_.device().name;
+  cap.deviceIsHost = ctx_.device().isCpu();
+  checkModelFits({unet_, vae_, clip_}, fitRequest(exec_, batch_, latentH_, latentW_), cap);
 }
 
 SdPipeline::~SdPipeline() = default;
@@ -111,6 +162,9 @@ std::unique_ptr<SdPipeline::Part> SdPipeline::build(const std::string& component
   ExecOptions opt = exec_;  // the component's weight format (--weights f16,vae_decoder=f32)
   opt.format.weights = componentWeightFormat(exec_, component);
   p->weights = std::move(weights);
+  // Before the executor: the decoder's weights are the same at any latent size.
+  requireWeightsExplained(p->graph ? *p->graph : buildVaeDecoderGraph(vae_, 1, 8, 8, gopt), *p->weights, component,
+                          exec_.allowExtraWeights);
   if (component == "vae_decoder") {
     buildVae(*p, *p->weights, opt);
     return p;

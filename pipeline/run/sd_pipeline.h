@@ -73,6 +73,11 @@ struct ComponentStats {
   int loads = 0;          // how many times it was built
 };
 
+// Every tensor of the component's checkpoint is one its graph reads (or a known extra:
+// a VAE file's encoder, transformers' position_ids): else one Error naming the file and
+// the first unexplained tensor, unless allowExtra (--allow-extra-weights).
+void requireWeightsExplained(const Graph& g, const WeightSource& w, const std::string& component, bool allowExtra);
+
 class SdPipeline {
  public:
   // batch: the UNet's and text encoder's batch (2 with classifier-free guidance).
