@@ -177,9 +177,11 @@ int tuneOnGpus(const std::vector<std::string>& argv, const Args& args) {
   for (const auto& f : fs::directory_iterator(sweepDir + "/" + key, ec)) {
     const std::string name = f.path().filename().string();
     for (int k = 1; k <= n; ++k)
-      if (name.find(Shard{k, n}.suffix() + ".csv") != std::string::npos) {
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".csv") == 0 &&
+          name.find(Shard{k, n}.suffix() + ".csv") != std::string::npos) {
         sweeps.push_back(f.path().string());
         shardFiles.push_back(f.path().string());
+        shardFiles.push_back(f.path().string() + ".lock");  // its tune's sweep lock (runtime/file_lock.h)
         const std::string main = sweepDir + "/" + key + "/" + name.substr(0, name.find('.')) + ".csv";
         if (fs::exists(main) && std::find(sweeps.begin(), sweeps.end(), main) == sweeps.end()) sweeps.push_back(main);
       }

@@ -309,13 +309,22 @@ std::unique_ptr<WeightSource> openSingleFileWeightsWithMap(const std::string& fi
 
 std::vector<std::string> unmappedSingleFileTensors(const std::string& file, const nlohmann::json& unetConfig,
                                                    const nlohmann::json& vaeConfig) {
-  SafetensorsFile f(file);
+  // The file's tensor names, from either container openSingleFileWeights reads.
+  std::vector<std::string> names;
+  // (Named files: a temporary's tensors() would dangle in a range-for before C++23.)
+  if (file.ends_with(".gguf")) {
+    const GgufFile g(file);
+    for (const GgufTensor& t : g.tensors()) names.push_back(t.name);
+  } else {
+    const SafetensorsFile f(file);
+    for (const TensorInfo& t : f.tensors()) names.push_back(t.name);
+  }
   std::set<std::string> mapped;
   for (const auto& map : {ldmUnetKeyMap(unetConfig), ldmVaeKeyMap(vaeConfig)})
     for (const LdmKey& k : map) mapped.insert(k.ldm);
   std::vector<std::string> out;
-  for (const TensorInfo& t : f.tensors())
-    if (!mapped.count(t.name) && !startsWith(t.name, kLdmText) && !ignorableLdmKey(t.name)) out.push_back(t.name);
+  for (const std::string& n : names)
+    if (!mapped.count(n) && !startsWith(n, kLdmText) && !ignorableLdmKey(n)) out.push_back(n);
   std::sort(out.begin(), out.end());
   return out;
 }
