@@ -26,7 +26,7 @@
 namespace sdspeed {
 namespace {
 
-DeviceInfo fakeDevice(cl_device_type type, size_t maxWg) {
+DeviceInfo fakeDevice(DeviceType type, size_t maxWg) {
   DeviceInfo d;
   d.type = type;
   d.maxWorkGroupSize = maxWg;
@@ -41,7 +41,7 @@ size_t count(const std::vector<Candidate>& s, const std::string& variant) {
 
 TEST(TuningSpace, HandCountedOnACpu) {
   GroupNormFamily fam;
-  const auto s = tuningSpace(fam, fakeDevice(CL_DEVICE_TYPE_CPU, 4096));
+  const auto s = tuningSpace(fam, fakeDevice(DeviceType::Cpu, 4096));
   EXPECT_EQ(count(s, "two_pass"), 5u * 4 * 7 * 4);           // WG x VEC x SPLIT x NWG, no pruning
   EXPECT_EQ(count(s, "one_pass"), 5u * (4 * 7 - 2));         // VEC=8 with CACHE 10 or 16 breaks VEC*CACHE<=64
   EXPECT_EQ(count(s, "split"), 4u * 3 * 1 * 5);              // CPU: SPLIT=1 only
@@ -50,13 +50,13 @@ TEST(TuningSpace, HandCountedOnACpu) {
 
 TEST(TuningSpace, HandCountedOnASmallGpu) {
   GroupNormFamily fam;
-  const auto s = tuningSpace(fam, fakeDevice(CL_DEVICE_TYPE_GPU, 256));  // WG 512 and 1024 pruned
+  const auto s = tuningSpace(fam, fakeDevice(DeviceType::Gpu, 256));  // WG 512 and 1024 pruned
   EXPECT_EQ(count(s, "two_pass"), 3u * 4 * 7 * 3);
   EXPECT_EQ(count(s, "one_pass"), 3u * 26);
   EXPECT_EQ(count(s, "split"), 2u * 3 * 5 * 5);
-  const auto onlySplit = tuningSpace(fam, fakeDevice(CL_DEVICE_TYPE_GPU, 256), {"split"});
+  const auto onlySplit = tuningSpace(fam, fakeDevice(DeviceType::Gpu, 256), {"split"});
   EXPECT_EQ(onlySplit.size(), 150u);
-  EXPECT_THROW(tuningSpace(fam, fakeDevice(CL_DEVICE_TYPE_GPU, 256), {"nosuch"}), Error);
+  EXPECT_THROW(tuningSpace(fam, fakeDevice(DeviceType::Gpu, 256), {"nosuch"}), Error);
 }
 
 TEST(Budget, CountsAndFractions) {
@@ -70,7 +70,7 @@ TEST(Budget, CountsAndFractions) {
 
 TEST(Strategies, EachVisitsDistinctPointsAndUnknownNameFails) {
   GroupNormFamily fam;
-  const auto space = tuningSpace(fam, fakeDevice(CL_DEVICE_TYPE_GPU, 256));
+  const auto space = tuningSpace(fam, fakeDevice(DeviceType::Gpu, 256));
   for (const char* name : {"exhaustive", "random", "anneal", "model"}) {
     auto st = makeStrategy(name, space, space.size(), 3);
     std::set<size_t> seen;
@@ -88,7 +88,7 @@ TEST(Strategies, EachVisitsDistinctPointsAndUnknownNameFails) {
 // The order `tune` builds ahead is the order the strategy then proposes.
 TEST(Strategies, PlannedOrderIsTheProposalOrder) {
   GroupNormFamily fam;
-  const auto space = tuningSpace(fam, fakeDevice(CL_DEVICE_TYPE_GPU, 256));
+  const auto space = tuningSpace(fam, fakeDevice(DeviceType::Gpu, 256));
   for (const char* name : {"exhaustive", "random"}) {
     auto st = makeStrategy(name, space, space.size(), 5);
     const auto planned = st->plannedOrder();
@@ -357,7 +357,7 @@ TEST(TuningDatabase, EachDefectIsAnErrorNamingFileAndLine) {
 // The device's own file is checked against its key when the runtime or `tune` opens it.
 TEST(TuningDatabase, OwnFileWithAnotherDevicesKeyIsRefused) {
   sdspeed_test::TempDir dir;
-  DeviceInfo h200 = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  DeviceInfo h200 = fakeDevice(DeviceType::Gpu, 1024);
   h200.vendor = "NVIDIA Corporation";
   h200.name = "NVIDIA H200";
   h200.driverVersion = "580.159.04";
@@ -434,7 +434,7 @@ TEST(TuningDatabase, LookupNeverCrossesWeightFormats) {
 
   // Vendor default (TunedChooser): a sibling's f32-weight entry does not answer f16 weights.
   sdspeed_test::TempDir dir;
-  DeviceInfo h200 = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  DeviceInfo h200 = fakeDevice(DeviceType::Gpu, 1024);
   h200.vendor = "NVIDIA Corporation";
   h200.name = "NVIDIA H200";
   h200.driverVersion = "580.159.04";
@@ -484,7 +484,7 @@ TEST(ShapeSets, MalformedFilesNameLineAndKey) {
 TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
   sdspeed_test::TempDir dir;
   GroupNormFamily fam;
-  DeviceInfo dev = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  DeviceInfo dev = fakeDevice(DeviceType::Gpu, 1024);
   dev.vendor = "NVIDIA Corporation";
   dev.name = "NVIDIA H200";
   dev.driverVersion = "580.159.04";
@@ -497,7 +497,7 @@ TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
   EXPECT_EQ(c.source, "exact");
   EXPECT_EQ(c.params, "CACHE=4,SPLIT=4,VEC=4,WG=512");
   DeviceInfo pocl = dev;
-  pocl.type = CL_DEVICE_TYPE_CPU;
+  pocl.type = DeviceType::Cpu;
   pocl.platformName = "Portable Computing Language";
   pocl.name = "pthread-skylake-avx512-Intel(R) Xeon(R) Processor";
   pocl.driverVersion = "3.1+debian";
@@ -507,7 +507,7 @@ TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {
 TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   sdspeed_test::TempDir dir;
   GroupNormFamily fam;
-  DeviceInfo h200 = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  DeviceInfo h200 = fakeDevice(DeviceType::Gpu, 1024);
   h200.vendor = "NVIDIA Corporation";
   h200.name = "NVIDIA H200";
   h200.driverVersion = "580.159.04";
@@ -536,7 +536,7 @@ TEST(TuningDatabase, VendorDefaultComesFromTheVendorsOtherDevices) {
   EXPECT_EQ(c.source.rfind("nearest", 0), 0u) << c.source;
   // A PoCL CPU of another driver major falls back to its sibling's database too.
   DeviceInfo pocl = h200;
-  pocl.type = CL_DEVICE_TYPE_CPU;
+  pocl.type = DeviceType::Cpu;
   pocl.platformName = "Portable Computing Language";
   pocl.driverVersion = "5.0+debian";
   TuningDatabase p3 = TuningDatabase::loadOrEmpty(dir.path() + "/pocl-cpu-3.yaml", pocl);
@@ -578,7 +578,7 @@ TEST(TuningDatabase, LegacyKeyedFilesLoadAndFallbacksStayWithinTheirApi) {
 
   sdspeed_test::TempDir dir;
   GroupNormFamily fam;
-  DeviceInfo h200 = fakeDevice(CL_DEVICE_TYPE_GPU, 1024);
+  DeviceInfo h200 = fakeDevice(DeviceType::Gpu, 1024);
   h200.vendor = "NVIDIA Corporation";
   h200.name = "NVIDIA H200";
   h200.driverVersion = "580.159.04";
@@ -652,7 +652,7 @@ TEST(TuningDatabase, CheckedInDatabasesLoadWithKnownVariantsAndPoints) {
 // too much (on the H200 GEMM recording, where the probability is 0.76, random search
 // reached 20 of seeds 1-20 and 66 of seeds 21-120).
 TEST(Replay, ModelGuidedBeatsRandomOnRecordedSweeps) {
-  DeviceInfo any = fakeDevice(CL_DEVICE_TYPE_GPU, SIZE_MAX);
+  DeviceInfo any = fakeDevice(DeviceType::Gpu, SIZE_MAX);
   any.localMemBytes = UINT64_MAX;
   std::set<std::string> families, devices;
   const std::filesystem::path root = std::string(SDSPEED_TEST_DATA) + "/sweeps";

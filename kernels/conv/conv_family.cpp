@@ -338,7 +338,7 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p) {
 }
 
 std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint& pt, const Problem& prob,
-                                          const StorageFormat& f, const DeviceInfo& dev) const {
+                                          const StorageFormat& f, const DeviceCaps& dev) const {
   if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
   const auto& p = asConv(prob);
   const ConvDims& d = p.dims;
@@ -373,7 +373,7 @@ class ConvOp : public PreparedOp {
  public:
   ConvOp(Context& ctx, const ConvFamily& fam, const VariantDef& v, const ParamPoint& pt, const ConvProblem& p,
          const StorageFormat& f)
-      : ctx_(ctx), p_(p) {
+      : ctx_(ctx), p_(p), slots_(fam.slots()) {
     const ConvDims& d = p.dims;
     program_ = fam.buildProgram(ctx, v, pt, f, 1);
     flags_ = (p.bias ? kFlagBias : 0) | (p.temb ? kFlagTemb : 0) | (p.residual ? kFlagResidual : 0);
@@ -385,7 +385,7 @@ class ConvOp : public PreparedOp {
       kind_ = Kind::Direct;
       const size_t wgx = pt["WGX"], wgy = pt["WGY"], px = pt["PX"], co = pt["CO"];
       const size_t coBlocks = (static_cast<size_t>(d.cout) + co - 1) / co;
-      add("conv_direct", 3, {roundUp((Wo + px - 1) / px, wgx), roundUp(Ho, wgy), N * coBlocks}, {wgx, wgy, 1});
+      add("conv_direct", 3, {(Wo + px - 1) / px, Ho, N * coBlocks}, {wgx, wgy, 1});
       return;
     }
     const size_t wx = pt["TN"] / pt["RN"], wy = pt["TM"] / pt["RM"], tm = pt["TM"], tn = pt["TN"];
@@ -399,24 +399,21 @@ class ConvOp : public PreparedOp {
       tilesW_ = static_cast<cl_int>((Wo + m - 1) / m);
       tiles_ = static_cast<cl_int>(N) * tilesH_ * tilesW_;
       tilesP_ = static_cast<cl_int>(up4(tiles_));
-      prep_ = {nullptr, 2, {roundUp(coutP, kTransformWg), cin, 1}, {kTransformWg, 1, 1}};
-      prepKernel_ = ctx.createKernel(program_, "conv_wino_weights");
-      prep_.kernel = prepKernel_.get();
-      add("conv_wino_input", 2, {roundUp(static_cast<size_t>(tilesP_), kTransformWg), cin, 1}, {kTransformWg, 1, 1});
+      prep_ = Launch::cover(2, {coutP, cin, 1}, {kTransformWg, 1, 1});
+      prepKernel_ = ClBoundKernel(ctx, program_, "conv_wino_weights");
+      add("conv_wino_input", 2, {static_cast<size_t>(tilesP_), cin, 1}, {kTransformWg, 1, 1});
       gemm(static_cast<size_t>(tilesP_), static_cast<size_t>((m + 2) * (m + 2)));
-      add("conv_wino_output", 2, {roundUp(static_cast<size_t>(tiles_), kTransformWg), coutP / 4, 1},
-          {kTransformWg, 1, 1});
+      add("conv_wino_output", 2, {static_cast<size_t>(tiles_), coutP / 4, 1}, {kTransformWg, 1, 1});
       resetScratch();
       return;
     }
     const size_t K = cin * static_cast<size_t>(d.kernel * d.kernel);
-    prep_ = {nullptr, 2, {roundUp(coutP, kTransformWg), K, 1}, {kTransformWg, 1, 1}};
-    prepKernel_ = ctx.createKernel(program_, "conv_pack_weights");
-    prep_.kernel = prepKernel_.get();
+    prep_ = Launch::cover(2, {coutP, K, 1}, {kTransformWg, 1, 1});
+    prepKernel_ = ClBoundKernel(ctx, program_, "conv_pack_weights");
     if (v.name == "im2col_gemm") {
       kind_ = Kind::Im2col;
       pp_ = static_cast<cl_int>(up4(static_cast<int64_t>(Ho * Wo)));
-      add("conv_im2col", 3, {roundUp(static_cast<size_t>(pp_), kTransformWg), K, N}, {kTransformWg, 1, 1});
+      add("conv_im2col", 3, {static_cast<size_t>(pp_), K, N}, {kTransformWg, 1, 1});
       gemm(static_cast<size_t>(pp_), N);
     } else {
       kind_ = Kind::Conv1x1;
@@ -439,85 +436,66 @@ class ConvOp : public PreparedOp {
   bool derivedWeightsPerCall() const override { return perCallWeights_; }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
-    if (!checkedLimits_) {
-      for (const auto& l : launches_) checkKernelLimits(ctx_, l);
-      if (prep_.kernel) checkKernelLimits(ctx_, prep_);
-      checkedLimits_ = true;
-    }
-    // Slots: x, weight, bias, temb, residual, y.
     const ConvDims& d = p_.dims;
-    const cl_int H = static_cast<cl_int>(d.height), W = static_cast<cl_int>(d.width),
-                 Wo = static_cast<cl_int>(d.outWidth()), K = static_cast<cl_int>(d.kernel),
-                 stride = static_cast<cl_int>(d.stride), pad = static_cast<cl_int>(d.pad);
+    const int32_t H = static_cast<int32_t>(d.height), W = static_cast<int32_t>(d.width),
+                  Wo = static_cast<int32_t>(d.outWidth()), K = static_cast<int32_t>(d.kernel),
+                  stride = static_cast<int32_t>(d.stride), pad = static_cast<int32_t>(d.pad);
+    // Every kernel reads some of the slots' tensors; the scalars are each kernel's own
+    // (K is the kernel size to conv_direct and conv_im2col, the reduction to conv_gemm).
+    KernelArgs tensors;
+    tensors.slotTensors(slots_, t);
     std::vector<ClEvent> events;
     if (kind_ == Kind::Direct) {
-      cl_kernel k = kernels_[0].get();
-      int i = 0;
-      for (int slot = 0; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-      for (cl_int a : {H, W, Wo, K, stride, pad, flags_}) setArg(k, i++, a);
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[0]));
+      KernelArgs a = tensors;
+      a.i32("H", H).i32("W", W).i32("Wo", Wo).i32("K", K).i32("stride", stride).i32("pad", pad).i32("flags", flags_);
+      events.push_back(kernels_[0].run(a, launches_[0]));
       return events;
     }
     const BufferRegion weights = preparedWeights(*t[1], events);
     size_t next = 0;
     if (kind_ == Kind::Winograd) {
-      cl_kernel k = kernels_[next].get();
       const BufferRegion V = scratchSet_.at(ctx_, 0), M = scratchSet_.at(ctx_, 1);
-      int i = t[0]->setArgs(k, 0);
-      i = setRegionArgs(k, i, V, sizeof(float));
-      for (cl_int a : {H, W, tilesH_, tilesW_, tiles_, tilesP_, pad}) setArg(k, i++, a);
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
-      k = kernels_[next].get();
-      i = setRegionArgs(k, 0, weights, sizeof(float));
-      setArg(k, i++, static_cast<cl_int>(d.cin * coutP_));
-      setArg(k, i++, coutP_);
-      setArg(k, i++, static_cast<cl_int>(d.cin));
-      i = setRegionArgs(k, i, V, sizeof(float));
-      setArg(k, i++, tilesP_);
-      i = setRegionArgs(k, i, M, sizeof(float));
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
-      k = kernels_[next].get();
-      i = setRegionArgs(k, 0, M, sizeof(float));
-      for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-      for (cl_int a : {Wo, tilesH_, tilesW_, tiles_, tilesP_, coutP_, flags_}) setArg(k, i++, a);
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+      KernelArgs in = tensors;
+      in.region("V", V).i32("H", H).i32("W", W).i32("tilesH", tilesH_).i32("tilesW", tilesW_);
+      in.i32("T", tiles_).i32("TP", tilesP_).i32("pad", pad);
+      events.push_back(kernels_[next].run(in, launches_[next]));
+      ++next;
+      // The batched GEMM: alpha^2 planes M = U V, U [alpha^2][Cin][CoutP], V [alpha^2][Cin][TP].
+      KernelArgs g;
+      g.region("A", weights).i32("aStride", static_cast<int32_t>(d.cin * coutP_)).i32("Mp", coutP_);
+      g.i32("K", static_cast<int32_t>(d.cin)).region("B", V).i32("ldb", tilesP_).region("C", M);
+      events.push_back(kernels_[next].run(g, launches_[next]));
+      ++next;
+      KernelArgs out = tensors;
+      out.region("M", M).i32("Wo", Wo).i32("tilesH", tilesH_).i32("tilesW", tilesW_).i32("T", tiles_);
+      out.i32("TP", tilesP_).i32("CoutP", coutP_).i32("flags", flags_);
+      events.push_back(kernels_[next].run(out, launches_[next]));
       return events;
     }
-    const cl_int Kdim = static_cast<cl_int>(d.cin * d.kernel * d.kernel);
-    BufferRegion col;
+    KernelArgs g = tensors;
+    g.region("A", weights).i32("aStride", 0).i32("Mp", coutP_);
+    g.i32("K", static_cast<int32_t>(d.cin * d.kernel * d.kernel)).i32("flags", flags_);
     if (kind_ == Kind::Im2col) {
-      col = scratchSet_.at(ctx_, 0);
-      cl_kernel k = kernels_[next].get();
-      int i = t[0]->setArgs(k, 0);
-      i = setRegionArgs(k, i, col, sizeof(float));
-      const cl_int HoWo = static_cast<cl_int>(d.outHeight() * d.outWidth());
-      for (cl_int a : {H, W, Wo, HoWo, pp_, K, stride, pad}) setArg(k, i++, a);
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+      const BufferRegion col = scratchSet_.at(ctx_, 0);
+      KernelArgs a = tensors;
+      a.region("col", col).i32("H", H).i32("W", W).i32("Wo", Wo);
+      a.i32("HoWo", static_cast<int32_t>(d.outHeight() * d.outWidth())).i32("PP", pp_).i32("K", K);
+      a.i32("stride", stride).i32("pad", pad);
+      events.push_back(kernels_[next].run(a, launches_[next]));
+      ++next;
+      g.region("B", col).i32("ldb", pp_);
     }
-    cl_kernel k = kernels_[next].get();
-    int i = setRegionArgs(k, 0, weights, sizeof(float));
-    setArg(k, i++, static_cast<cl_int>(0));
-    setArg(k, i++, coutP_);
-    setArg(k, i++, Kdim);
-    if (kind_ == Kind::Im2col) {
-      i = setRegionArgs(k, i, col, sizeof(float));
-      setArg(k, i++, pp_);
-    } else {
-      i = t[0]->setArgs(k, i);
-    }
-    for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-    setArg(k, i++, flags_);
-    events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+    events.push_back(kernels_[next].run(g, launches_[next]));
     return events;
   }
 
  private:
   enum class Kind { Direct, Im2col, Conv1x1, Winograd };
 
-  void add(const char* name, int dims, std::array<size_t, 3> global, std::array<size_t, 3> local) {
-    kernels_.push_back(ctx_.createKernel(program_, name));
-    Launch l{kernels_.back().get(), dims, {global[0], global[1], global[2]}, {local[0], local[1], local[2]}};
-    launches_.push_back(l);
+  // A kernel of the op and its grid: `items` work-items per dimension, in work-groups of `local`.
+  void add(const char* name, int dims, std::array<size_t, 3> items, std::array<size_t, 3> local) {
+    kernels_.emplace_back(ctx_, program_, name);
+    launches_.push_back(Launch::cover(dims, {items[0], items[1], items[2]}, {local[0], local[1], local[2]}));
   }
 
   void resetScratch() {
@@ -530,12 +508,11 @@ class ConvOp : public PreparedOp {
 
   // Enqueues the transform of w into the GEMM's layout (packing or Winograd's G g G^T).
   void transformWeights(const DeviceTensor& w, const BufferRegion& out, std::vector<ClEvent>& events) {
-    cl_kernel k = prep_.kernel;
-    int i = w.setArgs(k, 0);
-    i = setRegionArgs(k, i, out, sizeof(float));
-    setArg(k, i++, static_cast<cl_int>(p_.dims.cout));
-    setArg(k, i++, coutP_);
-    events.push_back(enqueueLaunch(ctx_.queue(), prep_));  // in-order queue: done before the GEMM reads it
+    KernelArgs a;
+    // The output is Winograd's U or the packed Wt, whichever this op's kernel declares.
+    a.tensor("weight", w).region(kind_ == Kind::Winograd ? "U" : "Wt", out);
+    a.i32("Cout", static_cast<int32_t>(p_.dims.cout)).i32("CoutP", coutP_);
+    events.push_back(prepKernel_.run(a, prep_));  // in-order queue: done before the GEMM reads it
   }
 
   // The weights in the GEMM's layout. Per call: transformed now into the last scratch
@@ -581,14 +558,14 @@ class ConvOp : public PreparedOp {
 
   Context& ctx_;
   ConvProblem p_;
-  cl_program program_ = nullptr;
+  std::vector<TensorSlot> slots_;
+  ClBuiltProgram program_;
   Kind kind_ = Kind::Direct;
-  cl_int flags_ = 0, coutP_ = 0, pp_ = 0, tilesH_ = 0, tilesW_ = 0, tiles_ = 0, tilesP_ = 0;
-  bool checkedLimits_ = false;
+  int32_t flags_ = 0, coutP_ = 0, pp_ = 0, tilesH_ = 0, tilesW_ = 0, tiles_ = 0, tilesP_ = 0;
   ConvScratch scratch_;
-  std::vector<ClKernel> kernels_;
+  std::vector<ClBoundKernel> kernels_;
   std::vector<Launch> launches_;
-  ClKernel prepKernel_;
+  ClBoundKernel prepKernel_;
   Launch prep_;
   OpScratch scratchSet_;
   bool perCallWeights_ = false;
