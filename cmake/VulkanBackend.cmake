@@ -25,6 +25,10 @@ if(NOT Vulkan_FOUND OR NOT SDSPEED_GLSLC)
   return()
 endif()
 set(SDSPEED_VULKAN_FOUND ON)
+# spirv-val (spirv-tools), when present, checks every SPIR-V module the build embeds
+# against the Vulkan environment it targets (glslc's own output, so a failure means a
+# glslang bug or a wrong --target-env).
+find_program(SDSPEED_SPIRV_VAL spirv-val)
 # SPIR-V 1.3 (Vulkan 1.1): subgroup operations need it, and 1.1 is the oldest device
 # API the runtime opens (runtime/vulkan/device.cpp).
 set(SDSPEED_GLSLC_TARGET_ENV vulkan1.1)
@@ -107,10 +111,16 @@ function(sdspeed_add_spirv target)
     list(APPEND dflags -D${d})
   endforeach()
   set(glslc_args --target-env=${SDSPEED_GLSLC_TARGET_ENV} -fshader-stage=compute -O -Werror ${dflags})
+  set(validate "")
+  if(SDSPEED_SPIRV_VAL)
+    set(validate COMMAND ${SDSPEED_SPIRV_VAL} --target-env ${SDSPEED_GLSLC_TARGET_ENV} ${out}.spv)
+  endif()
   add_custom_command(
-    OUTPUT ${out}.spv.inc ${out}.glsl
+    OUTPUT ${out}.spv ${out}.spv.inc ${out}.glsl
     COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spirv
-    COMMAND ${SDSPEED_GLSLC} ${glslc_args} -mfmt=num -MD -MF ${out}.d -o ${out}.spv.inc ${src}
+    COMMAND ${SDSPEED_GLSLC} ${glslc_args} -MD -MF ${out}.d -o ${out}.spv ${src}
+    ${validate}
+    COMMAND ${SDSPEED_GLSLC} ${glslc_args} -mfmt=num -o ${out}.spv.inc ${src}
     COMMAND ${SDSPEED_GLSLC} ${glslc_args} -E -o ${out}.glsl ${src}
     DEPENDS ${src}
     DEPFILE ${out}.d
