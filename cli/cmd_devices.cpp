@@ -1,5 +1,4 @@
 #include <iostream>
-#include <sstream>
 
 #include "cli/commands.h"
 #include "cli/table.h"
@@ -99,43 +98,10 @@ std::vector<vk::VulkanDeviceInfo> vulkanDevices(std::shared_ptr<vk::Instance>& i
   }
 }
 
-std::string hex(uint32_t v) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  do {
-    s.insert(s.begin(), digits[v & 0xf]);
-    v >>= 4;
-  } while (v);
-  return "0x" + s;
-}
-
 void printVulkanDevice(const vk::VulkanDeviceInfo& d, bool mark) {
   std::cout << (mark ? "* " : "  ") << d.selector() << "  " << d.name << "  (" << d.typeName() << ")\n";
   TextTable t({"    property", "value"});
-  t.add({"    vendor", d.vendor + " (" + hex(d.vendorId) + "), device " + hex(d.deviceId)});
-  t.add({"    driver", d.driverText()});
-  t.add({"    Vulkan", d.apiVersionText()});
-  t.add({"    device-local memory", mib(d.deviceLocalBytes) + " (max alloc " + mib(d.maxAllocationBytes) + ")"});
-  t.add({"    shared memory", kib(d.maxSharedMemoryBytes)});
-  t.add({"    max work-group", std::to_string(d.maxWorkGroupInvocations) + " (" + std::to_string(d.maxWorkGroupSize[0]) +
-                                   "x" + std::to_string(d.maxWorkGroupSize[1]) + "x" +
-                                   std::to_string(d.maxWorkGroupSize[2]) + ")"});
-  t.add({"    max work-groups", std::to_string(d.maxWorkGroupCount[0]) + "x" + std::to_string(d.maxWorkGroupCount[1]) +
-                                    "x" + std::to_string(d.maxWorkGroupCount[2])});
-  t.add({"    subgroups", std::to_string(d.subgroupSize) + (d.subgroupArithmetic ? " (arithmetic)" : "")});
-  t.add({"    fp16 arithmetic", d.shaderFloat16 ? "yes (shaderFloat16)" : "no"});
-  t.add({"    16-bit storage", d.storageBuffer16BitAccess ? "yes" : "no"});
-  std::ostringstream period;
-  period << d.timestampPeriodNs;
-  t.add({"    timestamps", d.timestamps() ? std::to_string(d.timestampValidBits) + " bits, " + period.str() + " ns per tick"
-                                           : "no (cannot time ops)"});
-  if (d.coopMat.empty()) {
-    t.add({"    cooperative matrix", "no"});
-  } else {
-    for (size_t i = 0; i < d.coopMat.size(); ++i)
-      t.add({i == 0 ? "    cooperative matrix" : "", d.coopMat[i].text()});
-  }
-  t.add({"    key", d.key()});
+  for (const auto& [property, value] : d.report()) t.add({property.empty() ? "" : "    " + property, value});
   t.print(std::cout);
 }
 

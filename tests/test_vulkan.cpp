@@ -149,6 +149,7 @@ TEST_F(VulkanTest, EnumeratesAndSelects) {
     EXPECT_EQ(&selectVulkanDevice(devices_, d.selector()), &d);
     EXPECT_GT(d.maxWorkGroupInvocations, 0u);
     EXPECT_GT(d.maxSharedMemoryBytes, 0u);
+    EXPECT_EQ(d.report().back(), std::make_pair(std::string("key"), d.key()));
     std::cout << "  " << d.selector() << " " << d.name << " (" << d.typeName() << "), Vulkan " << d.apiVersionText()
               << ", driver " << d.driverText() << ", key " << d.key() << ", subgroup " << d.subgroupSize
               << ", f16 " << d.shaderFloat16 << ", 16-bit storage " << d.storageBuffer16BitAccess

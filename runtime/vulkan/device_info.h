@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sdspeed::vk {
@@ -80,6 +81,9 @@ struct VulkanDeviceInfo {
   // say about the host ("llvmpipe (LLVM 15.0.6, 256 bits)" -> "vulkan-mesa-llvmpipe-22"),
   // as PoCL's OpenCL key does, so a database is not tied to one machine's CPU.
   std::string key() const;
+  // What `sdspeed devices` prints about the device: (property, value) rows
+  // (device_report.cpp).
+  std::vector<std::pair<std::string, std::string>> report() const;
 };
 
 // Every physical device of the instance, described. Throws VkError on a driver failure.
