@@ -89,8 +89,18 @@ Instance::Instance(bool validation) : validation_(validation) {
   dbg.pfnUserCallback = &Instance::onMessage;
   dbg.pUserData = this;
 
+  // Synchronization validation too: a missing barrier (an upload a shader reads, one
+  // dispatch's output the next reads) is a race the core checks do not see, and on
+  // lavapipe it would not show in the results either.
+  const VkValidationFeatureEnableEXT enables[] = {VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT};
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = enables;
+  features.pNext = &dbg;
+  if (validation_) extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+
   VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-  ci.pNext = validation_ ? &dbg : nullptr;
+  ci.pNext = validation_ ? static_cast<const void*>(&features) : nullptr;
   ci.pApplicationInfo = &app;
   ci.enabledLayerCount = static_cast<uint32_t>(layers.size());
   ci.ppEnabledLayerNames = layers.data();
