@@ -15,9 +15,10 @@
 # (tests/test_tuner_offline.cpp, Replay.HeldOut*). Results: $OUT/heldout.tgz (the CSVs under
 # heldout/sweeps/<name>/<device-key>/<family>.csv, each step's log, devices.txt,
 # nvidia-smi.txt) and $OUT/heldout-summary.txt (rows per recording, complete or not).
-# Copy a complete one into the repo with:
-#   cp heldout/sweeps/NAME/opencl-nvidia-h200-580/FAMILY.csv tests/data/sweeps/held-out/opencl-nvidia-h200-580/NAME.csv
+# Here, after the visit: scripts/import-heldout-sweeps FILES_AT/heldout.tgz copies the complete
+# ones to tests/data/sweeps/held-out/opencl-nvidia-h200-580/NAME.csv and prints their README items.
 set -uo pipefail
+shopt -s nullglob  # the summary's loops print nothing for recordings not started
 OUT=${OUT:-$PWD/out}
 R=$OUT/heldout
 mkdir -p "$R"
