@@ -14,7 +14,8 @@
 # (NC4HW4); one instance per sweep folder, so each CSV is a replay recording
 # (tests/test_tuner_offline.cpp, Replay.HeldOut*). Results: $OUT/heldout.tgz (the CSVs under
 # heldout/sweeps/<name>/<device-key>/<family>.csv, each step's log, devices.txt,
-# nvidia-smi.txt) and $OUT/heldout-summary.txt (rows per recording, complete or not).
+# nvidia-smi.txt) and $OUT/heldout-summary.txt (rows per recording, complete or not). Last,
+# if time is left, a second timing of one space (retime-*, a noise check, not a recording).
 # Here, after the visit: scripts/import-heldout-sweeps FILES_AT/heldout.tgz copies the complete
 # ones to tests/data/sweeps/held-out/opencl-nvidia-h200-580/NAME.csv and prints their README items.
 set -uo pipefail
@@ -78,6 +79,12 @@ record conv-16x16 120 --op conv --shape 2x1280x16x16 --attrs cout=1280,k=3 --sto
   --variant direct,winograd_f4x4_3x3
 # GroupNorm (+SiLU) at the 32x32 level, 640 channels:
 record groupnorm-2x640x32x32 150 --op groupnorm --shape 2x640x32x32 --attrs g=32,silu=1 --storage f32.buffer.nc4hw4
+
+# A second timing of the D = 80 cross-attention space, programs already built (seconds): how
+# far the H200's timings move the top of a space (on the loaded PoCL VM the best point of a
+# re-timed space moved by 1.5x: results/sweeps/held-out-retimed/). Not a held-out recording:
+# scripts/import-heldout-sweeps skips retime-*.
+record retime-attn-cross-1024 40 --op attention --shape 2x640x1x1024 --attrs heads=8,kv=77 --storage f32.buffer.nc4hw4
 
 # Rows per recording; "complete" is tune's own "N of N points" line with nothing left.
 {
