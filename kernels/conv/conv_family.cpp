@@ -317,23 +317,50 @@ double ConvFamily::multiplicationsPerOutput(const VariantDef& v, const ConvProbl
   return static_cast<double>((m + 2) * (m + 2)) / static_cast<double>(m * m);
 }
 
-ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p) {
+// The rule: the most output channels whose derived weights fit kPerCallBlockBytes, in
+// whole multiples of the GEMM's work-group tile TM (every block but the last then fills
+// its work-groups' rows, so blocking adds no GEMM work beyond the last block's padding,
+// as one block of CoutP has), at least TM, at most CoutP. Why 16 MiB: SD 1.5's largest
+// convolution (Winograd F(2x2) 2560 -> 1280 at 8x8 and 16x16 latents, 160 KiB per output
+// channel) then makes 64-channel blocks of 10 MiB (TM 64) instead of 200 MiB at once,
+// and at 64x64 latents (960 -> 320, 60 KiB) 256-channel blocks of 15 MiB: smaller than
+// those layers' transformed input planes V (120 MiB), so the per-call weights no longer
+// decide any convolution's scratch peak, while a block still holds TM-row tiles over
+// every plane and tile column (smaller blocks only add launches, each with less
+// parallel work). A variant define PER_CALL_CO (a multiple of 4) overrides the rule: the
+// harness uses it to make small problems loop over several blocks.
+int64_t ConvFamily::perCallBlock(const VariantDef& v, const ParamPoint& pt, int64_t coutP, size_t rowBytes) {
+  if (auto it = v.defines.find("PER_CALL_CO"); it != v.defines.end()) {
+    if (it->second < 4 || it->second % 4)
+      throw Error("conv: PER_CALL_CO must be a positive multiple of 4, got " + std::to_string(it->second));
+    return std::min<int64_t>(it->second, coutP);
+  }
+  const int64_t tm = pt["TM"];
+  const int64_t fit = static_cast<int64_t>(kPerCallBlockBytes / std::max<size_t>(rowBytes, 1)) / tm * tm;
+  return std::min(coutP, std::max(tm, fit));
+}
+
+ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const ParamPoint& pt) {
   ConvScratch s;
   const ConvDims& d = p.dims;
   const size_t coutP = up4(d.cout), f = sizeof(float);
   if (v.name == "direct") return s;
+  size_t rowBytes = 0;  // derived weights per output channel
   if (const int m = winogradTile(v)) {
     const size_t a2 = static_cast<size_t>((m + 2) * (m + 2));
     const size_t tiles = static_cast<size_t>(d.batch * ((d.outHeight() + m - 1) / m) * ((d.outWidth() + m - 1) / m));
-    s.weights = a2 * static_cast<size_t>(d.cin) * coutP * f;
+    rowBytes = a2 * static_cast<size_t>(d.cin) * f;
     s.input = a2 * static_cast<size_t>(d.cin) * up4(static_cast<int64_t>(tiles)) * f;
     s.output = a2 * coutP * up4(static_cast<int64_t>(tiles)) * f;
-    return s;
+  } else {
+    const size_t K = static_cast<size_t>(d.cin * d.kernel * d.kernel);
+    rowBytes = K * f;
+    if (v.name == "im2col_gemm")
+      s.input = static_cast<size_t>(d.batch) * K * up4(d.outHeight() * d.outWidth()) * f;
   }
-  const size_t K = static_cast<size_t>(d.cin * d.kernel * d.kernel);
-  s.weights = K * coutP * f;
-  if (v.name == "im2col_gemm")
-    s.input = static_cast<size_t>(d.batch) * K * up4(d.outHeight() * d.outWidth()) * f;
+  s.weights = rowBytes * coutP;
+  s.blockChannels = perCallBlock(v, pt, static_cast<int64_t>(coutP), rowBytes);
+  s.weightsBlock = rowBytes * static_cast<size_t>(s.blockChannels);
   return s;
 }
 
@@ -351,7 +378,7 @@ std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "conv1x1 needs a 1x1 kernel, stride 1, no padding (got k=" + std::to_string(d.kernel) + ", stride " +
              std::to_string(d.stride) + ", pad " + std::to_string(d.pad) + ")";
   }
-  const ConvScratch s = scratch(v, p);
+  const ConvScratch s = scratch(v, p, pt);
   for (size_t bytes : {s.weights, s.input, s.output})
     if (bytes > dev.maxAllocBytes)
       return "a " + std::to_string(bytes >> 20) + " MiB scratch buffer exceeds the device's largest allocation (" +
@@ -368,7 +395,9 @@ namespace {
 // [alpha^2][Cin][CoutP]); that runs on the device once per weight buffer and is
 // cached (the buffer retained, so it cannot be freed and its handle reused), as the
 // network's weights are constant. Its launch is enqueued before the op's kernels but
-// its event is not returned: timings cover the per-inference kernels only.
+// its event is not returned: timings cover the per-inference kernels only. Made per
+// call instead, the transform runs per block of output channels (ConvScratch), each
+// block's GEMM right after it, so the scratch holds one block, not all of Cout.
 class ConvOp : public PreparedOp {
  public:
   ConvOp(Context& ctx, const ConvFamily& fam, const VariantDef& v, const ParamPoint& pt, const ConvProblem& p,
@@ -377,7 +406,7 @@ class ConvOp : public PreparedOp {
     const ConvDims& d = p.dims;
     program_ = fam.buildProgram(ctx, v, pt, f, 1);
     flags_ = (p.bias ? kFlagBias : 0) | (p.temb ? kFlagTemb : 0) | (p.residual ? kFlagResidual : 0);
-    scratch_ = ConvFamily::scratch(v, p);
+    scratch_ = ConvFamily::scratch(v, p, pt);
     coutP_ = static_cast<cl_int>(up4(d.cout));
     const size_t N = static_cast<size_t>(d.batch), Ho = static_cast<size_t>(d.outHeight()),
                  Wo = static_cast<size_t>(d.outWidth());
@@ -390,7 +419,10 @@ class ConvOp : public PreparedOp {
     }
     const size_t wx = pt["TN"] / pt["RN"], wy = pt["TM"] / pt["RM"], tm = pt["TM"], tn = pt["TN"];
     const size_t coutP = static_cast<size_t>(coutP_), cin = static_cast<size_t>(d.cin);
+    tm_ = tm;
+    wy_ = wy;
     auto gemm = [&](size_t cols, size_t batches) {
+      gemm_ = launches_.size();
       add("conv_gemm", 3, {(cols + tn - 1) / tn * wx, (coutP + tm - 1) / tm * wy, batches}, {wx, wy, 1});
     };
     if (const int m = ConvFamily::winogradTile(v)) {
@@ -458,7 +490,6 @@ class ConvOp : public PreparedOp {
       events.push_back(enqueueLaunch(ctx_.queue(), launches_[0]));
       return events;
     }
-    const BufferRegion weights = preparedWeights(*t[1], events);
     size_t next = 0;
     if (kind_ == Kind::Winograd) {
       cl_kernel k = kernels_[next].get();
@@ -467,15 +498,20 @@ class ConvOp : public PreparedOp {
       i = setRegionArgs(k, i, V, sizeof(float));
       for (cl_int a : {H, W, tilesH_, tilesW_, tiles_, tilesP_, pad}) setArg(k, i++, a);
       events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
-      k = kernels_[next].get();
-      i = setRegionArgs(k, 0, weights, sizeof(float));
-      setArg(k, i++, static_cast<cl_int>(d.cin * coutP_));
-      setArg(k, i++, coutP_);
-      setArg(k, i++, static_cast<cl_int>(d.cin));
-      i = setRegionArgs(k, i, V, sizeof(float));
-      setArg(k, i++, tilesP_);
-      i = setRegionArgs(k, i, M, sizeof(float));
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+      forEachBlock(*t[1], events, [&](const BufferRegion& weights, cl_int co0, cl_int nb) {
+        cl_kernel g = kernels_[gemm_].get();
+        int j = setRegionArgs(g, 0, weights, sizeof(float));
+        setArg(g, j++, static_cast<cl_int>(d.cin * nb));
+        setArg(g, j++, nb);
+        setArg(g, j++, static_cast<cl_int>(d.cin));
+        j = setRegionArgs(g, j, V, sizeof(float));
+        setArg(g, j++, tilesP_);
+        j = setRegionArgs(g, j, M, sizeof(float));
+        setArg(g, j++, coutP_);
+        setArg(g, j++, co0);
+        events.push_back(enqueueLaunch(ctx_.queue(), gemmLaunch(nb)));
+      });
+      ++next;
       k = kernels_[next].get();
       i = setRegionArgs(k, 0, M, sizeof(float));
       for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
@@ -494,20 +530,23 @@ class ConvOp : public PreparedOp {
       for (cl_int a : {H, W, Wo, HoWo, pp_, K, stride, pad}) setArg(k, i++, a);
       events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
     }
-    cl_kernel k = kernels_[next].get();
-    int i = setRegionArgs(k, 0, weights, sizeof(float));
-    setArg(k, i++, static_cast<cl_int>(0));
-    setArg(k, i++, coutP_);
-    setArg(k, i++, Kdim);
-    if (kind_ == Kind::Im2col) {
-      i = setRegionArgs(k, i, col, sizeof(float));
-      setArg(k, i++, pp_);
-    } else {
-      i = t[0]->setArgs(k, i);
-    }
-    for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-    setArg(k, i++, flags_);
-    events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+    forEachBlock(*t[1], events, [&](const BufferRegion& weights, cl_int co0, cl_int nb) {
+      cl_kernel k = kernels_[gemm_].get();
+      int i = setRegionArgs(k, 0, weights, sizeof(float));
+      setArg(k, i++, static_cast<cl_int>(0));
+      setArg(k, i++, nb);
+      setArg(k, i++, Kdim);
+      if (kind_ == Kind::Im2col) {
+        i = setRegionArgs(k, i, col, sizeof(float));
+        setArg(k, i++, pp_);
+      } else {
+        i = t[0]->setArgs(k, i);
+      }
+      for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
+      setArg(k, i++, flags_);
+      setArg(k, i++, co0);
+      events.push_back(enqueueLaunch(ctx_.queue(), gemmLaunch(nb)));
+    });
     return events;
   }
 
@@ -524,32 +563,59 @@ class ConvOp : public PreparedOp {
     std::vector<uint64_t> sizes;
     if (kind_ == Kind::Winograd) sizes = {scratch_.input, scratch_.output};
     if (kind_ == Kind::Im2col) sizes = {scratch_.input};
-    if (perCallWeights_) sizes.push_back(scratch_.weights);
+    if (perCallWeights_) sizes.push_back(scratch_.weightsBlock);
     scratchSet_.setSizes(std::move(sizes));
   }
 
-  // Enqueues the transform of w into the GEMM's layout (packing or Winograd's G g G^T).
-  void transformWeights(const DeviceTensor& w, const BufferRegion& out, std::vector<ClEvent>& events) {
+  // The GEMM's launch for a block of nb output channels (rows of TM-high tiles).
+  Launch gemmLaunch(cl_int nb) const {
+    Launch l = launches_[gemm_];
+    l.global[1] = (static_cast<size_t>(nb) + tm_ - 1) / tm_ * wy_;
+    return l;
+  }
+
+  // Calls gemm(weights, co0, nb) for each block of output channels [co0, co0 + nb) with
+  // the block's weights in the GEMM's layout. Per call: blocks of
+  // scratch_.blockChannels (the last one partial), each transformed into the last
+  // scratch region just before its GEMM (the in-order queue runs the next block's
+  // transform after this block's GEMM has read the region). Resident: one block of
+  // all CoutP channels from the cache.
+  template <typename Gemm>
+  void forEachBlock(const DeviceTensor& w, std::vector<ClEvent>& events, Gemm&& gemm) {
+    if (!perCallWeights_) {
+      gemm(preparedWeights(w), 0, coutP_);
+      return;
+    }
+    const BufferRegion r = scratchSet_.at(ctx_, scratchSet_.sizes().size() - 1);
+    const cl_int block = static_cast<cl_int>(scratch_.blockChannels);
+    for (cl_int co0 = 0; co0 < coutP_; co0 += block) {
+      const cl_int nb = std::min(block, coutP_ - co0);
+      transformWeights(w, r, co0, nb, events);  // its time is part of the op's
+      gemm(r, co0, nb);
+    }
+  }
+
+  // Enqueues the transform of output channels [co0, co0 + nb) of w into the GEMM's
+  // layout (packing or Winograd's G g G^T), nb channels a row.
+  void transformWeights(const DeviceTensor& w, const BufferRegion& out, cl_int co0, cl_int nb,
+                        std::vector<ClEvent>& events) {
     cl_kernel k = prep_.kernel;
     int i = w.setArgs(k, 0);
     i = setRegionArgs(k, i, out, sizeof(float));
     setArg(k, i++, static_cast<cl_int>(p_.dims.cout));
-    setArg(k, i++, coutP_);
-    events.push_back(enqueueLaunch(ctx_.queue(), prep_));  // in-order queue: done before the GEMM reads it
+    setArg(k, i++, nb);
+    setArg(k, i++, co0);
+    Launch l = prep_;
+    l.global[0] = roundUp(static_cast<size_t>(nb), kTransformWg);
+    events.push_back(enqueueLaunch(ctx_.queue(), l));  // in-order queue: done before the GEMM reads it
   }
 
-  // The weights in the GEMM's layout. Per call: transformed now into the last scratch
-  // region (its time is part of the op's). Resident: transformed on the first use of
-  // this weight tensor and kept; the key is the tensor's memory, offset and version,
+  // Resident weights in the GEMM's layout: transformed on the first use of this weight
+  // tensor and kept; the key is the tensor's memory, offset and version,
   // so weights rewritten from the host are transformed again, never served stale. Up to
   // kCacheEntries tensors are kept (the timing loop rotates through several copies;
   // a cache smaller than the rotation would time the transform on every call).
-  BufferRegion preparedWeights(const DeviceTensor& w, std::vector<ClEvent>& events) {
-    if (perCallWeights_) {
-      const BufferRegion r = scratchSet_.at(ctx_, scratchSet_.sizes().size() - 1);
-      transformWeights(w, r, events);
-      return r;
-    }
+  BufferRegion preparedWeights(const DeviceTensor& w) {
     for (const auto& e : cache_)
       if (e.source.get() == w.mem() && e.offset == w.offsetBytes() && e.version == w.version())
         return {e.prepared.get(), 0};
@@ -567,7 +633,7 @@ class ConvOp : public PreparedOp {
     e.prepared = ctx_.createBuffer(scratch_.weights);
     const BufferRegion r{e.prepared.get(), 0};
     std::vector<ClEvent> setup;  // a one-time cost, not part of the op's time
-    transformWeights(w, r, setup);
+    transformWeights(w, r, 0, coutP_, setup);
     cache_.push_back(std::move(e));
     return r;
   }
@@ -584,6 +650,7 @@ class ConvOp : public PreparedOp {
   cl_program program_ = nullptr;
   Kind kind_ = Kind::Direct;
   cl_int flags_ = 0, coutP_ = 0, pp_ = 0, tilesH_ = 0, tilesW_ = 0, tiles_ = 0, tilesP_ = 0;
+  size_t gemm_ = 0, tm_ = 1, wy_ = 1;  // the GEMM's index in launches_, its tile TM and WY
   bool checkedLimits_ = false;
   ConvScratch scratch_;
   std::vector<ClKernel> kernels_;
