@@ -138,7 +138,9 @@ TEST(GroupNormSplit, ChunksCombineWithoutWaiting) {
 
 // Per-call derived weights are made per block of output channels, the GEMM run per block
 // within one enqueue (ConvFamily::perCallBlock). PER_CALL_CO=64 on Cout 150 (CoutP 152)
-// makes blocks 64 + 64 + 24: several, the last partial and below the GEMM's tile TM. Every
+// makes blocks 64 + 64 + 24: several, the last partial and below the GEMM's tile TM;
+// Winograd also runs per block of 4 tiles (PER_CALL_TILES; 60 tiles at F(2x2), 18 at
+// F(4x4): a last block of 2, 8 at F(6x6)). Every
 // GEMM-based variant, f32 and int8 weights, 3x3 (+ temb, residual) and 1x1 (+ residual):
 // checked against the Eigen reference, and bit-identical to the resident derived weights
 // (one block of all channels), as each output element sees the same arithmetic.
@@ -151,6 +153,7 @@ TEST(ConvPerCallBlocks, SeveralBlocksMatchReferenceAndResident) {
     if (base.name == "direct") continue;  // derives no weights
     VariantDef v = base;
     v.defines["PER_CALL_CO"] = 64;
+    v.defines["PER_CALL_TILES"] = 4;
     const ParamPoint pt = v.defaults();
     for (const StorageFormat f : {StorageFormat{}, StorageFormat{}.withWeights(DType::Q8_0)})
       for (const auto& prob : problems) {
@@ -161,11 +164,16 @@ TEST(ConvPerCallBlocks, SeveralBlocksMatchReferenceAndResident) {
         ASSERT_EQ(resident.status, Status::Ok) << resident.message;
         ASSERT_EQ(perCall.status, Status::Ok) << perCall.message;
         EXPECT_EQ(perCall.outputHash, resident.outputHash) << "per-call blocks differ from resident weights in bits";
-        // The per-call region holds one block: 64 of the 152 channels' derived weights.
+        // The per-call regions hold one block: 64 of the 152 channels' derived weights
+        // (and, Winograd, 4 tiles' planes).
         const ConvScratch s = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*prob), pt);
         EXPECT_EQ(s.blockChannels, 64);
-        EXPECT_EQ(perCall.scratchBytes, s.input + s.output + s.weightsBlock);
+        EXPECT_EQ(perCall.scratchBytes, s.inputBlock + s.outputBlock + s.weightsBlock);
         EXPECT_EQ(s.weightsBlock * 152, s.weights * 64);
+        if (ConvFamily::winogradTile(v)) {
+          EXPECT_EQ(s.blockTiles, 4);
+          EXPECT_LT(s.inputBlock, s.input);
+        }
         ++blocked;
       }
   }
@@ -191,8 +199,18 @@ TEST(ConvPerCallBlocks, RuleOnSd15LargestConvolution) {
   pt = v.parsePoint("KT=16,RM=8,RN=4,TM=128,TN=64");
   s = ConvFamily::scratch(v, p, pt);
   EXPECT_EQ(s.blockChannels, 128);
+  EXPECT_EQ(s.blockTiles, 32);  // all 2 x 4 x 4 tiles: V, M whole
   const auto small = ConvFamily::problem({2, 320, 64, 64}, 320);  // 20 KiB a channel: all 320 fit
   EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*small), pt).blockChannels, 320);
+  // The largest per-call scratch after blocking the channels: 640 -> 640 at 64x64 latents,
+  // 2048 tiles. Blocks of 384 channels (40 KiB each: 15 MiB) and 256 tiles (64 KiB of V
+  // and M each: 16 MiB), 31 MiB per call instead of 175 MiB (V 80 + M 80 + 15).
+  const auto up = ConvFamily::problem({2, 640, 64, 64}, 640);
+  s = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*up), v.defaults());
+  EXPECT_EQ(s.blockChannels, 384);
+  EXPECT_EQ(s.blockTiles, 256);
+  EXPECT_EQ(s.input + s.output, 160ull << 20);
+  EXPECT_EQ(s.inputBlock + s.outputBlock + s.weightsBlock, 31ull << 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, KernelHarness, ::testing::ValuesIn(allCases()),

@@ -23,8 +23,10 @@
 // Derived weights made per call (--derived-weights per-call) are made per block of NB
 // output channels [co0, co0 + NB) (Wt [Cin*K*K][NB], U [ALPHA^2][Cin][NB]), each block's
 // conv_gemm run right after its transform into the same scratch region (the in-order
-// queue orders them); resident ones are one block, co0 = 0, NB = CoutP. Every output
-// element sees the same arithmetic either way (conv_family.cpp, ConvScratch).
+// queue orders them); resident ones are one block, co0 = 0, NB = CoutP. Per call, WINO
+// also runs per block of T tiles from t0 (V [ALPHA^2][Cin][TP], M [ALPHA^2][NB][TP], TP
+// = T rounded up to 4). Every output element sees the same arithmetic either way
+// (conv_family.cpp, ConvScratch).
 //
 // conv_gemm is the convolution's own small GEMM; it may later be swapped for the GEMM
 // family's kernel (kernels/gemm/) once that exists.
@@ -296,10 +298,11 @@ __kernel void conv_wino_weights(weight_PARAMS, SD_REGION(float, U), const int Co
 }
 
 // Grid (roundUp(TP, 64), Cin): V[xi][c][t] = (B^T d B)[xi] for the ALPHA x ALPHA input
-// tile d of tile t (t = (n * tilesH + th) * tilesW + tw, origin (th*WM - pad, tw*WM - pad)),
-// zero for t >= T. One channel per work-item: ALPHA^2 floats of state.
+// tile d of tile g = t0 + t (g = (n * tilesH + th) * tilesW + tw, origin (th*WM - pad,
+// tw*WM - pad)), zero for t >= T (the block's tiles). One channel per work-item: ALPHA^2
+// floats of state.
 __kernel void conv_wino_input(x_PARAMS, SD_REGION(float, V), const int H, const int W, const int tilesH,
-                              const int tilesW, const int T, const int TP, const int pad) {
+                              const int tilesW, const int T, const int TP, const int pad, const int t0) {
   __global float* V = SD_AT(V);
   const int t = get_global_id(0), c = get_global_id(1), Cin = x_C;
   if (t >= TP) return;
@@ -307,7 +310,7 @@ __kernel void conv_wino_input(x_PARAMS, SD_REGION(float, V), const int H, const 
   for (int i = 0; i < ALPHA; ++i)
     for (int j = 0; j < ALPHA; ++j) tmp[i][j] = 0.0f;
   if (t < T) {
-    const int n = t / (tilesH * tilesW), r = t % (tilesH * tilesW);
+    const int g = t0 + t, n = g / (tilesH * tilesW), r = g % (tilesH * tilesW);
     const int y0 = (r / tilesW) * WM - pad, x0 = (r % tilesW) * WM - pad;
     for (int k = 0; k < ALPHA; ++k) {
       const int iy = y0 + k;
@@ -328,22 +331,23 @@ __kernel void conv_wino_input(x_PARAMS, SD_REGION(float, V), const int H, const 
     }
 }
 
-// Grid (roundUp(T, 64), ceil(Cout / 4)): Y = A^T M A for one tile and 4 output channels
-// (float4: images store whole slices), then the epilogue.
+// Grid (roundUp(T, 64), CoutP / 4): Y = A^T M A for one tile and 4 output channels
+// (float4: images store whole slices), then the epilogue. M holds the block of tiles
+// from t0 and of output slices from s0 (CoutP: the block's channels).
 __kernel void conv_wino_output(SD_REGION(const float, M), bias_PARAMS, temb_PARAMS, residual_PARAMS, y_PARAMS,
                                const int Wo, const int tilesH, const int tilesW, const int T, const int TP,
-                               const int CoutP, const int flags) {
+                               const int CoutP, const int flags, const int t0, const int s0) {
   __global const float* M = SD_AT(M);
-  const int t = get_global_id(0), s = get_global_id(1);
+  const int t = get_global_id(0), sb = get_global_id(1), s = s0 + sb;
   if (t >= T) return;
-  const int n = t / (tilesH * tilesW), r = t % (tilesH * tilesW);
+  const int g = t0 + t, n = g / (tilesH * tilesW), r = g % (tilesH * tilesW);
   const int oy0 = (r / tilesW) * WM, ox0 = (r % tilesW) * WM, Ho = y_HW / Wo;
   float4 tmp[WM][ALPHA];  // A^T M
   for (int i = 0; i < WM; ++i)
     for (int j = 0; j < ALPHA; ++j) tmp[i][j] = (float4)(0.0f);
   for (int k = 0; k < ALPHA; ++k)
     for (int j = 0; j < ALPHA; ++j) {
-      const size_t base = ((size_t)(k * ALPHA + j) * CoutP + 4 * s) * TP + t;
+      const size_t base = ((size_t)(k * ALPHA + j) * CoutP + 4 * sb) * TP + t;
       const float4 mv = (float4)(M[base], M[base + TP], M[base + 2 * TP], M[base + 3 * TP]);
       for (int i = 0; i < WM; ++i) tmp[i][j] = fma((float4)(AT[i][k]), mv, tmp[i][j]);
     }

@@ -340,15 +340,32 @@ int64_t ConvFamily::perCallBlock(const VariantDef& v, const ParamPoint& pt, int6
   return std::min(coutP, std::max(tm, fit));
 }
 
+// Winograd's tiles per block of the per-call planes V and M (tileBytes: both planes'
+// bytes per tile), by the same rule in the GEMM's column tile TN: at 64x64 latents the
+// whole planes are the largest scratch (F(2x2) 640 -> 640: V and M 80 MiB each), which
+// blocking the weights alone leaves. PER_CALL_TILES (a multiple of 4) overrides it.
+int64_t ConvFamily::perCallTiles(const VariantDef& v, const ParamPoint& pt, int64_t tilesP, size_t tileBytes) {
+  if (auto it = v.defines.find("PER_CALL_TILES"); it != v.defines.end()) {
+    if (it->second < 4 || it->second % 4)
+      throw Error("conv: PER_CALL_TILES must be a positive multiple of 4, got " + std::to_string(it->second));
+    return std::min<int64_t>(it->second, tilesP);
+  }
+  const int64_t tn = pt["TN"];
+  const int64_t fit = static_cast<int64_t>(kPerCallBlockBytes / std::max<size_t>(tileBytes, 1)) / tn * tn;
+  return std::min(tilesP, std::max(tn, fit));
+}
+
 ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const ParamPoint& pt) {
   ConvScratch s;
   const ConvDims& d = p.dims;
   const size_t coutP = up4(d.cout), f = sizeof(float);
   if (v.name == "direct") return s;
   size_t rowBytes = 0;  // derived weights per output channel
+  int64_t tilesP = 0;   // Winograd's tiles, rounded up to 4
   if (const int m = winogradTile(v)) {
     const size_t a2 = static_cast<size_t>((m + 2) * (m + 2));
     const size_t tiles = static_cast<size_t>(d.batch * ((d.outHeight() + m - 1) / m) * ((d.outWidth() + m - 1) / m));
+    tilesP = static_cast<int64_t>(up4(static_cast<int64_t>(tiles)));
     rowBytes = a2 * static_cast<size_t>(d.cin) * f;
     s.input = a2 * static_cast<size_t>(d.cin) * up4(static_cast<int64_t>(tiles)) * f;
     s.output = a2 * coutP * up4(static_cast<int64_t>(tiles)) * f;
@@ -361,6 +378,14 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
   s.weights = rowBytes * coutP;
   s.blockChannels = perCallBlock(v, pt, static_cast<int64_t>(coutP), rowBytes);
   s.weightsBlock = rowBytes * static_cast<size_t>(s.blockChannels);
+  s.inputBlock = s.input;
+  s.outputBlock = s.output;
+  if (const int m = winogradTile(v)) {
+    const size_t a2 = static_cast<size_t>((m + 2) * (m + 2)), nb = static_cast<size_t>(s.blockChannels);
+    s.blockTiles = perCallTiles(v, pt, tilesP, a2 * (static_cast<size_t>(d.cin) + nb) * f);
+    s.inputBlock = a2 * static_cast<size_t>(d.cin) * up4(s.blockTiles) * f;
+    s.outputBlock = a2 * nb * up4(s.blockTiles) * f;
+  }
   return s;
 }
 
@@ -421,6 +446,8 @@ class ConvOp : public PreparedOp {
     const size_t coutP = static_cast<size_t>(coutP_), cin = static_cast<size_t>(d.cin);
     tm_ = tm;
     wy_ = wy;
+    tn_ = tn;
+    wx_ = wx;
     auto gemm = [&](size_t cols, size_t batches) {
       gemm_ = launches_.size();
       add("conv_gemm", 3, {(cols + tn - 1) / tn * wx, (coutP + tm - 1) / tm * wy, batches}, {wx, wy, 1});
@@ -492,31 +519,49 @@ class ConvOp : public PreparedOp {
     }
     size_t next = 0;
     if (kind_ == Kind::Winograd) {
-      cl_kernel k = kernels_[next].get();
+      // Per call: per block of output channels (weights transformed once per block),
+      // within it per block of tiles (input transform into V, GEMM into M, output
+      // transform); one tile block: V made once for every channel block. Resident: one
+      // block of each, as the transforms are written for.
       const BufferRegion V = scratchSet_.at(ctx_, 0), M = scratchSet_.at(ctx_, 1);
-      int i = t[0]->setArgs(k, 0);
-      i = setRegionArgs(k, i, V, sizeof(float));
-      for (cl_int a : {H, W, tilesH_, tilesW_, tiles_, tilesP_, pad}) setArg(k, i++, a);
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+      const cl_int tileBlock = perCallWeights_ ? static_cast<cl_int>(scratch_.blockTiles) : tilesP_;
+      const bool oneTileBlock = tileBlock >= tiles_;
+      auto input = [&](cl_int t0, cl_int tb, cl_int tbP) {
+        cl_kernel k = kernels_[0].get();
+        int i = t[0]->setArgs(k, 0);
+        i = setRegionArgs(k, i, V, sizeof(float));
+        for (cl_int a : {H, W, tilesH_, tilesW_, tb, tbP, pad, t0}) setArg(k, i++, a);
+        Launch l = launches_[0];
+        l.global[0] = roundUp(static_cast<size_t>(tbP), kTransformWg);
+        events.push_back(enqueueLaunch(ctx_.queue(), l));
+      };
+      if (oneTileBlock) input(0, tiles_, tilesP_);
       forEachBlock(*t[1], events, [&](const BufferRegion& weights, cl_int co0, cl_int nb) {
-        cl_kernel g = kernels_[gemm_].get();
-        int j = setRegionArgs(g, 0, weights, sizeof(float));
-        setArg(g, j++, static_cast<cl_int>(d.cin * nb));
-        setArg(g, j++, nb);
-        setArg(g, j++, static_cast<cl_int>(d.cin));
-        j = setRegionArgs(g, j, V, sizeof(float));
-        setArg(g, j++, tilesP_);
-        j = setRegionArgs(g, j, M, sizeof(float));
-        setArg(g, j++, coutP_);
-        setArg(g, j++, co0);
-        events.push_back(enqueueLaunch(ctx_.queue(), gemmLaunch(nb)));
+        for (cl_int t0 = 0; t0 < tiles_; t0 += tileBlock) {
+          const cl_int tb = oneTileBlock ? tiles_ : std::min(tileBlock, tiles_ - t0);
+          const cl_int tbP = oneTileBlock ? tilesP_ : (tb + 3) / 4 * 4;
+          if (!oneTileBlock) input(t0, tb, tbP);
+          cl_kernel k = kernels_[gemm_].get();
+          int i = setRegionArgs(k, 0, weights, sizeof(float));
+          setArg(k, i++, static_cast<cl_int>(d.cin * nb));
+          setArg(k, i++, nb);
+          setArg(k, i++, static_cast<cl_int>(d.cin));
+          i = setRegionArgs(k, i, V, sizeof(float));
+          setArg(k, i++, tbP);
+          i = setRegionArgs(k, i, M, sizeof(float));
+          setArg(k, i++, nb);  // M holds this block's channels
+          setArg(k, i++, static_cast<cl_int>(0));
+          events.push_back(enqueueLaunch(ctx_.queue(), gemmLaunch(nb, tbP)));
+          k = kernels_[gemm_ + 1].get();
+          i = setRegionArgs(k, 0, M, sizeof(float));
+          for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
+          for (cl_int a : {Wo, tilesH_, tilesW_, tb, tbP, nb, flags_, t0, co0 / 4}) setArg(k, i++, a);
+          Launch l = launches_[gemm_ + 1];
+          l.global[0] = roundUp(static_cast<size_t>(tb), kTransformWg);
+          l.global[1] = static_cast<size_t>(nb / 4);
+          events.push_back(enqueueLaunch(ctx_.queue(), l));
+        }
       });
-      ++next;
-      k = kernels_[next].get();
-      i = setRegionArgs(k, 0, M, sizeof(float));
-      for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-      for (cl_int a : {Wo, tilesH_, tilesW_, tiles_, tilesP_, coutP_, flags_}) setArg(k, i++, a);
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
       return events;
     }
     const cl_int Kdim = static_cast<cl_int>(d.cin * d.kernel * d.kernel);
@@ -545,7 +590,7 @@ class ConvOp : public PreparedOp {
       for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
       setArg(k, i++, flags_);
       setArg(k, i++, co0);
-      events.push_back(enqueueLaunch(ctx_.queue(), gemmLaunch(nb)));
+      events.push_back(enqueueLaunch(ctx_.queue(), gemmLaunch(nb, pp_ ? pp_ : static_cast<cl_int>(d.outHeight() * d.outWidth()))));
     });
     return events;
   }
@@ -561,15 +606,18 @@ class ConvOp : public PreparedOp {
 
   void resetScratch() {
     std::vector<uint64_t> sizes;
-    if (kind_ == Kind::Winograd) sizes = {scratch_.input, scratch_.output};
+    if (kind_ == Kind::Winograd)
+      sizes = perCallWeights_ ? std::vector<uint64_t>{scratch_.inputBlock, scratch_.outputBlock}
+                              : std::vector<uint64_t>{scratch_.input, scratch_.output};
     if (kind_ == Kind::Im2col) sizes = {scratch_.input};
     if (perCallWeights_) sizes.push_back(scratch_.weightsBlock);
     scratchSet_.setSizes(std::move(sizes));
   }
 
-  // The GEMM's launch for a block of nb output channels (rows of TM-high tiles).
-  Launch gemmLaunch(cl_int nb) const {
+  // The GEMM's launch for nb output channels (rows of TM-high tiles) by cols columns.
+  Launch gemmLaunch(cl_int nb, cl_int cols) const {
     Launch l = launches_[gemm_];
+    l.global[0] = (static_cast<size_t>(cols) + tn_ - 1) / tn_ * wx_;
     l.global[1] = (static_cast<size_t>(nb) + tm_ - 1) / tm_ * wy_;
     return l;
   }
@@ -650,7 +698,7 @@ class ConvOp : public PreparedOp {
   cl_program program_ = nullptr;
   Kind kind_ = Kind::Direct;
   cl_int flags_ = 0, coutP_ = 0, pp_ = 0, tilesH_ = 0, tilesW_ = 0, tiles_ = 0, tilesP_ = 0;
-  size_t gemm_ = 0, tm_ = 1, wy_ = 1;  // the GEMM's index in launches_, its tile TM and WY
+  size_t gemm_ = 0, tm_ = 1, wy_ = 1, tn_ = 1, wx_ = 1;  // the GEMM's index in launches_, its tiles
   bool checkedLimits_ = false;
   ConvScratch scratch_;
   std::vector<ClKernel> kernels_;

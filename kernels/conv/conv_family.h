@@ -25,9 +25,11 @@ struct ConvScratch {
   size_t input = 0;    // im2col columns, or the transformed input planes V
   size_t output = 0;   // the GEMM's output planes M (Winograd)
   // Derived weights made per call are made per block of blockChannels output channels
-  // (ConvFamily::perCallBlock), into one scratch region of weightsBlock bytes.
-  int64_t blockChannels = 0;
-  size_t weightsBlock = 0;
+  // (ConvFamily::perCallBlock), into one scratch region of weightsBlock bytes; Winograd
+  // then also runs per block of blockTiles tiles (perCallTiles): input and output hold
+  // one block (inputBlock, outputBlock; the whole input / output for the others).
+  int64_t blockChannels = 0, blockTiles = 0;
+  size_t weightsBlock = 0, inputBlock = 0, outputBlock = 0;
   size_t total() const { return weights + input + output; }
 };
 
@@ -69,6 +71,8 @@ class ConvFamily : public Family {
   // Output channels per block of the per-call weight transform, for derived weights of
   // rowBytes per output channel (the rule is at its definition).
   static int64_t perCallBlock(const VariantDef& v, const ParamPoint& pt, int64_t coutP, size_t rowBytes);
+  // Winograd's tiles per per-call block, for V and M planes of tileBytes per tile.
+  static int64_t perCallTiles(const VariantDef& v, const ParamPoint& pt, int64_t tilesP, size_t tileBytes);
   static constexpr size_t kPerCallBlockBytes = 16ull << 20;
   // Winograd output tile m (2, 4, 6), 0 for the other variants.
   static int winogradTile(const VariantDef& v);
