@@ -4,10 +4,30 @@
 #include "cli/table.h"
 #include "runtime/cl_error.h"
 #include "runtime/device.h"
+#ifdef SDSPEED_WITH_VULKAN
+#include "runtime/vulkan/device_info.h"
+#include "runtime/vulkan/instance.h"
+#endif
 
 namespace sdspeed {
 
-DeviceInfo deviceFromArgs(const Args& args) { return selectDevice(listDevices(), args.get("device")); }
+namespace {
+
+// Device names (`sdspeed devices --help`): "opencl:P:D" or plain "P:D" (OpenCL platform
+// P, device D), "vulkan:N" (the Vulkan loader's N-th device), or a name substring, which
+// selects among OpenCL devices.
+std::string openclSelector(const std::string& s) { return s.rfind("opencl:", 0) == 0 ? s.substr(7) : s; }
+bool isVulkanSelector(const std::string& s) { return s.rfind("vulkan:", 0) == 0; }
+
+}  // namespace
+
+DeviceInfo deviceFromArgs(const Args& args) {
+  const std::string sel = args.get("device");
+  if (isVulkanSelector(sel))
+    throw Error("--device " + sel + ": this verb runs on OpenCL only; the Vulkan backend has no kernel families yet "
+                "(issue #21)");
+  return selectDevice(listDevices(), openclSelector(sel));
+}
 
 ContextOptions contextOptionsFromArgs(const Args& args) {
   ContextOptions o;
@@ -63,19 +83,69 @@ std::string kib(uint64_t bytes) { return std::to_string(bytes >> 10) + " KiB"; }
 
 }  // namespace
 
+#ifdef SDSPEED_WITH_VULKAN
+namespace {
+
+// The Vulkan devices, or none when no Vulkan driver is installed. A Vulkan failure is
+// one warning line: it must not hide the OpenCL devices.
+std::vector<vk::VulkanDeviceInfo> vulkanDevices(std::shared_ptr<vk::Instance>& instance) {
+  try {
+    instance = vk::Instance::create();
+    return instance ? vk::listVulkanDevices(*instance) : std::vector<vk::VulkanDeviceInfo>{};
+  } catch (const Error& e) {
+    std::cerr << "sdspeed: warning: Vulkan devices not listed: " << e.what() << "\n";
+    return {};
+  }
+}
+
+void printVulkanDevice(const vk::VulkanDeviceInfo& d, bool mark) {
+  std::cout << (mark ? "* " : "  ") << d.selector() << "  " << d.name << "  (" << d.typeName() << ")\n";
+  TextTable t({"    property", "value"});
+  for (const auto& [property, value] : d.report()) t.add({property.empty() ? "" : "    " + property, value});
+  t.print(std::cout);
+}
+
+}  // namespace
+#endif
+
 int cmdDevices(const std::vector<std::string>& argv) {
   Args args(argv, {"device"}, {"help"});
   if (args.has("help")) {
-    std::cout << "usage: sdspeed devices\nLists every OpenCL device; * marks the default "
-                 "(or the one --device selects).\n";
+    std::cout << "usage: sdspeed devices [--device NAME]\n"
+                 "Lists every OpenCL device, then every Vulkan device; * marks the default (or the one\n"
+                 "--device selects). Devices are named API:INDEX, one scheme for both APIs:\n"
+                 "  opencl:P:D  OpenCL platform P, device D (plain P:D means the same)\n"
+                 "  vulkan:N    the Vulkan loader's device N\n"
+                 "A GPU with both drivers appears once under each API, with a key per API\n"
+                 "(opencl-nvidia-h200-580, vulkan-nvidia-h200-580). A name substring selects among\n"
+                 "OpenCL devices. The default is OpenCL's (the first GPU, else the first device):\n"
+                 "the kernel families run on OpenCL, so without an OpenCL device this exits 2.\n";
     return 0;
   }
-  const auto devices = listDevices();
-  if (devices.empty()) throw Error("no OpenCL device found (is an ICD such as pocl-opencl-icd installed?)");
-  const DeviceInfo chosen = selectDevice(devices, args.get("device"));
+  const std::string sel = args.get("device");
+  // OpenCL's failure (no device; no library in a dlopen build) is reported after the
+  // Vulkan devices are listed, and only when the selection is an OpenCL one.
+  std::vector<DeviceInfo> devices;
+  std::string openclError;
+  try {
+    devices = listDevices();
+    if (devices.empty()) openclError = "no OpenCL device found (is an ICD such as pocl-opencl-icd installed?)";
+  } catch (const Error& e) {
+    openclError = e.what();
+  }
+  // Selection first: a bad --device is one error line before any listing.
+  DeviceInfo chosen;
+  if (!isVulkanSelector(sel) && openclError.empty()) chosen = selectDevice(devices, openclSelector(sel));
+#ifdef SDSPEED_WITH_VULKAN
+  std::shared_ptr<vk::Instance> instance;
+  const auto vkDevices = vulkanDevices(instance);
+  const vk::VulkanDeviceInfo* vkChosen = isVulkanSelector(sel) ? &vk::selectVulkanDevice(vkDevices, sel) : nullptr;
+#else
+  if (isVulkanSelector(sel)) throw Error("--device " + sel + ": this sdspeed was built without Vulkan");
+#endif
   for (const auto& d : devices) {
     const bool mark = d.platform == chosen.platform && d.id == chosen.id;
-    std::cout << (mark ? "* " : "  ") << d.index() << "  " << d.name << "  (" << d.typeName() << ")\n";
+    std::cout << (mark ? "* " : "  ") << "opencl:" << d.index() << "  " << d.name << "  (" << d.typeName() << ")\n";
     TextTable t({"    property", "value"});
     t.add({"    platform", d.platformName + " / " + d.platformVersion});
     t.add({"    vendor", d.vendor});
@@ -95,6 +165,10 @@ int cmdDevices(const std::vector<std::string>& argv) {
     t.add({"    key", d.key()});
     t.print(std::cout);
   }
+#ifdef SDSPEED_WITH_VULKAN
+  for (const auto& d : vkDevices) printVulkanDevice(d, &d == vkChosen);
+#endif
+  if (!isVulkanSelector(sel) && !openclError.empty()) throw Error(openclError);
   return 0;
 }
 

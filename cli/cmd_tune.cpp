@@ -108,7 +108,7 @@ ProgressFn progressPrinter() {
 int replay(const Args& args, const Family& fam, const std::vector<OpInstance>& instances) {
   const SweepCache recording(args.get("replay"), paramNames(fam), /*readOnly=*/true);
   DeviceInfo any;  // replay has no device: the recording says what ran
-  any.type = CL_DEVICE_TYPE_GPU;
+  any.type = DeviceType::Gpu;
   any.maxWorkGroupSize = SIZE_MAX;
   any.localMemBytes = UINT64_MAX;
   for (const auto& inst : instances) {

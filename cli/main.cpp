@@ -13,7 +13,7 @@ namespace {
 void usage(std::ostream& os) {
   os << "usage: sdspeed VERB [options]\n"
         "verbs:\n"
-        "  devices                      list OpenCL platforms and devices\n"
+        "  devices                      list OpenCL and Vulkan devices (opencl:P:D, vulkan:N)\n"
         "  check [--op OP] [--full]     check kernel variants against the Eigen references\n"
         "  bench --op OP --shape NxCxHxW  time variants on the device (event timing)\n"
         "  tune --op OP --shape S|--shapes FILE  sweep variants x parameters; tuning database\n"
@@ -25,7 +25,7 @@ void usage(std::ostream& os) {
         "  ablate --model DIR           the paper's cumulative ablation table (configs/ablation/)\n"
         "  quantize --model DIR --weights int8 -o OUT  int8/int4 weights written once (kernels/QUANTIZATION.md)\n"
 #endif
-        "common options: --device P:D|NAME  --kernel-dir DIR  --cache-dir DIR  --no-disk-cache\n"
+        "common options: --device opencl:P:D|P:D|NAME  --kernel-dir DIR  --cache-dir DIR  --no-disk-cache\n"
         "`sdspeed VERB --help` lists a verb's options.\n";
 }
 

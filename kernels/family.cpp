@@ -96,7 +96,7 @@ std::string VariantDef::violatedConstraint(const ParamPoint& p) const {
   return {};
 }
 
-std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceInfo& dev) const {
+std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceCaps& dev) const {
   for (const auto& ext : requiredExtensions) {
     // OpenCL 3.0 reports sub-groups as a device query, not always as the extension.
     const bool has = dev.hasExtension(ext) || (ext == "cl_khr_subgroups" && dev.subgroups);
@@ -119,7 +119,7 @@ std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceInfo&
 }
 
 std::string Family::unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
-                                      const StorageFormat& f, const DeviceInfo& dev) const {
+                                      const StorageFormat& f, const DeviceCaps& dev) const {
   if (std::find(v.arithmetic.begin(), v.arithmetic.end(), f.arithmetic) == v.arithmetic.end())
     return std::string("computes in f32 only: no ") + dtypeName(f.arithmetic) + "-arithmetic kernel for this variant";
   if (f.arithmetic == DType::F16 && !dev.fp16) return "device lacks cl_khr_fp16";
@@ -191,81 +191,33 @@ std::string Family::programSource(const Context& ctx, const VariantDef& v, const
   return s.str();
 }
 
-cl_program Family::buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
-                                const StorageFormat& f, int vec) const {
+ClBuiltProgram Family::buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
+                               const StorageFormat& f, int vec) const {
   std::string label = name() + "." + v.name + " [" + p.text() + "] " + keyFormat(f).name();
-  return ctx.programs().get(label, programSource(ctx, v, p, f, vec), kBuildOptions);
+  ClBuiltProgram prog;
+  prog.source = programSource(ctx, v, p, f, vec);
+  prog.handle = ctx.programs().get(label, prog.source, kBuildOptions);
+  return prog;
 }
 
 void Family::prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const {
   buildProgram(ctx, v, p, f, p.values().count("VEC") ? p["VEC"] : 1);
 }
 
-SingleKernelOp::SingleKernelOp(Context& ctx, cl_program program, const std::string& kernelName, Launch launch,
-                               ScalarArgs setScalars)
-    : ctx_(ctx), kernel_(ctx.createKernel(program, kernelName)), launch_(launch), setScalars_(std::move(setScalars)) {
-  launch_.kernel = kernel_.get();
-}
+SingleKernelOp::SingleKernelOp(Context& ctx, std::vector<TensorSlot> slots, const ClBuiltProgram& program,
+                               const std::string& kernelName, Launch launch, ScalarArgs scalars)
+    : slots_(std::move(slots)), kernel_(ctx, program, kernelName), launch_(launch), scalars_(std::move(scalars)) {}
 
 std::vector<ClEvent> SingleKernelOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
-  if (!checkedLimits_) {
-    checkKernelLimits(ctx_, launch_);
-    checkedLimits_ = true;
-  }
-  int i = 0;
-  for (auto* t : tensors) i = t->setArgs(kernel_.get(), i);
-  if (setScalars_) setScalars_(kernel_.get(), i);
+  KernelArgs args;
+  args.slotTensors(slots_, tensors);
+  if (scalars_) scalars_(args);
   std::vector<ClEvent> events;
-  events.push_back(enqueueLaunch(ctx_.queue(), launch_));
+  events.push_back(kernel_.run(args, launch_));
   return events;
 }
 
-void checkKernelLimits(const Context& ctx, const Launch& l) {
-  // Local memory only. CL_KERNEL_WORK_GROUP_SIZE is not checked before launching (nor
-  // queried here): NVIDIA's driver (580, H200) reports 256 for kernels that run at
-  // reqd_work_group_size 1024. A launch the device refuses for its work-group size is
-  // mapped to UnsupportedError instead (enqueueLaunch).
-  cl_ulong localMem = 0;
-  clCheck(clGetKernelWorkGroupInfo(l.kernel, ctx.device().id, CL_KERNEL_LOCAL_MEM_SIZE, sizeof(localMem), &localMem,
-                                   nullptr),
-          "clGetKernelWorkGroupInfo");
-  if (localMem > ctx.device().localMemBytes)
-    throw UnsupportedError("kernel needs " + std::to_string(localMem) + " bytes of local memory, device has " +
-                           std::to_string(ctx.device().localMemBytes));
-}
-
-ClEvent enqueueLaunch(cl_command_queue q, const Launch& l) {
-  cl_event ev = nullptr;
-  cl_int err = clEnqueueNDRangeKernel(q, l.kernel, static_cast<cl_uint>(l.dims), nullptr, l.global,
-                                      l.local, 0, nullptr, &ev);
-  if (err == CL_INVALID_WORK_GROUP_SIZE) {
-    size_t maxWg = 0;
-    cl_device_id dev = nullptr;
-    clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(dev), &dev, nullptr);
-    clGetKernelWorkGroupInfo(l.kernel, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof(maxWg), &maxWg, nullptr);
-    throw UnsupportedError("the device refuses a work-group of " + std::to_string(l.local[0] * l.local[1] * l.local[2]) +
-                           " for this kernel (CL_INVALID_WORK_GROUP_SIZE; it reports a limit of " +
-                           std::to_string(maxWg) + ")");
-  }
-  if (err != CL_SUCCESS) {
-    std::ostringstream d;
-    d << "global " << l.global[0] << "x" << l.global[1] << "x" << l.global[2] << ", local "
-      << l.local[0] << "x" << l.local[1] << "x" << l.local[2];
-    throw ClError("clEnqueueNDRangeKernel", err, d.str());
-  }
-  return ClEvent(ev);
-}
-
 size_t roundUp(size_t x, size_t m) { return (x + m - 1) / m * m; }
-
-int setRegionArgs(cl_kernel k, int index, const BufferRegion& r, size_t elementBytes) {
-  if (r.offset % elementBytes != 0 || r.offset / elementBytes > std::numeric_limits<cl_uint>::max())
-    throw Error("a scratch region at byte offset " + std::to_string(r.offset) +
-                " is not a 32-bit element offset of " + std::to_string(elementBytes) + "-byte elements");
-  setArg(k, index, r.mem);
-  setArg(k, index + 1, static_cast<cl_uint>(r.offset / elementBytes));
-  return index + 2;
-}
 
 void OpScratch::setSizes(std::vector<uint64_t> bytes) {
   sizes_ = std::move(bytes);

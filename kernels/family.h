@@ -13,8 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kernel_args.h"
+#include "kernels/launch.h"
 #include "runtime/cl_error.h"
 #include "runtime/context.h"
+#include "runtime/opencl/bound_kernel.h"
 #include "runtime/tensor.h"
 #include "runtime/tensor_access.h"
 
@@ -56,7 +59,7 @@ struct VariantDef {
   std::function<size_t(const ParamPoint&)> workGroupSize;
   std::function<size_t(const ParamPoint&)> localMemBytes;
   // Optional: a reason this device cannot run the point at all (empty = fine).
-  std::function<std::string(const ParamPoint&, const DeviceInfo&)> deviceRule;
+  std::function<std::string(const ParamPoint&, const DeviceCaps&)> deviceRule;
   // Device capabilities the variant's kernels use beyond core OpenCL C, e.g.
   // "cl_khr_fp16" (half arithmetic) or "cl_khr_subgroups" (the Adreno paths). A device
   // without one makes every point unsupported with "device lacks <name>", which
@@ -78,7 +81,7 @@ struct VariantDef {
   // Empty if the point satisfies every constraint, else the first violated one.
   std::string violatedConstraint(const ParamPoint& p) const;
   // Empty if the device can run the point (extensions, work-group size, local memory).
-  std::string deviceLimitReason(const ParamPoint& p, const DeviceInfo& dev) const;
+  std::string deviceLimitReason(const ParamPoint& p, const DeviceCaps& dev) const;
 };
 
 // A tensor the op reads or writes. Activations use the run's StorageFormat;
@@ -131,23 +134,6 @@ struct Problem {
 };
 using ProblemPtr = std::shared_ptr<const Problem>;
 
-// A kernel launch: entry point, global and local sizes (dims = 1..3).
-struct Launch {
-  cl_kernel kernel = nullptr;
-  int dims = 1;
-  size_t global[3] = {1, 1, 1};
-  size_t local[3] = {1, 1, 1};
-};
-
-// A part of a device buffer: where a planner put an op's scratch region (or an op's
-// own buffer, at offset 0). Kernels take it as SD_REGION (kernels/common/prelude.cl).
-struct BufferRegion {
-  cl_mem mem = nullptr;
-  uint64_t offset = 0;  // bytes, a multiple of the kernel's element size
-};
-// Sets a SD_REGION argument pair (memory object, element offset) at index; returns the next index.
-int setRegionArgs(cl_kernel k, int index, const BufferRegion& r, size_t elementBytes);
-
 // An op's scratch: the regions it needs only while it runs (Winograd tiles, im2col
 // columns, attention scores, split-reduction partials). Whoever runs the op may place
 // them (bind: the executor puts them in its activation arena, alive for that op
@@ -193,22 +179,21 @@ class PreparedOp {
   virtual bool derivedWeightsPerCall() const { return false; }
 };
 
-// An op that is one kernel launch: the slots' tensors are its first arguments, in
-// slot order, then the scalars `setScalars(kernel, nextIndex)` sets (shapes come
-// from the tensors; attributes such as eps are the scalars).
+// An op that is one kernel launch: every slot's tensor is bound under the slot's name,
+// then the scalars `scalars(args)` adds (shapes come from the tensors; attributes such as
+// eps are the scalars), all by name (kernels/kernel_args.h).
 class SingleKernelOp : public PreparedOp {
  public:
-  using ScalarArgs = std::function<void(cl_kernel, int firstIndex)>;
-  SingleKernelOp(Context& ctx, cl_program program, const std::string& kernelName, Launch launch,
-                 ScalarArgs setScalars);
+  using ScalarArgs = std::function<void(KernelArgs&)>;
+  SingleKernelOp(Context& ctx, std::vector<TensorSlot> slots, const ClBuiltProgram& program,
+                 const std::string& kernelName, Launch launch, ScalarArgs scalars);
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& tensors) override;
 
  private:
-  Context& ctx_;
-  ClKernel kernel_;
+  std::vector<TensorSlot> slots_;
+  ClBoundKernel kernel_;
   Launch launch_;
-  ScalarArgs setScalars_;
-  bool checkedLimits_ = false;
+  ScalarArgs scalars_;
 };
 
 class Family {
@@ -251,7 +236,7 @@ class Family {
   // Empty if the variant handles this problem in this format on this device, else why
   // not (constraints and device limits included).
   virtual std::string unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
-                                        const StorageFormat& f, const DeviceInfo& dev) const;
+                                        const StorageFormat& f, const DeviceCaps& dev) const;
   // Builds (or fetches from the cache) the program and creates the kernels.
   virtual std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                               const Problem& prob, const StorageFormat& f) const = 0;
@@ -282,34 +267,12 @@ class Family {
   // parallel threads. The default assumes the program's VEC is the point's VEC.
   virtual void prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const;
   // Builds the program for a point; label names it in errors and dumps.
-  cl_program buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
+  ClBuiltProgram buildProgram(Context& ctx, const VariantDef& v, const ParamPoint& p,
                           const StorageFormat& f, int vec) const;
 };
-
-// Thrown when a built kernel cannot run a launch on this device (the compiled
-// kernel's work-group or local-memory limit is lower than the family's rules
-// assumed): the harness records the point as unsupported, not as a failure.
-class UnsupportedError : public Error {
- public:
-  using Error::Error;
-};
-
-// Throws UnsupportedError if the kernel's local memory exceeds the device's.
-void checkKernelLimits(const Context& ctx, const Launch& l);
 
 // Every program is built with these options: no fast-math, since accuracy is what
 // the harness checks and the references assume IEEE float.
 inline constexpr const char* kBuildOptions = "-cl-std=CL1.2";
-
-// Enqueues one launch with profiling; returns its event. A launch refused with
-// CL_INVALID_WORK_GROUP_SIZE (register pressure can lower a kernel's limit below the
-// device maximum) throws UnsupportedError; other failures throw ClError.
-ClEvent enqueueLaunch(cl_command_queue q, const Launch& l);
-// Sets a plain (by-value) kernel argument.
-template <typename T>
-void setArg(cl_kernel k, int index, const T& value) {
-  clCheck(clSetKernelArg(k, index, sizeof(T), &value), "clSetKernelArg");
-}
-size_t roundUp(size_t x, size_t multiple);
 
 }  // namespace sdspeed

@@ -69,7 +69,11 @@ DeviceInfo describe(cl_platform_id p, int pi, cl_device_id d, int di) {
   info.openclVersion = deviceString(d, CL_DEVICE_VERSION);
   info.openclCVersion = deviceString(d, CL_DEVICE_OPENCL_C_VERSION);
   info.extensions = deviceString(d, CL_DEVICE_EXTENSIONS);
-  info.type = deviceValue<cl_device_type>(d, CL_DEVICE_TYPE);
+  const auto type = deviceValue<cl_device_type>(d, CL_DEVICE_TYPE);
+  info.type = (type & CL_DEVICE_TYPE_GPU)           ? DeviceType::Gpu
+              : (type & CL_DEVICE_TYPE_CPU)         ? DeviceType::Cpu
+              : (type & CL_DEVICE_TYPE_ACCELERATOR) ? DeviceType::Accelerator
+                                                    : DeviceType::Other;
   info.computeUnits = deviceValue<cl_uint>(d, CL_DEVICE_MAX_COMPUTE_UNITS);
   info.globalMemBytes = deviceValue<cl_ulong>(d, CL_DEVICE_GLOBAL_MEM_SIZE);
   info.maxAllocBytes = deviceValue<cl_ulong>(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
@@ -100,25 +104,6 @@ DeviceInfo describe(cl_platform_id p, int pi, cl_device_id d, int di) {
 }
 
 }  // namespace
-
-bool DeviceInfo::hasExtension(const std::string& ext) const {
-  size_t pos = 0;
-  while ((pos = extensions.find(ext, pos)) != std::string::npos) {
-    size_t end = pos + ext.size();
-    bool startOk = pos == 0 || extensions[pos - 1] == ' ';
-    bool endOk = end == extensions.size() || extensions[end] == ' ';
-    if (startOk && endOk) return true;
-    pos = end;
-  }
-  return false;
-}
-
-std::string DeviceInfo::typeName() const {
-  if (type & CL_DEVICE_TYPE_GPU) return "GPU";
-  if (type & CL_DEVICE_TYPE_CPU) return "CPU";
-  if (type & CL_DEVICE_TYPE_ACCELERATOR) return "accelerator";
-  return "other";
-}
 
 std::string DeviceInfo::index() const {
   return std::to_string(platformIndex) + ":" + std::to_string(deviceIndex);

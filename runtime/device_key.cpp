@@ -1,5 +1,6 @@
 #include "runtime/device_key.h"
 
+#include <cctype>
 #include <filesystem>
 #include <system_error>
 
@@ -60,6 +61,25 @@ bool migrateKeyedPath(const std::string& dir, const std::string& key, const std:
   std::filesystem::rename(dir + "/" + legacy + suffix, current, ec);
   if (ec) throw Error("cannot rename " + dir + "/" + legacy + suffix + " to " + current + " (device-key migration): " + ec.message());
   return true;
+}
+
+std::string deviceKeySlug(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) out += static_cast<char>(std::tolower(u));
+    else if (!out.empty() && out.back() != '-') out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out;
+}
+
+std::string makeDeviceKey(const std::string& api, const std::string& vendor, const std::string& device,
+                          const std::string& driverMajor) {
+  const std::string v = deviceKeySlug(vendor);
+  std::string d = deviceKeySlug(device);
+  if (!v.empty() && d.rfind(v + "-", 0) == 0) d = d.substr(v.size() + 1);
+  return deviceKeySlug(api) + "-" + v + "-" + d + "-" + deviceKeySlug(driverMajor);
 }
 
 }  // namespace sdspeed

@@ -22,4 +22,12 @@ class RunFailure : public Error {
   using Error::Error;
 };
 
+// Thrown when a built kernel cannot run a launch on this device (the compiled
+// kernel's work-group or local-memory limit is lower than the family's rules
+// assumed): the harness records the point as unsupported, not as a failure.
+class UnsupportedError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace sdspeed

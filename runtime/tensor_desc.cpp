@@ -134,7 +134,7 @@ size_t TensorDesc::physicalIndex(int64_t n, int64_t c, int64_t hw) const {
   return static_cast<size_t>(((n * shape.slices() + c / 4) * shape.hw() + hw) * 4 + c % 4);
 }
 
-std::string TensorDesc::unsupportedReason(const DeviceInfo& dev) const {
+std::string TensorDesc::unsupportedReason(const DeviceCaps& dev) const {
   // Kernels take C, H*W and W as int and index one sample with int arithmetic.
   if (physicalElements() / static_cast<size_t>(shape.n) > 0x7fffffffu)
     return "tensor " + shape.text() + " has over 2^31 elements per sample (kernels index with 32-bit ints)";

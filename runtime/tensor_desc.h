@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.h"
+#include "runtime/device_caps.h"
 
 namespace sdspeed {
 
@@ -101,7 +101,7 @@ struct TensorDesc {
   // Physical element index of logical (n, c, h*W + w) for buffer storage.
   size_t physicalIndex(int64_t n, int64_t c, int64_t hw) const;
   // Empty when this device can hold the tensor, else why not (one line).
-  std::string unsupportedReason(const DeviceInfo& dev) const;
+  std::string unsupportedReason(const DeviceCaps& dev) const;
   std::string text() const;  // "2x320x64x64 f32.buffer.nchw"
 };
 

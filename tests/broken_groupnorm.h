@@ -34,15 +34,11 @@ class BrokenGroupNorm : public GroupNormFamily {
                                       const Problem& prob, const StorageFormat& f) const override {
     const auto& gp = dynamic_cast<const GroupNormProblem&>(prob);
     const size_t wg = static_cast<size_t>(p["WG"]);
-    Launch l{nullptr, 2, {wg, static_cast<size_t>(gp.dims.n * gp.attrs.groups), 1}, {wg, 1, 1}};
-    const cl_int groups = gp.attrs.groups, flags = (gp.attrs.silu ? 1 : 0) | (gp.attrs.residual ? 2 : 0);
-    const cl_float eps = static_cast<cl_float>(gp.attrs.eps);
-    return std::make_unique<SingleKernelOp>(ctx, buildProgram(ctx, v, p, f, 1), "gn_plain", l,
-                                            [=](cl_kernel k, int i) {
-                                              setArg(k, i, groups);
-                                              setArg(k, i + 1, eps);
-                                              setArg(k, i + 2, flags);
-                                            });
+    const Launch l = Launch::cover(2, {wg, static_cast<size_t>(gp.dims.n * gp.attrs.groups), 1}, {wg, 1, 1});
+    const int32_t groups = gp.attrs.groups, flags = (gp.attrs.silu ? 1 : 0) | (gp.attrs.residual ? 2 : 0);
+    const float eps = static_cast<float>(gp.attrs.eps);
+    return std::make_unique<SingleKernelOp>(ctx, slots(), buildProgram(ctx, v, p, f, 1), "gn_plain", l,
+                                            [=](KernelArgs& a) { a.i32("G", groups).f32("eps", eps).i32("flags", flags); });
   }
 };
 

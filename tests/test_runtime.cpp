@@ -92,7 +92,7 @@ TEST(Devices, SelectDefault) {
   ASSERT_FALSE(devices.empty());
   const DeviceInfo* want = &devices.front();
   for (const auto& d : devices)
-    if (d.type & CL_DEVICE_TYPE_GPU) {
+    if (d.isGpu()) {
       want = &d;
       break;
     }
@@ -103,10 +103,10 @@ TEST(Devices, SelectDefaultPrefersGpu) {
   // A made-up list: the GPU comes second but is the default.
   DeviceInfo cpu, gpu;
   cpu.name = "Some CPU";
-  cpu.type = CL_DEVICE_TYPE_CPU;
+  cpu.type = DeviceType::Cpu;
   cpu.deviceIndex = 0;
   gpu.name = "Some GPU";
-  gpu.type = CL_DEVICE_TYPE_GPU;
+  gpu.type = DeviceType::Gpu;
   gpu.deviceIndex = 1;
   EXPECT_EQ(selectDevice({cpu, gpu}, "").name, "Some GPU");
   EXPECT_EQ(selectDevice({cpu}, "").name, "Some CPU");

@@ -80,7 +80,7 @@ void replayShard(const std::string& dir, const std::string& strategy, size_t bud
   db.driver = rec.rows().front().driver;
   db.sourceHashes["groupnorm"] = rec.rows().front().sourceHash;
   DeviceInfo any;
-  any.type = CL_DEVICE_TYPE_GPU;
+  any.type = DeviceType::Gpu;
   any.maxWorkGroupSize = SIZE_MAX;
   any.localMemBytes = UINT64_MAX;
   std::vector<std::string> instances;

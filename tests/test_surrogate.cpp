@@ -35,7 +35,7 @@ double bowl(const Candidate& c) {
 std::vector<Candidate> space() {
   static const GroupNormFamily fam;
   DeviceInfo dev;
-  dev.type = CL_DEVICE_TYPE_GPU;
+  dev.type = DeviceType::Gpu;
   dev.maxWorkGroupSize = 1024;
   dev.localMemBytes = 64 * 1024;
   dev.computeUnits = 8;

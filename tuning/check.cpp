@@ -180,7 +180,7 @@ std::shared_ptr<const ReferenceData> referenceData(const Family& fam, const Prob
   return data;
 }
 
-std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceInfo& dev, int extra, uint64_t seed) {
+std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev, int extra, uint64_t seed) {
   std::vector<ParamPoint> out;
   const ParamPoint def = v.defaults();
   if (v.violatedConstraint(def).empty() && v.deviceLimitReason(def, dev).empty()) out.push_back(def);

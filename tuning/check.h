@@ -81,7 +81,7 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
 // The points `check` runs for a variant: the defaults, then `extra` more drawn
 // deterministically (from seed) from the constrained space, skipping any the device
 // cannot run.
-std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceInfo& dev, int extra,
+std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev, int extra,
                                      uint64_t seed);
 
 // The capability part of an unsupported reason ("device lacks cl_khr_fp16", "device

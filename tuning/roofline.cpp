@@ -15,7 +15,9 @@ namespace sdspeed {
 Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& policy) {
   const DeviceInfo& dev = ctx.device();
   Ceilings c{dev.key(), dev.name, dev.driverVersion};
-  cl_program program = ctx.programs().get("roofline", ctx.sources().get("roofline/roofline.cl"), kBuildOptions);
+  ClBuiltProgram program;
+  program.source = ctx.sources().get("roofline/roofline.cl");
+  program.handle = ctx.programs().get("roofline", program.source, kBuildOptions);
 
   // Copy: two buffers of copyBytes (a multiple of 16), checked element for element.
   copyBytes = std::min<size_t>(copyBytes, dev.maxAllocBytes) / 16 * 16;
@@ -27,14 +29,13 @@ Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& pol
   for (auto& v : host) v = uni(rng);
   ClMem in = ctx.createBuffer(copyBytes), out = ctx.createBuffer(copyBytes);
   ctx.writeBuffer(in.get(), host.data(), copyBytes);
-  ClKernel copy = ctx.createKernel(program, "copy4");
-  cl_mem inMem = in.get(), outMem = out.get();
-  setArg(copy.get(), 0, inMem);
-  setArg(copy.get(), 1, outMem);
-  setArg(copy.get(), 2, n4);
+  ClBoundKernel copy(ctx, program, "copy4");
+  cl_mem outMem = out.get();
+  copy.bind(KernelArgs().buffer("in", {in.get(), 0}).buffer("out", {outMem, 0}).i32("n", n4));
   const size_t wg = std::min<size_t>(256, dev.maxWorkGroupSize);
-  Launch cl{copy.get(), 1, {roundUp(std::min<size_t>(n4, size_t(dev.computeUnits) * 2048), wg), 1, 1}, {wg, 1, 1}};
-  TimingStats ts = timeOp(ctx, 1, [&](int) { std::vector<ClEvent> e; e.push_back(enqueueLaunch(ctx.queue(), cl)); return e; }, policy);
+  // A grid-stride loop: enough work-items to fill the device, not one per element.
+  const Launch cl = Launch::cover(1, {std::min<size_t>(n4, size_t(dev.computeUnits) * 2048), 1, 1}, {wg, 1, 1});
+  TimingStats ts = timeOp(ctx, 1, [&](int) { std::vector<ClEvent> e; e.push_back(copy.launch(cl)); return e; }, policy);
   std::vector<float> back(host.size());
   ctx.readBuffer(outMem, back.data(), copyBytes);
   if (back != host) throw Error("roofline: the copy kernel produced wrong data");
@@ -46,14 +47,11 @@ Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& pol
   const cl_int iters = 4096;
   const cl_float a = 0.999f, b = 0.001f;
   ClMem res = ctx.createBuffer(items * sizeof(float));
-  ClKernel fmaK = ctx.createKernel(program, "fma_chains");
+  ClBoundKernel fmaK(ctx, program, "fma_chains");
   cl_mem resMem = res.get();
-  setArg(fmaK.get(), 0, resMem);
-  setArg(fmaK.get(), 1, iters);
-  setArg(fmaK.get(), 2, a);
-  setArg(fmaK.get(), 3, b);
-  Launch fl{fmaK.get(), 1, {items, 1, 1}, {wg, 1, 1}};
-  TimingStats tf = timeOp(ctx, 1, [&](int) { std::vector<ClEvent> e; e.push_back(enqueueLaunch(ctx.queue(), fl)); return e; }, policy);
+  fmaK.bind(KernelArgs().buffer("out", {resMem, 0}).i32("iters", iters).f32("a", a).f32("b", b));
+  const Launch fl = Launch::cover(1, {items, 1, 1}, {wg, 1, 1});
+  TimingStats tf = timeOp(ctx, 1, [&](int) { std::vector<ClEvent> e; e.push_back(fmaK.launch(fl)); return e; }, policy);
   std::vector<float> got(items);
   ctx.readBuffer(resMem, got.data(), items * sizeof(float));
   for (size_t i : {size_t(0), items / 2, items - 1}) {

@@ -10,7 +10,7 @@
 
 namespace sdspeed {
 
-std::vector<Candidate> tuningSpace(const Family& fam, const DeviceInfo& dev, const std::vector<std::string>& variants) {
+std::vector<Candidate> tuningSpace(const Family& fam, const DeviceCaps& dev, const std::vector<std::string>& variants) {
   for (const auto& name : variants) fam.variant(name);  // throws for an unknown name
   std::vector<Candidate> out;
   for (const auto& v : fam.variants()) {

@@ -24,7 +24,7 @@ struct Candidate {
 
 // Every (variant, point) of the family that satisfies the constraints and the device's
 // limits, variants in declaration order (all, or those named).
-std::vector<Candidate> tuningSpace(const Family& fam, const DeviceInfo& dev,
+std::vector<Candidate> tuningSpace(const Family& fam, const DeviceCaps& dev,
                                    const std::vector<std::string>& variants = {});
 
 constexpr double kFailedCost = std::numeric_limits<double>::infinity();

@@ -111,11 +111,11 @@ std::unique_ptr<PreparedOp> ActivationFamily::prepare(Context& ctx, const Varian
   const auto sh = shapes(prob);
   const size_t wg = p["WG"], items = p["ITEMS"];
   const size_t perItem = (static_cast<size_t>(sh[1].hw()) + items - 1) / items;
-  Launch l{nullptr, 3, {roundUp(perItem, wg), static_cast<size_t>(sh[1].slices()), static_cast<size_t>(sh[1].n)},
-           {wg, 1, 1}};
-  const cl_int fn = fnCode(a.fn);
-  return std::make_unique<SingleKernelOp>(ctx, buildProgram(ctx, v, p, f, 1), "act_slices", l,
-                                          [fn](cl_kernel k, int i) { setArg(k, i, fn); });
+  const Launch l = Launch::cover(3, {perItem, static_cast<size_t>(sh[1].slices()), static_cast<size_t>(sh[1].n)},
+                                 {wg, 1, 1});
+  const int32_t fn = fnCode(a.fn);
+  return std::make_unique<SingleKernelOp>(ctx, slots(), buildProgram(ctx, v, p, f, 1), "act_slices", l,
+                                          [fn](KernelArgs& a) { a.i32("fn", fn); });
 }
 
 }  // namespace sdspeed

@@ -248,7 +248,7 @@ size_t AttentionFamily::scratchBytes(const VariantDef& v, const AttentionProblem
 }
 
 std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamPoint& pt, const Problem& prob,
-                                               const StorageFormat& f, const DeviceInfo& dev) const {
+                                               const StorageFormat& f, const DeviceCaps& dev) const {
   if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
   const auto& p = asAttention(prob);
   if (p.headDim % 4) return "head size " + std::to_string(p.headDim) + " is not a multiple of 4 (heads are float4 slices)";
@@ -279,24 +279,25 @@ class AttentionOp : public PreparedOp {
  public:
   AttentionOp(Context& ctx, const AttentionFamily& fam, const VariantDef& v, const ParamPoint& pt,
               const AttentionProblem& p, const StorageFormat& f)
-      : ctx_(ctx), p_(p), flash_(v.name == "flash"), naive_(v.name == "naive") {
+      : ctx_(ctx), p_(p), slots_(fam.slots()), flash_(v.name == "flash"), naive_(v.name == "naive") {
     const size_t bh = static_cast<size_t>(p.batch * p.heads), S = static_cast<size_t>(p.queries);
     if (flash_) {
       VariantDef sized = v;  // the head size is a register-array bound: a #define
       sized.defines["HS"] = static_cast<int>(p.headDim / 4);
-      cl_program program = fam.buildProgram(ctx, sized, pt, f, 1);
-      kernels_.push_back(ctx.createKernel(program, "attn_flash"));
+      kernels_.emplace_back(ctx, fam.buildProgram(ctx, sized, pt, f, 1), "attn_flash");
       const size_t wg = pt["WG"], rows = wg * pt["RQ"];
-      launches_.push_back({kernels_[0].get(), 2, {(S + rows - 1) / rows * wg, bh, 1}, {wg, 1, 1}});
+      // A work-group per RQ*WG query rows of one (batch, head).
+      launches_.push_back(Launch::cover(2, {(S + rows - 1) / rows * wg, bh, 1}, {wg, 1, 1}));
       return;
     }
-    cl_program program = fam.buildProgram(ctx, v, pt, f, 1);
-    for (const char* k : {"attn_scores", "attn_row_softmax", "attn_pv"}) kernels_.push_back(ctx.createKernel(program, k));
+    const ClBuiltProgram program = fam.buildProgram(ctx, v, pt, f, 1);
+    for (const char* k : {"attn_scores", "attn_row_softmax", "attn_pv"}) kernels_.emplace_back(ctx, program, k);
     const size_t t = pt["T"], tile = t * pt["R"], swg = pt["SWG"];
     const size_t L = static_cast<size_t>(p.keys), d4 = static_cast<size_t>(p.headDim / 4);
-    launches_.push_back({kernels_[0].get(), 3, {(L + tile - 1) / tile * t, (S + tile - 1) / tile * t, bh}, {t, t, 1}});
-    launches_.push_back({kernels_[1].get(), 2, {swg, bh * S, 1}, {swg, 1, 1}});
-    launches_.push_back({kernels_[2].get(), 3, {(d4 + tile - 1) / tile * t, (S + tile - 1) / tile * t, bh}, {t, t, 1}});
+    // T x T work-items per R*T x R*T tile of scores / of outputs; a work-group per score row.
+    launches_.push_back(Launch::cover(3, {(L + tile - 1) / tile * t, (S + tile - 1) / tile * t, bh}, {t, t, 1}));
+    launches_.push_back(Launch::cover(2, {swg, bh * S, 1}, {swg, 1, 1}));
+    launches_.push_back(Launch::cover(3, {(d4 + tile - 1) / tile * t, (S + tile - 1) / tile * t, bh}, {t, t, 1}));
     scratch_.setSizes({bh * S * L * sizeof(float), bh * S * 2 * sizeof(float)});  // scores, row statistics
   }
 
@@ -304,55 +305,32 @@ class AttentionOp : public PreparedOp {
   void bindScratch(const std::vector<BufferRegion>& regions) override { scratch_.bind(regions); }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
-    if (!checkedLimits_) {
-      for (const auto& l : launches_) checkKernelLimits(ctx_, l);
-      checkedLimits_ = true;
+    KernelArgs args;
+    args.slotTensors(slots_, t)
+        .i32("H", static_cast<int32_t>(p_.heads))
+        .f32("scale", static_cast<float>(p_.effectiveScale()))
+        .i32("causal", p_.causal)
+        .i32("hasMask", p_.mask);
+    if (!flash_) {
+      args.region("scores", scratch_.at(ctx_, 0))
+          .region("stats", scratch_.at(ctx_, 1))
+          .i32("L", static_cast<int32_t>(p_.keys))
+          .i32("normalize", naive_)    // the naive variant normalizes rows in place
+          .i32("useStats", !naive_);   // the others apply the statistics in attn_pv
     }
-    // Slots: q, k, v, mask, out.
-    const cl_int H = static_cast<cl_int>(p_.heads), causal = p_.causal, hasMask = p_.mask;
-    const cl_float scale = static_cast<cl_float>(p_.effectiveScale());
-    if (flash_) {
-      cl_kernel k = kernels_[0].get();
-      int i = 0;
-      for (int slot = 0; slot < 5; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-      setArg(k, i++, H);
-      setArg(k, i++, scale);
-      setArg(k, i++, causal);
-      setArg(k, i++, hasMask);
-    } else {
-      const BufferRegion scores = scratch_.at(ctx_, 0), stats = scratch_.at(ctx_, 1);
-      cl_kernel k = kernels_[0].get();
-      int i = t[0]->setArgs(k, 0);
-      i = t[1]->setArgs(k, i);
-      i = t[3]->setArgs(k, i);
-      i = setRegionArgs(k, i, scores, sizeof(float));
-      setArg(k, i++, H);
-      setArg(k, i++, scale);
-      setArg(k, i++, causal);
-      setArg(k, i++, hasMask);
-      k = kernels_[1].get();
-      i = setRegionArgs(k, 0, scores, sizeof(float));
-      i = setRegionArgs(k, i, stats, 2 * sizeof(float));
-      setArg(k, i++, static_cast<cl_int>(p_.keys));
-      setArg(k, i++, static_cast<cl_int>(naive_));
-      k = kernels_[2].get();
-      i = t[2]->setArgs(k, 0);
-      i = t[4]->setArgs(k, i);
-      i = setRegionArgs(k, i, scores, sizeof(float));
-      i = setRegionArgs(k, i, stats, 2 * sizeof(float));
-      setArg(k, i++, H);
-      setArg(k, i++, static_cast<cl_int>(!naive_));
-    }
+    // Each of the three kernels takes some of the arguments they share.
+    const KernelArgs shared = args.shared();
     std::vector<ClEvent> events;
-    for (const auto& l : launches_) events.push_back(enqueueLaunch(ctx_.queue(), l));
+    for (size_t i = 0; i < kernels_.size(); ++i) events.push_back(kernels_[i].run(shared, launches_[i]));
     return events;
   }
 
  private:
   Context& ctx_;
   AttentionProblem p_;
-  bool flash_, naive_, checkedLimits_ = false;
-  std::vector<ClKernel> kernels_;
+  std::vector<TensorSlot> slots_;
+  bool flash_, naive_;
+  std::vector<ClBoundKernel> kernels_;
   std::vector<Launch> launches_;
   OpScratch scratch_;
 };

@@ -45,7 +45,7 @@ class AttentionFamily : public Family {
   // 1/sqrt(D)).
   ProblemPtr makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const override;
   std::string unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
-                                const StorageFormat& f, const DeviceInfo& dev) const override;
+                                const StorageFormat& f, const DeviceCaps& dev) const override;
   // flash's program depends on the head size: built in prepare, not ahead.
   void prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const override;
   std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p, const Problem& prob,

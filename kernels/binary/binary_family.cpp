@@ -62,7 +62,7 @@ std::unique_ptr<PreparedOp> BinaryFamily::prepare(Context& ctx, const VariantDef
                                                   const Problem& prob, const StorageFormat& f) const {
   const cl_int fn = get(prob).attrs.at("fn") == "mul" ? 1 : 0;
   return oneKernel(ctx, v, p, f, sliceLaunch(get(prob).dims, p["WG"], p["ITEMS"]),
-                   [fn](cl_kernel k, int i) { setArg(k, i, fn); });
+                   [fn](KernelArgs& a) { a.i32("fn", fn); });
 }
 
 double BinaryFamily::minFlops(const Problem& p) const { return static_cast<double>(shapes(p).back().elements()); }

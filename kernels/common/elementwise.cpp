@@ -83,8 +83,7 @@ std::string attrText(double v) {
 
 Launch sliceLaunch(const Shape& out, size_t wg, size_t items) {
   const size_t perRow = (static_cast<size_t>(out.hw()) + items - 1) / items;
-  return Launch{nullptr, 3, {roundUp(perRow, wg), static_cast<size_t>(out.slices()), static_cast<size_t>(out.n)},
-                {wg, 1, 1}};
+  return Launch::cover(3, {perRow, static_cast<size_t>(out.slices()), static_cast<size_t>(out.n)}, {wg, 1, 1});
 }
 
 VariantDef slicesVariant(const std::string& summary) {
@@ -120,7 +119,7 @@ ProblemPtr ElementwiseFamily::make(const Shape& s, std::map<std::string, std::st
 std::unique_ptr<PreparedOp> ElementwiseFamily::oneKernel(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                                          const StorageFormat& f, Launch l,
                                                          SingleKernelOp::ScalarArgs scalars) const {
-  return std::make_unique<SingleKernelOp>(ctx, buildProgram(ctx, v, p, f, 1), name_ + "_" + v.name, l,
+  return std::make_unique<SingleKernelOp>(ctx, slots(), buildProgram(ctx, v, p, f, 1), name_ + "_" + v.name, l,
                                           std::move(scalars));
 }
 

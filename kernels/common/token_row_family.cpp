@@ -121,17 +121,18 @@ std::vector<double> TokenRowFamily::reference(const Problem& p, const std::vecto
 std::unique_ptr<PreparedOp> TokenRowFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                                     const Problem& prob, const StorageFormat& f) const {
   const auto& rp = asRow(prob, name_);
-  cl_program program = buildProgram(ctx, v, p, f, 1);
+  const ClBuiltProgram program = buildProgram(ctx, v, p, f, 1);
   const size_t wg = p["WG"], hw = static_cast<size_t>(rp.dims.hw()), n = static_cast<size_t>(rp.dims.n);
   Launch l;
   if (v.name == "per_item") {
-    l = {nullptr, 2, {roundUp(hw, wg), n, 1}, {wg, 1, 1}};
+    l = Launch::cover(2, {hw, n, 1}, {wg, 1, 1});
   } else {
-    l = {nullptr, 1, {wg * n * hw, 1, 1}, {wg, 1, 1}};
+    l = Launch::cover(1, {wg * n * hw, 1, 1}, {wg, 1, 1});  // a work-group per row
   }
-  const cl_float attr = static_cast<cl_float>(rp.attr);
-  return std::make_unique<SingleKernelOp>(ctx, program, prefix_ + "_" + v.name, l,
-                                          [attr](cl_kernel k, int i) { setArg(k, i, attr); });
+  // The attribute is the kernels' one scalar, under its attribute name (eps, scale).
+  const float attr = static_cast<float>(rp.attr);
+  return std::make_unique<SingleKernelOp>(ctx, slots(), program, prefix_ + "_" + v.name, l,
+                                          [attr, name = attrName_](KernelArgs& a) { a.f32(name, attr); });
 }
 
 }  // namespace sdspeed

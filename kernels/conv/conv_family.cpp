@@ -390,7 +390,7 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
 }
 
 std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint& pt, const Problem& prob,
-                                          const StorageFormat& f, const DeviceInfo& dev) const {
+                                          const StorageFormat& f, const DeviceCaps& dev) const {
   if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
   const auto& p = asConv(prob);
   const ConvDims& d = p.dims;
@@ -427,7 +427,7 @@ class ConvOp : public PreparedOp {
  public:
   ConvOp(Context& ctx, const ConvFamily& fam, const VariantDef& v, const ParamPoint& pt, const ConvProblem& p,
          const StorageFormat& f)
-      : ctx_(ctx), p_(p) {
+      : ctx_(ctx), p_(p), slots_(fam.slots()) {
     const ConvDims& d = p.dims;
     program_ = fam.buildProgram(ctx, v, pt, f, 1);
     flags_ = (p.bias ? kFlagBias : 0) | (p.temb ? kFlagTemb : 0) | (p.residual ? kFlagResidual : 0);
@@ -439,7 +439,7 @@ class ConvOp : public PreparedOp {
       kind_ = Kind::Direct;
       const size_t wgx = pt["WGX"], wgy = pt["WGY"], px = pt["PX"], co = pt["CO"];
       const size_t coBlocks = (static_cast<size_t>(d.cout) + co - 1) / co;
-      add("conv_direct", 3, {roundUp((Wo + px - 1) / px, wgx), roundUp(Ho, wgy), N * coBlocks}, {wgx, wgy, 1});
+      add("conv_direct", 3, {(Wo + px - 1) / px, Ho, N * coBlocks}, {wgx, wgy, 1});
       return;
     }
     const size_t wx = pt["TN"] / pt["RN"], wy = pt["TM"] / pt["RM"], tm = pt["TM"], tn = pt["TN"];
@@ -458,24 +458,21 @@ class ConvOp : public PreparedOp {
       tilesW_ = static_cast<cl_int>((Wo + m - 1) / m);
       tiles_ = static_cast<cl_int>(N) * tilesH_ * tilesW_;
       tilesP_ = static_cast<cl_int>(up4(tiles_));
-      prep_ = {nullptr, 2, {roundUp(coutP, kTransformWg), cin, 1}, {kTransformWg, 1, 1}};
-      prepKernel_ = ctx.createKernel(program_, "conv_wino_weights");
-      prep_.kernel = prepKernel_.get();
-      add("conv_wino_input", 2, {roundUp(static_cast<size_t>(tilesP_), kTransformWg), cin, 1}, {kTransformWg, 1, 1});
+      prep_ = Launch::cover(2, {coutP, cin, 1}, {kTransformWg, 1, 1});
+      prepKernel_ = ClBoundKernel(ctx, program_, "conv_wino_weights");
+      add("conv_wino_input", 2, {static_cast<size_t>(tilesP_), cin, 1}, {kTransformWg, 1, 1});
       gemm(static_cast<size_t>(tilesP_), static_cast<size_t>((m + 2) * (m + 2)));
-      add("conv_wino_output", 2, {roundUp(static_cast<size_t>(tiles_), kTransformWg), coutP / 4, 1},
-          {kTransformWg, 1, 1});
+      add("conv_wino_output", 2, {static_cast<size_t>(tiles_), coutP / 4, 1}, {kTransformWg, 1, 1});
       resetScratch();
       return;
     }
     const size_t K = cin * static_cast<size_t>(d.kernel * d.kernel);
-    prep_ = {nullptr, 2, {roundUp(coutP, kTransformWg), K, 1}, {kTransformWg, 1, 1}};
-    prepKernel_ = ctx.createKernel(program_, "conv_pack_weights");
-    prep_.kernel = prepKernel_.get();
+    prep_ = Launch::cover(2, {coutP, K, 1}, {kTransformWg, 1, 1});
+    prepKernel_ = ClBoundKernel(ctx, program_, "conv_pack_weights");
     if (v.name == "im2col_gemm") {
       kind_ = Kind::Im2col;
       pp_ = static_cast<cl_int>(up4(static_cast<int64_t>(Ho * Wo)));
-      add("conv_im2col", 3, {roundUp(static_cast<size_t>(pp_), kTransformWg), K, N}, {kTransformWg, 1, 1});
+      add("conv_im2col", 3, {static_cast<size_t>(pp_), K, N}, {kTransformWg, 1, 1});
       gemm(static_cast<size_t>(pp_), N);
     } else {
       kind_ = Kind::Conv1x1;
@@ -498,23 +495,19 @@ class ConvOp : public PreparedOp {
   bool derivedWeightsPerCall() const override { return perCallWeights_; }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
-    if (!checkedLimits_) {
-      for (const auto& l : launches_) checkKernelLimits(ctx_, l);
-      if (prep_.kernel) checkKernelLimits(ctx_, prep_);
-      checkedLimits_ = true;
-    }
-    // Slots: x, weight, bias, temb, residual, y.
     const ConvDims& d = p_.dims;
-    const cl_int H = static_cast<cl_int>(d.height), W = static_cast<cl_int>(d.width),
-                 Wo = static_cast<cl_int>(d.outWidth()), K = static_cast<cl_int>(d.kernel),
-                 stride = static_cast<cl_int>(d.stride), pad = static_cast<cl_int>(d.pad);
+    const int32_t H = static_cast<int32_t>(d.height), W = static_cast<int32_t>(d.width),
+                  Wo = static_cast<int32_t>(d.outWidth()), K = static_cast<int32_t>(d.kernel),
+                  stride = static_cast<int32_t>(d.stride), pad = static_cast<int32_t>(d.pad);
+    // Every kernel reads some of the slots' tensors; the scalars are each kernel's own
+    // (K is the kernel size to conv_direct and conv_im2col, the reduction to conv_gemm).
+    KernelArgs tensors;
+    tensors.slotTensors(slots_, t);
     std::vector<ClEvent> events;
     if (kind_ == Kind::Direct) {
-      cl_kernel k = kernels_[0].get();
-      int i = 0;
-      for (int slot = 0; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-      for (cl_int a : {H, W, Wo, K, stride, pad, flags_}) setArg(k, i++, a);
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[0]));
+      KernelArgs a = tensors;
+      a.i32("H", H).i32("W", W).i32("Wo", Wo).i32("K", K).i32("stride", stride).i32("pad", pad).i32("flags", flags_);
+      events.push_back(kernels_[0].run(a, launches_[0]));
       return events;
     }
     size_t next = 0;
@@ -524,73 +517,57 @@ class ConvOp : public PreparedOp {
       // transform); one tile block: V made once for every channel block. Resident: one
       // block of each, as the transforms are written for.
       const BufferRegion V = scratchSet_.at(ctx_, 0), M = scratchSet_.at(ctx_, 1);
-      const cl_int tileBlock = perCallWeights_ ? static_cast<cl_int>(scratch_.blockTiles) : tilesP_;
+      const int32_t tileBlock = perCallWeights_ ? static_cast<int32_t>(scratch_.blockTiles) : tilesP_;
       const bool oneTileBlock = tileBlock >= tiles_;
-      auto input = [&](cl_int t0, cl_int tb, cl_int tbP) {
-        cl_kernel k = kernels_[0].get();
-        int i = t[0]->setArgs(k, 0);
-        i = setRegionArgs(k, i, V, sizeof(float));
-        for (cl_int a : {H, W, tilesH_, tilesW_, tb, tbP, pad, t0}) setArg(k, i++, a);
+      auto input = [&](int32_t t0, int32_t tb, int32_t tbP) {
+        KernelArgs in = tensors;
+        in.region("V", V).i32("H", H).i32("W", W).i32("tilesH", tilesH_).i32("tilesW", tilesW_);
+        in.i32("T", tb).i32("TP", tbP).i32("pad", pad).i32("t0", t0);
         Launch l = launches_[0];
-        l.global[0] = roundUp(static_cast<size_t>(tbP), kTransformWg);
-        events.push_back(enqueueLaunch(ctx_.queue(), l));
+        l.global[0] = roundUp(static_cast<size_t>(tbP), l.local[0]);
+        events.push_back(kernels_[0].run(in, l));
       };
       if (oneTileBlock) input(0, tiles_, tilesP_);
-      forEachBlock(*t[1], events, [&](const BufferRegion& weights, cl_int co0, cl_int nb) {
-        for (cl_int t0 = 0; t0 < tiles_; t0 += tileBlock) {
-          const cl_int tb = oneTileBlock ? tiles_ : std::min(tileBlock, tiles_ - t0);
-          const cl_int tbP = oneTileBlock ? tilesP_ : (tb + 3) / 4 * 4;
+      forEachBlock(*t[1], events, [&](const BufferRegion& weights, int32_t co0, int32_t nb) {
+        for (int32_t t0 = 0; t0 < tiles_; t0 += tileBlock) {
+          const int32_t tb = oneTileBlock ? tiles_ : std::min(tileBlock, tiles_ - t0);
+          const int32_t tbP = oneTileBlock ? tilesP_ : (tb + 3) / 4 * 4;
           if (!oneTileBlock) input(t0, tb, tbP);
-          cl_kernel k = kernels_[gemm_].get();
-          int i = setRegionArgs(k, 0, weights, sizeof(float));
-          setArg(k, i++, static_cast<cl_int>(d.cin * nb));
-          setArg(k, i++, nb);
-          setArg(k, i++, static_cast<cl_int>(d.cin));
-          i = setRegionArgs(k, i, V, sizeof(float));
-          setArg(k, i++, tbP);
-          i = setRegionArgs(k, i, M, sizeof(float));
-          setArg(k, i++, nb);  // M holds this block's channels
-          setArg(k, i++, static_cast<cl_int>(0));
-          events.push_back(enqueueLaunch(ctx_.queue(), gemmLaunch(nb, tbP)));
-          k = kernels_[gemm_ + 1].get();
-          i = setRegionArgs(k, 0, M, sizeof(float));
-          for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-          for (cl_int a : {Wo, tilesH_, tilesW_, tb, tbP, nb, flags_, t0, co0 / 4}) setArg(k, i++, a);
+          // The batched GEMM: alpha^2 planes M = U V, U [alpha^2][Cin][nb], V [alpha^2][Cin][tbP],
+          // M [alpha^2][nb][tbP] (this block's channels).
+          KernelArgs g;
+          g.region("A", weights).i32("aStride", static_cast<int32_t>(d.cin) * nb).i32("Mp", nb);
+          g.i32("K", static_cast<int32_t>(d.cin)).region("B", V).i32("ldb", tbP).region("C", M);
+          g.i32("ldc", nb).i32("mOff", 0);
+          events.push_back(kernels_[gemm_].run(g, gemmLaunch(nb, tbP)));
+          KernelArgs out = tensors;
+          out.region("M", M).i32("Wo", Wo).i32("tilesH", tilesH_).i32("tilesW", tilesW_).i32("T", tb);
+          out.i32("TP", tbP).i32("CoutP", nb).i32("flags", flags_).i32("t0", t0).i32("s0", co0 / 4);
           Launch l = launches_[gemm_ + 1];
-          l.global[0] = roundUp(static_cast<size_t>(tb), kTransformWg);
+          l.global[0] = roundUp(static_cast<size_t>(tb), l.local[0]);
           l.global[1] = static_cast<size_t>(nb / 4);
-          events.push_back(enqueueLaunch(ctx_.queue(), l));
+          events.push_back(kernels_[gemm_ + 1].run(out, l));
         }
       });
       return events;
     }
-    const cl_int Kdim = static_cast<cl_int>(d.cin * d.kernel * d.kernel);
     BufferRegion col;
     if (kind_ == Kind::Im2col) {
       col = scratchSet_.at(ctx_, 0);
-      cl_kernel k = kernels_[next].get();
-      int i = t[0]->setArgs(k, 0);
-      i = setRegionArgs(k, i, col, sizeof(float));
-      const cl_int HoWo = static_cast<cl_int>(d.outHeight() * d.outWidth());
-      for (cl_int a : {H, W, Wo, HoWo, pp_, K, stride, pad}) setArg(k, i++, a);
-      events.push_back(enqueueLaunch(ctx_.queue(), launches_[next++]));
+      KernelArgs a = tensors;
+      a.region("col", col).i32("H", H).i32("W", W).i32("Wo", Wo);
+      a.i32("HoWo", static_cast<int32_t>(d.outHeight() * d.outWidth())).i32("PP", pp_).i32("K", K);
+      a.i32("stride", stride).i32("pad", pad);
+      events.push_back(kernels_[next].run(a, launches_[next]));
+      ++next;
     }
-    forEachBlock(*t[1], events, [&](const BufferRegion& weights, cl_int co0, cl_int nb) {
-      cl_kernel k = kernels_[gemm_].get();
-      int i = setRegionArgs(k, 0, weights, sizeof(float));
-      setArg(k, i++, static_cast<cl_int>(0));
-      setArg(k, i++, nb);
-      setArg(k, i++, Kdim);
-      if (kind_ == Kind::Im2col) {
-        i = setRegionArgs(k, i, col, sizeof(float));
-        setArg(k, i++, pp_);
-      } else {
-        i = t[0]->setArgs(k, i);
-      }
-      for (int slot = 2; slot < 6; ++slot) i = t[static_cast<size_t>(slot)]->setArgs(k, i);
-      setArg(k, i++, flags_);
-      setArg(k, i++, co0);
-      events.push_back(enqueueLaunch(ctx_.queue(), gemmLaunch(nb, pp_ ? pp_ : static_cast<cl_int>(d.outHeight() * d.outWidth()))));
+    const int32_t cols = kind_ == Kind::Im2col ? pp_ : static_cast<int32_t>(d.outHeight() * d.outWidth());
+    forEachBlock(*t[1], events, [&](const BufferRegion& weights, int32_t co0, int32_t nb) {
+      KernelArgs g = tensors;
+      g.region("A", weights).i32("aStride", 0).i32("Mp", nb).i32("mOff", co0);
+      g.i32("K", static_cast<int32_t>(d.cin * d.kernel * d.kernel)).i32("flags", flags_);
+      if (kind_ == Kind::Im2col) g.region("B", col).i32("ldb", pp_);
+      events.push_back(kernels_[gemm_].run(g, gemmLaunch(nb, cols)));
     });
     return events;
   }
@@ -598,10 +575,10 @@ class ConvOp : public PreparedOp {
  private:
   enum class Kind { Direct, Im2col, Conv1x1, Winograd };
 
-  void add(const char* name, int dims, std::array<size_t, 3> global, std::array<size_t, 3> local) {
-    kernels_.push_back(ctx_.createKernel(program_, name));
-    Launch l{kernels_.back().get(), dims, {global[0], global[1], global[2]}, {local[0], local[1], local[2]}};
-    launches_.push_back(l);
+  // A kernel of the op and its grid: `items` work-items per dimension, in work-groups of `local`.
+  void add(const char* name, int dims, std::array<size_t, 3> items, std::array<size_t, 3> local) {
+    kernels_.emplace_back(ctx_, program_, name);
+    launches_.push_back(Launch::cover(dims, {items[0], items[1], items[2]}, {local[0], local[1], local[2]}));
   }
 
   void resetScratch() {
@@ -615,7 +592,7 @@ class ConvOp : public PreparedOp {
   }
 
   // The GEMM's launch for nb output channels (rows of TM-high tiles) by cols columns.
-  Launch gemmLaunch(cl_int nb, cl_int cols) const {
+  Launch gemmLaunch(int32_t nb, int32_t cols) const {
     Launch l = launches_[gemm_];
     l.global[0] = (static_cast<size_t>(cols) + tn_ - 1) / tn_ * wx_;
     l.global[1] = (static_cast<size_t>(nb) + tm_ - 1) / tm_ * wy_;
@@ -635,9 +612,9 @@ class ConvOp : public PreparedOp {
       return;
     }
     const BufferRegion r = scratchSet_.at(ctx_, scratchSet_.sizes().size() - 1);
-    const cl_int block = static_cast<cl_int>(scratch_.blockChannels);
-    for (cl_int co0 = 0; co0 < coutP_; co0 += block) {
-      const cl_int nb = std::min(block, coutP_ - co0);
+    const int32_t block = static_cast<int32_t>(scratch_.blockChannels);
+    for (int32_t co0 = 0; co0 < coutP_; co0 += block) {
+      const int32_t nb = std::min(block, coutP_ - co0);
       transformWeights(w, r, co0, nb, events);  // its time is part of the op's
       gemm(r, co0, nb);
     }
@@ -645,17 +622,15 @@ class ConvOp : public PreparedOp {
 
   // Enqueues the transform of output channels [co0, co0 + nb) of w into the GEMM's
   // layout (packing or Winograd's G g G^T), nb channels a row.
-  void transformWeights(const DeviceTensor& w, const BufferRegion& out, cl_int co0, cl_int nb,
+  void transformWeights(const DeviceTensor& w, const BufferRegion& out, int32_t co0, int32_t nb,
                         std::vector<ClEvent>& events) {
-    cl_kernel k = prep_.kernel;
-    int i = w.setArgs(k, 0);
-    i = setRegionArgs(k, i, out, sizeof(float));
-    setArg(k, i++, static_cast<cl_int>(p_.dims.cout));
-    setArg(k, i++, nb);
-    setArg(k, i++, co0);
+    KernelArgs a;
+    // The output is Winograd's U or the packed Wt, whichever this op's kernel declares.
+    a.tensor("weight", w).region(kind_ == Kind::Winograd ? "U" : "Wt", out);
+    a.i32("Cout", static_cast<int32_t>(p_.dims.cout)).i32("NB", nb).i32("co0", co0);
     Launch l = prep_;
-    l.global[0] = roundUp(static_cast<size_t>(nb), kTransformWg);
-    events.push_back(enqueueLaunch(ctx_.queue(), l));  // in-order queue: done before the GEMM reads it
+    l.global[0] = roundUp(static_cast<size_t>(nb), l.local[0]);
+    events.push_back(prepKernel_.run(a, l));  // in-order queue: done before the GEMM reads it
   }
 
   // Resident weights in the GEMM's layout: transformed on the first use of this weight
@@ -695,15 +670,15 @@ class ConvOp : public PreparedOp {
 
   Context& ctx_;
   ConvProblem p_;
-  cl_program program_ = nullptr;
+  std::vector<TensorSlot> slots_;
+  ClBuiltProgram program_;
   Kind kind_ = Kind::Direct;
-  cl_int flags_ = 0, coutP_ = 0, pp_ = 0, tilesH_ = 0, tilesW_ = 0, tiles_ = 0, tilesP_ = 0;
+  int32_t flags_ = 0, coutP_ = 0, pp_ = 0, tilesH_ = 0, tilesW_ = 0, tiles_ = 0, tilesP_ = 0;
   size_t gemm_ = 0, tm_ = 1, wy_ = 1, tn_ = 1, wx_ = 1;  // the GEMM's index in launches_, its tiles
-  bool checkedLimits_ = false;
   ConvScratch scratch_;
-  std::vector<ClKernel> kernels_;
+  std::vector<ClBoundKernel> kernels_;
   std::vector<Launch> launches_;
-  ClKernel prepKernel_;
+  ClBoundKernel prepKernel_;
   Launch prep_;
   OpScratch scratchSet_;
   bool perCallWeights_ = false;

@@ -60,7 +60,7 @@ class ConvFamily : public Family {
   // temb, residual. Every variant is counted so (Winograd: effective FLOP/s).
   double minFlops(const Problem& p) const override;
   std::string unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
-                                const StorageFormat& f, const DeviceInfo& dev) const override;
+                                const StorageFormat& f, const DeviceCaps& dev) const override;
   std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p, const Problem& prob,
                                       const StorageFormat& f) const override;
 

@@ -252,7 +252,7 @@ ProblemPtr GemmFamily::makeProblem(const Shape& shape, const std::map<std::strin
 }
 
 std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint& pt, const Problem& prob,
-                                          const StorageFormat& f, const DeviceInfo& dev) const {
+                                          const StorageFormat& f, const DeviceCaps& dev) const {
   if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
   const auto& p = asGemm(prob);
   if (v.name == "tiled" && p.epilogue == "geglu") {
@@ -274,25 +274,24 @@ std::unique_ptr<PreparedOp> GemmFamily::prepare(Context& ctx, const VariantDef& 
   const bool geglu = g.epilogue == "geglu";
   VariantDef def = v;
   if (geglu) def.defines["GEGLU"] = 1;  // only then: other epilogues share prebuild's program
-  cl_program program = buildProgram(ctx, def, p, f, 1);
+  const ClBuiltProgram program = buildProgram(ctx, def, p, f, 1);
   const size_t B = static_cast<size_t>(g.x.n), T = static_cast<size_t>(g.x.hw());
   const size_t F = static_cast<size_t>(g.outChannels());
   Launch l;
   std::string kernel;
   if (v.name == "tiled") {
     const size_t mwg = p["MWG"], nwg = p["NWG"], mdim = mwg / p["MWI"], ndim = nwg / p["NWI"];
-    l = {nullptr, 3, {(T + mwg - 1) / mwg * mdim, (F + nwg - 1) / nwg * ndim, B}, {mdim, ndim, 1}};
+    // One work-group per MWG x NWG output tile.
+    l = Launch::cover(3, {(T + mwg - 1) / mwg * mdim, (F + nwg - 1) / nwg * ndim, B}, {mdim, ndim, 1});
     kernel = "gemm_tiled";
   } else {
     const size_t wg = p["WG"];
-    l = {nullptr, 3, {roundUp(T, wg), (F + 3) / 4, B}, {wg, 1, 1}};
+    l = Launch::cover(3, {T, (F + 3) / 4, B}, {wg, 1, 1});
     kernel = "gemm_direct";
   }
-  const cl_int epi = geglu ? 0 : epilogueCode(g.epilogue), hasBias = g.bias, hasResidual = g.residual;
-  return std::make_unique<SingleKernelOp>(ctx, program, kernel, l, [=](cl_kernel k, int i) {
-    setArg(k, i++, epi);
-    setArg(k, i++, hasBias);
-    setArg(k, i++, hasResidual);
+  const int32_t epi = geglu ? 0 : epilogueCode(g.epilogue), hasBias = g.bias, hasResidual = g.residual;
+  return std::make_unique<SingleKernelOp>(ctx, slots(), program, kernel, l, [=](KernelArgs& a) {
+    a.i32("epi", epi).i32("hasBias", hasBias).i32("hasResidual", hasResidual);
   });
 }
 

@@ -49,7 +49,7 @@ class GemmFamily : public Family {
   ProblemPtr makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const override;
   // tiled under GEGLU holds twice the w tile: checked here, where the problem is known.
   std::string unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
-                                const StorageFormat& f, const DeviceInfo& dev) const override;
+                                const StorageFormat& f, const DeviceCaps& dev) const override;
   // The GEGLU program (GEGLU=1, twice the accumulators) is built in prepare; prebuild
   // builds the program of every other epilogue.
   std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p, const Problem& prob,

@@ -74,7 +74,7 @@ VariantDef split() {
   // Work-groups wait for each other, so all of a group's must run at once. CPU
   // runtimes (PoCL) may run work-groups one after another on a thread, so there only
   // SPLIT=1 (no waiting on others) is allowed; it still runs the exchange code in CI.
-  v.deviceRule = [](const ParamPoint& p, const DeviceInfo& dev) -> std::string {
+  v.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) -> std::string {
     if (p["SPLIT"] > 1 && !dev.isGpu())
       return "SPLIT > 1 needs co-resident work-groups, which only GPUs are assumed to give";
     return {};
@@ -92,74 +92,54 @@ class GroupNormOp : public PreparedOp {
  public:
   GroupNormOp(Context& ctx, const GroupNormFamily& fam, const VariantDef& v, const ParamPoint& p,
               const GroupNormProblem& prob, const StorageFormat& f)
-      : ctx_(ctx), prob_(prob), point_(p), twoPass_(v.name == "two_pass"), split_(v.name == "split") {
-    cl_program program = fam.buildProgram(ctx, v, p, f, p["VEC"]);
+      : ctx_(ctx), prob_(prob), point_(p), slots_(fam.slots()), twoPass_(v.name == "two_pass"),
+        split_(v.name == "split") {
+    const ClBuiltProgram program = fam.buildProgram(ctx, v, p, f, p["VEC"]);
     const Shape& s = prob.dims;
     flags_ = (prob.attrs.silu ? kFlagSilu : 0) | (prob.attrs.residual ? kFlagResidual : 0);
+    const size_t groups = static_cast<size_t>(s.n * prob.attrs.groups);
     if (twoPass_) {
-      stats_ = ctx.createKernel(program, "gn_stats");
-      normalize_ = ctx.createKernel(program, "gn_normalize");
+      kernels_.emplace_back(ctx, program, "gn_stats");
+      kernels_.emplace_back(ctx, program, "gn_normalize");
       const size_t split = p["SPLIT"], wg = p["WG"], nwg = p["NWG"];
-      scratch_.setSizes({static_cast<size_t>(s.n * prob.attrs.groups) * split * 2 * sizeof(float)});
-      launches_.push_back({stats_.get(), 2, {split * wg, static_cast<size_t>(s.n * prob.attrs.groups), 1}, {wg, 1, 1}});
-      launches_.push_back({normalize_.get(), 3,
-                           {roundUp(static_cast<size_t>(s.hw()), nwg), static_cast<size_t>(s.slices()),
-                            static_cast<size_t>(s.n)},
-                           {nwg, 1, 1}});
+      scratch_.setSizes({groups * split * 2 * sizeof(float)});
+      // Stats: SPLIT work-groups per (image, group); normalize: one item per pixel of a slice.
+      launches_.push_back(Launch::cover(2, {split * wg, groups, 1}, {wg, 1, 1}));
+      launches_.push_back(Launch::cover(
+          3, {static_cast<size_t>(s.hw()), static_cast<size_t>(s.slices()), static_cast<size_t>(s.n)}, {nwg, 1, 1}));
     } else if (split_) {
-      onePass_ = ctx.createKernel(program, "gn_split");
-      const size_t wg = p["WG"], parts = p["SPLIT"], groups = static_cast<size_t>(s.n * prob.attrs.groups);
+      kernels_.emplace_back(ctx, program, "gn_split");
+      const size_t wg = p["WG"], parts = p["SPLIT"];
       counters_ = ctx.createBuffer(groups * sizeof(cl_int));
       std::vector<cl_int> zeros(groups, 0);
       ctx.writeBuffer(counters_.get(), zeros.data(), zeros.size() * sizeof(cl_int));
       // The partials are scratch; the counters persist between launches (they count
       // up across calls, see enqueue), so they stay the op's own, 4 bytes a group.
       scratch_.setSizes({groups * parts * 2 * sizeof(float)});
-      launches_.push_back({onePass_.get(), 2, {parts * wg, groups, 1}, {wg, 1, 1}});
+      launches_.push_back(Launch::cover(2, {parts * wg, groups, 1}, {wg, 1, 1}));
     } else {
-      onePass_ = ctx.createKernel(program, "gn_one_pass");
+      kernels_.emplace_back(ctx, program, "gn_one_pass");
       const size_t wg = p["WG"];
-      launches_.push_back({onePass_.get(), 2, {wg, static_cast<size_t>(s.n * prob.attrs.groups), 1}, {wg, 1, 1}});
+      launches_.push_back(Launch::cover(2, {wg, groups, 1}, {wg, 1, 1}));  // a work-group per group
     }
   }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
-    if (!checkedLimits_) {
-      for (const auto& l : launches_) checkKernelLimits(ctx_, l);
-      checkedLimits_ = true;
+    KernelArgs args;
+    args.slotTensors(slots_, t)
+        .i32("G", prob_.attrs.groups)
+        .f32("eps", static_cast<float>(prob_.attrs.eps))
+        .i32("flags", flags_);
+    if (!scratch_.sizes().empty()) args.region("partials", scratch_.at(ctx_, 0));
+    if (split_) {
+      // The counters grow by SPLIT per launch; wait for this launch's total.
+      ++sequence_;
+      args.buffer("counters", {counters_.get(), 0}).i32("target", static_cast<int32_t>(sequence_ * point_["SPLIT"]));
     }
-    // Slots: x, gamma, beta, res, y.
-    const cl_int G = prob_.attrs.groups;
-    const cl_float eps = static_cast<cl_float>(prob_.attrs.eps);
+    // gn_stats takes only some of the arguments the op's kernels share.
+    const KernelArgs shared = args.shared();
     std::vector<ClEvent> events;
-    if (twoPass_) {
-      int i = t[0]->setArgs(stats_.get(), 0);
-      setArg(stats_.get(), i++, G);
-      const BufferRegion part = scratch_.at(ctx_, 0);
-      i = setRegionArgs(stats_.get(), i, part, sizeof(float));
-      cl_kernel k = normalize_.get();
-      i = 0;
-      for (int slot = 0; slot < 5; ++slot) i = t[slot]->setArgs(k, i);
-      setArg(k, i++, G);
-      setArg(k, i++, eps);
-      setArg(k, i++, flags_);
-      i = setRegionArgs(k, i, part, sizeof(float));
-    } else {
-      cl_kernel k = onePass_.get();
-      int i = 0;
-      for (int slot = 0; slot < 5; ++slot) i = t[slot]->setArgs(k, i);
-      setArg(k, i++, G);
-      setArg(k, i++, eps);
-      setArg(k, i++, flags_);
-      if (split_) {
-        // The counters grow by SPLIT per launch; wait for this launch's total.
-        ++sequence_;
-        setArg(k, i++, counters_.get());
-        i = setRegionArgs(k, i, scratch_.at(ctx_, 0), sizeof(float));
-        setArg(k, i++, static_cast<cl_int>(sequence_ * point_["SPLIT"]));
-      }
-    }
-    for (const auto& l : launches_) events.push_back(enqueueLaunch(ctx_.queue(), l));
+    for (size_t i = 0; i < kernels_.size(); ++i) events.push_back(kernels_[i].run(shared, launches_[i]));
     return events;
   }
 
@@ -170,10 +150,11 @@ class GroupNormOp : public PreparedOp {
   Context& ctx_;
   GroupNormProblem prob_;
   ParamPoint point_;
-  bool twoPass_, split_, checkedLimits_ = false;
-  cl_int flags_ = 0;
+  std::vector<TensorSlot> slots_;
+  bool twoPass_, split_;
+  int32_t flags_ = 0;
   int64_t sequence_ = 0;
-  ClKernel stats_, normalize_, onePass_;
+  std::vector<ClBoundKernel> kernels_;
   ClMem counters_;
   OpScratch scratch_;
   std::vector<Launch> launches_;
@@ -328,7 +309,7 @@ double GroupNormFamily::minFlops(const Problem& p) const {
 
 std::string GroupNormFamily::unsupportedReason(const VariantDef& v, const ParamPoint& p,
                                                const Problem& prob, const StorageFormat& f,
-                                               const DeviceInfo& dev) const {
+                                               const DeviceCaps& dev) const {
   if (std::string why = Family::unsupportedReason(v, p, prob, f, dev); !why.empty()) return why;
   if (v.name != "two_pass" && f.storage == Storage::Image2D)
     return v.name + " stores single channels and an image2d texel holds four (use two_pass)";

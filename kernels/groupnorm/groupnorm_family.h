@@ -39,7 +39,7 @@ class GroupNormFamily : public Family {
   double minFlops(const Problem& p) const override;
 
   std::string unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
-                                const StorageFormat& f, const DeviceInfo& dev) const override;
+                                const StorageFormat& f, const DeviceCaps& dev) const override;
   std::unique_ptr<PreparedOp> prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                       const Problem& prob, const StorageFormat& f) const override;
 

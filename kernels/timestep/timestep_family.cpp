@@ -82,12 +82,11 @@ std::unique_ptr<PreparedOp> TimestepFamily::prepare(Context& ctx, const VariantD
                                                     const Problem& prob, const StorageFormat& f) const {
   const auto& e = get(prob);
   const size_t wg = p["WG"];
-  Launch l{nullptr, 2, {roundUp(static_cast<size_t>(e.dims.slices()), wg), static_cast<size_t>(e.dims.n), 1}, {wg, 1, 1}};
+  const Launch l = Launch::cover(2, {static_cast<size_t>(e.dims.slices()), static_cast<size_t>(e.dims.n), 1}, {wg, 1, 1});
   const cl_float shift = static_cast<cl_float>(shiftOf(e));
   const cl_int flip = flipOf(e);
-  return oneKernel(ctx, v, p, f, l, [shift, flip](cl_kernel k, int i) {
-    setArg(k, i, shift);
-    setArg(k, i + 1, flip);
+  return oneKernel(ctx, v, p, f, l, [shift, flip](KernelArgs& a) {
+    a.f32("shift", shift).i32("flip", flip);
   });
 }
 

@@ -1,0 +1,59 @@
+// A logical Vulkan device: one compute queue (device_info.h picks the family), a command
+// pool, and the features shaders may use enabled when the device has them (f16
+// arithmetic, 16/8-bit storage). Submissions are synchronous (submit, wait on a fence):
+// sdspeed times one op at a time, as its OpenCL side does with an in-order queue.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <functional>
+#include <memory>
+#include <mutex>
+
+#include "runtime/vulkan/device_info.h"
+#include "runtime/vulkan/instance.h"
+
+namespace sdspeed::vk {
+
+class Device {
+ public:
+  // Throws Error when the device cannot run sdspeed (Vulkan < 1.1, no compute queue),
+  // VkError when the driver fails.
+  Device(std::shared_ptr<Instance> instance, const VulkanDeviceInfo& info);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  VkDevice handle() const { return device_; }
+  VkQueue queue() const { return queue_; }
+  const VulkanDeviceInfo& info() const { return info_; }
+  Instance& instance() const { return *instance_; }
+  // Which optional features creation enabled (a shader using one needs it enabled).
+  bool float16Enabled() const { return float16_; }
+  bool storage16Enabled() const { return storage16_; }
+  bool creationFeedback() const { return creationFeedback_; }  // VK_EXT_pipeline_creation_feedback / 1.3
+
+  // A memory type index allowed by typeBits with all `required` flags, preferring one
+  // that also has `preferred`; throws Error when none has the required flags.
+  uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred = 0) const;
+
+  // Records with `record` into a fresh primary command buffer, submits it and waits.
+  void runOnce(const std::function<void(VkCommandBuffer)>& record);
+  // Submits a recorded command buffer and waits for it (thread-safe: the queue is shared).
+  void submitAndWait(VkCommandBuffer cb);
+  VkCommandBuffer allocateCommandBuffer();
+  void freeCommandBuffer(VkCommandBuffer cb);
+
+ private:
+  std::shared_ptr<Instance> instance_;
+  VulkanDeviceInfo info_;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  bool float16_ = false, storage16_ = false, creationFeedback_ = false;
+  std::mutex poolMu_, queueMu_;
+};
+
+}  // namespace sdspeed::vk

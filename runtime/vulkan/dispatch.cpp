@@ -1,0 +1,161 @@
+#include "runtime/vulkan/dispatch.h"
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/vulkan/buffer.h"
+#include "runtime/vulkan/device.h"
+#include "runtime/vulkan/pipeline.h"
+#include "runtime/vulkan/spirv.h"
+#include "runtime/vulkan/vk_error.h"
+
+namespace sdspeed::vk {
+
+double OpTiming::spanNs() const {
+  if (dispatches.empty()) return 0;
+  uint64_t first = UINT64_MAX, last = 0;
+  for (const auto& t : dispatches) {
+    first = std::min(first, t.startNs);
+    last = std::max(last, t.endNs);
+  }
+  return last > first ? static_cast<double>(last - first) : 0.0;
+}
+
+OpRecorder::OpRecorder(Device& device, uint32_t maxDispatches, uint32_t maxBuffers)
+    : device_(device), maxDispatches_(std::max(maxDispatches, 1u)), maxBuffers_(std::max(maxBuffers, 1u)) {
+  const VulkanDeviceInfo& info = device.info();
+  if (!info.timestamps())
+    throw Error("Vulkan device " + info.selector() + " (" + info.name + ") has no timestamps on its compute queue");
+  const VkDevice d = device.handle();
+  VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+  qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+  qi.queryCount = 2 * maxDispatches_;
+  vkCheck(vkCreateQueryPool(d, &qi, nullptr, &queries_), "vkCreateQueryPool");
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, maxDispatches_ * maxBuffers_};
+  VkDescriptorPoolCreateInfo pi{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  pi.maxSets = maxDispatches_;
+  pi.poolSizeCount = 1;
+  pi.pPoolSizes = &size;
+  VkResult r = vkCreateDescriptorPool(d, &pi, nullptr, &pool_);
+  if (r == VK_SUCCESS) {
+    try {
+      cb_ = device.allocateCommandBuffer();
+    } catch (...) {
+      vkDestroyDescriptorPool(d, pool_, nullptr);
+      vkDestroyQueryPool(d, queries_, nullptr);
+      throw;
+    }
+  } else {
+    vkDestroyQueryPool(d, queries_, nullptr);
+    throw VkError("vkCreateDescriptorPool", r);
+  }
+}
+
+OpRecorder::~OpRecorder() {
+  const VkDevice d = device_.handle();
+  if (recording_) vkEndCommandBuffer(cb_);
+  device_.freeCommandBuffer(cb_);
+  vkDestroyDescriptorPool(d, pool_, nullptr);
+  vkDestroyQueryPool(d, queries_, nullptr);
+}
+
+void OpRecorder::begin() {
+  if (recording_) vkEndCommandBuffer(cb_);  // an abandoned recording
+  recording_ = false;
+  recorded_ = 0;
+  const VkDevice d = device_.handle();
+  vkCheck(vkResetDescriptorPool(d, pool_, 0), "vkResetDescriptorPool");
+  vkCheck(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  vkCheck(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
+  recording_ = true;
+  vkCmdResetQueryPool(cb_, queries_, 0, 2 * maxDispatches_);
+}
+
+void OpRecorder::dispatch(const ComputePipeline& pipeline, std::initializer_list<const Buffer*> buffers,
+                          const void* push, size_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+  const std::string what = std::string("dispatch of ") + pipeline.shader().name;
+  if (!recording_) throw Error(what + ": OpRecorder::begin() was not called");
+  if (recorded_ == maxDispatches_)
+    throw Error(what + ": more than " + std::to_string(maxDispatches_) + " dispatches in one op");
+  if (buffers.size() != pipeline.storageBuffers() || buffers.size() > maxBuffers_)
+    throw Error(what + ": " + std::to_string(buffers.size()) + " buffers given, the pipeline has " +
+                std::to_string(pipeline.storageBuffers()));
+  if (pushBytes != pipeline.pushConstantBytes())
+    throw Error(what + ": " + std::to_string(pushBytes) + " bytes of push constants, the pipeline has " +
+                std::to_string(pipeline.pushConstantBytes()));
+  const auto& lim = device_.info().maxWorkGroupCount;
+  if (gx == 0 || gy == 0 || gz == 0 || gx > lim[0] || gy > lim[1] || gz > lim[2])
+    throw Error(what + ": work-group count " + std::to_string(gx) + "x" + std::to_string(gy) + "x" +
+                std::to_string(gz) + " outside 1.." + std::to_string(lim[0]) + "x" + std::to_string(lim[1]) + "x" +
+                std::to_string(lim[2]));
+  const VkDevice d = device_.handle();
+
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  VkDescriptorSetLayout layout = pipeline.setLayout();
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = pool_;
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &layout;
+  vkCheck(vkAllocateDescriptorSets(d, &ai, &set), "vkAllocateDescriptorSets");
+  std::vector<VkDescriptorBufferInfo> infos;
+  std::vector<VkWriteDescriptorSet> writes;
+  infos.reserve(buffers.size());
+  uint32_t binding = 0;
+  for (const Buffer* b : buffers) {
+    if (!b || !b->handle()) throw Error(what + ": buffer " + std::to_string(binding) + " is empty");
+    infos.push_back({b->handle(), 0, VK_WHOLE_SIZE});
+    VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    w.dstSet = set;
+    w.dstBinding = binding++;
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &infos.back();
+    writes.push_back(w);
+  }
+  if (!writes.empty()) vkUpdateDescriptorSets(d, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
+
+  if (recorded_ > 0) {  // the in-order queue: this dispatch sees the previous one's writes
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+    vkCmdPipelineBarrier(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
+                         0, nullptr, 0, nullptr);
+  }
+  vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
+  vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0, nullptr);
+  if (pushBytes) vkCmdPushConstants(cb_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(pushBytes), push);
+  vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 2 * recorded_);
+  vkCmdDispatch(cb_, gx, gy, gz);
+  vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * recorded_ + 1);
+  ++recorded_;
+}
+
+OpTiming OpRecorder::submit() {
+  if (!recording_) throw Error("OpRecorder::submit() without begin()");
+  recording_ = false;
+  vkCheck(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+  if (recorded_ == 0) throw Error("an op recorded no dispatches to time");
+  device_.submitAndWait(cb_);
+  std::vector<uint64_t> ticks(2 * recorded_);
+  vkCheck(vkGetQueryPoolResults(device_.handle(), queries_, 0, 2 * recorded_, ticks.size() * sizeof(uint64_t),
+                                ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+  const VulkanDeviceInfo& info = device_.info();
+  const uint64_t mask = info.timestampValidBits >= 64 ? ~0ull : (1ull << info.timestampValidBits) - 1;
+  const double period = info.timestampPeriodNs;
+  // Scaled after subtracting the earliest tick: ticks near 2^60 (a CPU driver's
+  // nanosecond clock) would lose their low digits in a double.
+  uint64_t base = UINT64_MAX;
+  for (uint32_t i = 0; i < recorded_; ++i) base = std::min(base, ticks[2 * i] & mask);
+  auto ns = [&](uint64_t tick) {
+    tick &= mask;
+    return tick > base ? static_cast<uint64_t>(static_cast<double>(tick - base) * period + 0.5) : 0;
+  };
+  OpTiming t;
+  for (uint32_t i = 0; i < recorded_; ++i) t.dispatches.push_back({ns(ticks[2 * i]), ns(ticks[2 * i + 1])});
+  return t;
+}
+
+}  // namespace sdspeed::vk

@@ -1,0 +1,65 @@
+// Recording an op's dispatches into one command buffer with a timestamp before and after
+// each, so an op's time has the definition OpenCL's event profiling gives it
+// (runtime/timing.h, eventSpanNs): from the start of its first kernel to the end of its
+// last. Dispatches run in recording order with a compute->compute barrier between them,
+// the semantics of sdspeed's in-order OpenCL queue (each kernel sees the previous one's
+// writes), so per-dispatch times do not overlap.
+//
+// Timestamps: the start one is written at the compute-shader stage, i.e. once every
+// earlier command has finished its compute work (the previous dispatch's end, in this
+// serialized stream); the end one at bottom-of-pipe, when the dispatch has completed.
+// Ticks are masked to the queue's timestampValidBits and scaled by timestampPeriod.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <vector>
+
+namespace sdspeed::vk {
+
+class Buffer;
+class ComputePipeline;
+class Device;
+
+struct DispatchTime {
+  uint64_t startNs = 0, endNs = 0;  // ns after the op's earliest start timestamp
+};
+
+struct OpTiming {
+  std::vector<DispatchTime> dispatches;  // in recording order
+  double spanNs() const;                 // latest end - earliest start; 0 without dispatches
+};
+
+class OpRecorder {
+ public:
+  // Room for maxDispatches dispatches of at most maxBuffers storage buffers each.
+  // Throws Error when the device's compute queue has no timestamps.
+  OpRecorder(Device& device, uint32_t maxDispatches = 64, uint32_t maxBuffers = 16);
+  ~OpRecorder();
+  OpRecorder(const OpRecorder&) = delete;
+  OpRecorder& operator=(const OpRecorder&) = delete;
+
+  // Starts a new recording (the previous one's descriptor sets and queries are reused).
+  void begin();
+  // Binds buffers to bindings 0.. of the pipeline's set, pushes `push` (exactly the
+  // pipeline's push-constant size) and dispatches groups. Throws Error (one line) on a
+  // mismatch with the pipeline, a group count above the device's limit, or more
+  // dispatches than the recorder has room for.
+  void dispatch(const ComputePipeline& pipeline, std::initializer_list<const Buffer*> buffers, const void* push,
+                size_t pushBytes, uint32_t groupsX, uint32_t groupsY = 1, uint32_t groupsZ = 1);
+  // Ends the recording, submits it, waits, and reads the timestamps.
+  OpTiming submit();
+
+ private:
+  Device& device_;
+  uint32_t maxDispatches_, maxBuffers_;
+  uint32_t recorded_ = 0;
+  bool recording_ = false;
+  VkCommandBuffer cb_ = VK_NULL_HANDLE;
+  VkQueryPool queries_ = VK_NULL_HANDLE;
+  VkDescriptorPool pool_ = VK_NULL_HANDLE;
+};
+
+}  // namespace sdspeed::vk

@@ -1,0 +1,62 @@
+// A compute pipeline from embedded SPIR-V (spirv.h): its storage buffers are bindings
+// 0..storageBuffers-1 of descriptor set 0, its scalars (sizes, alpha, beta) one push
+// constant block, its tuning parameters specialization constants (work-group size via
+// local_size_x_id, tile sizes, unroll factors: one SPIR-V module serves every value, so
+// a sweep compiles nothing at build time per point). Creation goes through the on-disk
+// pipeline cache (pipeline_cache.h) when one is given.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/vulkan/pipeline_cache.h"
+
+namespace sdspeed::vk {
+
+class Device;
+struct SpirvShader;
+
+class ComputePipeline {
+ public:
+  // Throws Error on a bad layout (push constants not a multiple of 4 or above the device's
+  // limit; a shader needing f16 arithmetic or 16-bit storage the device lacks is the
+  // caller's check: see Device::float16Enabled), VkError when the driver fails.
+  ComputePipeline(Device& device, const SpirvShader& shader, uint32_t storageBuffers, uint32_t pushConstantBytes,
+                  std::vector<SpecConstant> spec = {}, PipelineCache* cache = nullptr);
+  ~ComputePipeline();
+  ComputePipeline(const ComputePipeline&) = delete;
+  ComputePipeline& operator=(const ComputePipeline&) = delete;
+
+  VkPipeline handle() const { return pipeline_; }
+  VkPipelineLayout layout() const { return layout_; }
+  VkDescriptorSetLayout setLayout() const { return setLayout_; }
+  uint32_t storageBuffers() const { return storageBuffers_; }
+  uint32_t pushConstantBytes() const { return pushBytes_; }
+  const SpirvShader& shader() const { return shader_; }
+  const std::vector<SpecConstant>& spec() const { return spec_; }
+  const std::string& cacheKey() const { return key_; }
+  // The on-disk entry was valid and given to the driver.
+  bool diskCacheHit() const { return diskHit_; }
+  // The driver says its pipeline cache served the pipeline (creation feedback); false
+  // where the driver has no feedback or its cache stores nothing (lavapipe).
+  bool driverCacheHit() const { return driverHit_; }
+
+  // --dump-kernels: writes DIR/<shader>.<key>.comp (the preprocessed GLSL, headed by the
+  // variant's defines and the specialization constants) and DIR/<shader>.<key>.spv.
+  void dump(const std::string& dir) const;
+
+ private:
+  Device& device_;
+  const SpirvShader& shader_;
+  std::vector<SpecConstant> spec_;
+  uint32_t storageBuffers_ = 0, pushBytes_ = 0;
+  std::string key_;
+  bool diskHit_ = false, driverHit_ = false;
+  VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+};
+
+}  // namespace sdspeed::vk

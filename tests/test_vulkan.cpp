@@ -1,0 +1,407 @@
+// The Vulkan runtime (runtime/vulkan/) on the first Vulkan device: lavapipe in CI, under
+// the Khronos validation layer (SDSPEED_VK_VALIDATION=1): every test fails when the layer
+// reports an error, whatever the test checks besides. Without a Vulkan device the device
+// tests skip, saying why.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "runtime/atomic_file.h"
+#include "runtime/device_key.h"
+#include "runtime/program_entry.h"
+#include "runtime/vulkan/buffer.h"
+#include "runtime/vulkan/device.h"
+#include "runtime/vulkan/device_info.h"
+#include "runtime/vulkan/dispatch.h"
+#include "runtime/vulkan/instance.h"
+#include "runtime/vulkan/pipeline.h"
+#include "runtime/vulkan/spirv.h"
+#include "runtime/vulkan/vk_error.h"
+
+SDSPEED_SPIRV_SHADER(axpb_f32)
+#if SDSPEED_GLSLC_STORAGE_16BIT
+SDSPEED_SPIRV_SHADER(axpb_f16s)
+#endif
+#if SDSPEED_GLSLC_STORAGE_16BIT && SDSPEED_GLSLC_FLOAT16_ARITHMETIC
+SDSPEED_SPIRV_SHADER(axpb_f16)
+#endif
+
+namespace sdspeed::vk {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Push {  // the shader's push-constant block (std430: 4-byte members, no padding)
+  uint32_t n;
+  float a;
+  float b;
+};
+
+// IEEE half <-> float for the f16-storage variants (round to nearest even).
+uint16_t toHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  x &= 0x7fffffffu;
+  if (x > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
+  if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow to inf
+  if (x < 0x38800000u)  // below f16's normal range: multiples of 2^-24
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(std::ldexp(std::fabs(f), 24))));
+  const uint32_t rounded = x + 0xfffu + ((x >> 13) & 1u);
+  return static_cast<uint16_t>(sign | ((rounded - 0x38000000u) >> 13));
+}
+
+float fromHalf(uint16_t h) {
+  const uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e == 0) return (sign ? -1.f : 1.f) * std::ldexp(static_cast<float>(m), -24);
+  uint32_t x = e == 31 ? (sign | 0x7f800000u | (m << 13)) : (sign | ((e + 112) << 23) | (m << 13));
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+std::vector<float> inputs(size_t n) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>((i * 7919) % 2001) - 1000) / 500.0f;
+  return x;  // in [-2, 2], multiples of 1/500
+}
+
+class VulkanTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("SDSPEED_VK_VALIDATION", "1", 0);  // ctest sets it; a direct run validates too
+    instance_ = Instance::create();
+    if (!instance_) GTEST_SKIP() << "no Vulkan driver installed (mesa-vulkan-drivers provides lavapipe)";
+    devices_ = listVulkanDevices(*instance_);
+    if (devices_.empty()) GTEST_SKIP() << "no Vulkan device (mesa-vulkan-drivers provides lavapipe)";
+    info_ = selectVulkanDevice(devices_, "");
+    device_ = std::make_unique<Device>(instance_, info_);
+  }
+  void TearDown() override {
+    device_.reset();
+    if (instance_) {
+      EXPECT_EQ(instance_->validationErrors(), expectedValidationErrors_)
+          << "the validation layer reported: " << instance_->lastValidationError();
+    }
+  }
+
+  // y = a*x + b on the device for n elements with work-group size wg; y is poisoned
+  // with NaN and followed by a canary that must survive.
+  template <typename T>
+  std::vector<T> runAxpb(const SpirvShader& shader, const std::vector<T>& x, float a, float b, uint32_t wg,
+                         PipelineCache* cache = nullptr) {
+    const uint32_t n = static_cast<uint32_t>(x.size());
+    constexpr size_t kCanary = 64;
+    Buffer bx(*device_, n * sizeof(T)), by(*device_, (n + kCanary) * sizeof(T));
+    upload(*device_, bx, x.data(), n * sizeof(T));
+    std::vector<uint8_t> poison((n + kCanary) * sizeof(T), 0xff);  // NaN in f32 and f16
+    for (size_t i = n * sizeof(T); i < poison.size(); ++i) poison[i] = static_cast<uint8_t>(0xa5 ^ i);
+    upload(*device_, by, poison.data(), poison.size());
+    ComputePipeline pipeline(*device_, shader, 2, sizeof(Push), {specU32(0, wg)}, cache);
+    OpRecorder rec(*device_);
+    rec.begin();
+    const Push push{n, a, b};
+    rec.dispatch(pipeline, {&bx, &by}, &push, sizeof push, (n + wg - 1) / wg);
+    const OpTiming t = rec.submit();
+    EXPECT_EQ(t.dispatches.size(), 1u);
+    std::vector<uint8_t> out(poison.size());
+    download(*device_, by, out.data(), out.size());
+    for (size_t i = n * sizeof(T); i < out.size(); ++i)
+      if (out[i] != poison[i]) {
+        ADD_FAILURE() << shader.name << " wg " << wg << " n " << n << ": canary byte " << i - n * sizeof(T)
+                      << " past the end was overwritten";
+        break;
+      }
+    std::vector<T> y(n);
+    std::memcpy(y.data(), out.data(), n * sizeof(T));
+    return y;
+  }
+
+  std::shared_ptr<Instance> instance_;
+  std::vector<VulkanDeviceInfo> devices_;
+  VulkanDeviceInfo info_;
+  std::unique_ptr<Device> device_;
+  int expectedValidationErrors_ = 0;
+};
+
+TEST(VulkanKey, SameRuleAsOpenCL) {  // no device needed
+  EXPECT_EQ(makeDeviceKey("vulkan", "nvidia", "NVIDIA H200", "580"), "vulkan-nvidia-h200-580");
+  EXPECT_EQ(makeDeviceKey("opencl", "nvidia", "NVIDIA H200", "580"), "opencl-nvidia-h200-580");
+  EXPECT_EQ(makeDeviceKey("vulkan", "amd", "AMD Radeon RX 7900 XTX (RADV NAVI31)", "23"),
+            "vulkan-amd-radeon-rx-7900-xtx-radv-navi31-23");
+  EXPECT_EQ(keyApi("vulkan-nvidia-h200-580"), "vulkan");
+  EXPECT_EQ(legacyDeviceKey("vulkan-nvidia-h200-580"), "");
+  EXPECT_EQ(keyVendorPrefix("vulkan-mesa-llvmpipe-22"), "vulkan-mesa-");
+}
+
+TEST_F(VulkanTest, EnumeratesAndSelects) {
+  for (const auto& d : devices_) {
+    EXPECT_FALSE(d.name.empty());
+    EXPECT_GE(d.apiVersion, VK_API_VERSION_1_0);
+    EXPECT_EQ(keyApi(d.key()), "vulkan") << d.key();
+    EXPECT_EQ(d.key(), deviceKeySlug(d.key())) << "a key is [a-z0-9-] only";
+    EXPECT_EQ(&selectVulkanDevice(devices_, d.selector()), &d);
+    EXPECT_GT(d.maxWorkGroupInvocations, 0u);
+    EXPECT_GT(d.maxSharedMemoryBytes, 0u);
+    EXPECT_EQ(d.report().back(), std::make_pair(std::string("key"), d.key()));
+    std::cout << "  " << d.selector() << " " << d.name << " (" << d.typeName() << "), Vulkan " << d.apiVersionText()
+              << ", driver " << d.driverText() << ", key " << d.key() << ", subgroup " << d.subgroupSize
+              << ", f16 " << d.shaderFloat16 << ", 16-bit storage " << d.storageBuffer16BitAccess
+              << ", timestamp bits " << d.timestampValidBits << " period " << d.timestampPeriodNs << " ns, "
+              << d.coopMat.size() << " coopmat shapes\n";
+  }
+  EXPECT_EQ(selectVulkanDevice(devices_, std::to_string(devices_.size() - 1)).index,
+            static_cast<int>(devices_.size()) - 1);
+  EXPECT_EQ(&selectVulkanDevice(devices_, devices_[0].name.substr(0, 3)), &devices_[0]);
+  for (const char* bad : {"vulkan:99", "99", "vulkan:", "no-such-device-name", "vulkan:-1"})
+    EXPECT_THROW(selectVulkanDevice(devices_, bad), Error) << bad;
+  if (info_.type == VK_PHYSICAL_DEVICE_TYPE_CPU && info_.name.rfind("llvmpipe", 0) == 0) {
+    EXPECT_EQ(info_.key(), "vulkan-mesa-llvmpipe-" + info_.driverMajor());
+  }
+}
+
+// The counter the other tests rely on does count: a buffer with no usage bits is an
+// error the layer reports (VUID-VkBufferCreateInfo-usage-requiredbitmask) and drivers
+// accept harmlessly.
+TEST_F(VulkanTest, ValidationLayerErrorsAreCounted) {
+  ASSERT_TRUE(instance_->validation());
+  VkBufferCreateInfo ci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  ci.size = 256;
+  ci.usage = 0;
+  VkBuffer b = VK_NULL_HANDLE;
+  if (vkCreateBuffer(device_->handle(), &ci, nullptr, &b) == VK_SUCCESS) vkDestroyBuffer(device_->handle(), b, nullptr);
+  EXPECT_GE(instance_->validationErrors(), 1);
+  expectedValidationErrors_ = instance_->validationErrors();
+}
+
+TEST_F(VulkanTest, AxpbF32MatchesHost) {
+  const float a = 1.75f, b = -0.5f;
+  for (uint32_t wg : {1u, 32u, 64u, 256u}) {
+    if (wg > info_.maxWorkGroupSize[0]) continue;
+    for (size_t n : {size_t(1), size_t(1000), size_t(4099)}) {
+      const auto x = inputs(n);
+      const auto y = runAxpb(shaders::axpb_f32, x, a, b, wg);
+      for (size_t i = 0; i < n; ++i) {
+        // f32 a*x+b, contracted into an fma or not (SPIR-V allows both): within one
+        // rounding of the product, half an ulp of |a*x| ~ 2^-24 relative.
+        const float ref = a * x[i] + b;
+        ASSERT_NEAR(y[i], ref, 1e-6f * (std::fabs(a * x[i]) + std::fabs(b)) + 1e-30f)
+            << "wg " << wg << " n " << n << " i " << i;
+      }
+    }
+  }
+}
+
+#if SDSPEED_GLSLC_STORAGE_16BIT
+// f16 storage, f32 arithmetic: each output is the f32 result rounded once to f16.
+TEST_F(VulkanTest, AxpbF16StorageMatchesHost) {
+  if (!device_->storage16Enabled()) GTEST_SKIP() << info_.name << " lacks storageBuffer16BitAccess";
+  const float a = 1.75f, b = -0.5f;
+  const auto xf = inputs(3001);
+  std::vector<uint16_t> x(xf.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = toHalf(xf[i]);
+  const auto y = runAxpb(shaders::axpb_f16s, x, a, b, 64);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float ref = a * fromHalf(x[i]) + b;
+    // One rounding to f16 (2^-11 relative), and the f32 step's fma-or-not below that.
+    ASSERT_NEAR(fromHalf(y[i]), ref, std::ldexp(std::fabs(ref), -11) + 1e-6f) << "i " << i;
+  }
+}
+#endif
+
+#if SDSPEED_GLSLC_STORAGE_16BIT && SDSPEED_GLSLC_FLOAT16_ARITHMETIC
+// f16 storage and f16 arithmetic (ncnn's sfp = afp = f16). Tolerance: a = 1.75 and
+// b = -0.5 are exact in f16 and x is f16 already, so the only errors are the rounding of
+// a*x to f16 and of the sum to f16 (or one rounding when the driver fuses them or
+// computes in f32, as lavapipe does): at most 2^-11 * |a*x| + 2^-11 * |y|, plus the f16
+// subnormal spacing 2^-24 for results near zero. A shader computing in a coarser type,
+// or not at all, is off by far more.
+TEST_F(VulkanTest, AxpbF16ArithmeticMatchesHost) {
+  if (!device_->storage16Enabled() || !device_->float16Enabled())
+    GTEST_SKIP() << info_.name << " lacks shaderFloat16 or storageBuffer16BitAccess";
+  const float a = 1.75f, b = -0.5f;
+  const auto xf = inputs(3001);
+  std::vector<uint16_t> x(xf.size());
+  for (size_t i = 0; i < x.size(); ++i) x[i] = toHalf(xf[i]);
+  for (uint32_t wg : {32u, 128u}) {
+    const auto y = runAxpb(shaders::axpb_f16, x, a, b, wg);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const float ax = a * fromHalf(x[i]), ref = ax + b;
+      const float tol = std::ldexp(std::fabs(ax), -11) + std::ldexp(std::fabs(ref), -11) + std::ldexp(1.0f, -24);
+      ASSERT_NEAR(fromHalf(y[i]), ref, tol) << "wg " << wg << " i " << i;
+    }
+  }
+}
+#endif
+
+// Three dependent dispatches (y = a*x+b, z = a*y+b, w = a*z+b) in one op: the barrier
+// makes each see the previous one's output, and the timestamps are ordered and nonzero.
+TEST_F(VulkanTest, TimestampsSpanTheOp) {
+  const uint32_t n = 1 << 20, wg = 64;
+  const float a = 0.5f, b = 1.0f;
+  const auto x = inputs(n);
+  Buffer b0(*device_, n * 4), b1(*device_, n * 4), b2(*device_, n * 4), b3(*device_, n * 4);
+  upload(*device_, b0, x.data(), n * 4);
+  ComputePipeline pipeline(*device_, shaders::axpb_f32, 2, sizeof(Push), {specU32(0, wg)});
+  OpRecorder rec(*device_, 4);
+  const Push push{n, a, b};
+  for (int run = 0; run < 2; ++run) {  // the recorder is reused
+    rec.begin();
+    rec.dispatch(pipeline, {&b0, &b1}, &push, sizeof push, n / wg);
+    rec.dispatch(pipeline, {&b1, &b2}, &push, sizeof push, n / wg);
+    rec.dispatch(pipeline, {&b2, &b3}, &push, sizeof push, n / wg);
+    const OpTiming t = rec.submit();
+    ASSERT_EQ(t.dispatches.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_LT(t.dispatches[i].startNs, t.dispatches[i].endNs) << "dispatch " << i << " of 1M elements took no time";
+      if (i > 0) {
+        EXPECT_LE(t.dispatches[i - 1].startNs, t.dispatches[i].startNs) << i;
+        EXPECT_LE(t.dispatches[i - 1].endNs, t.dispatches[i].endNs) << i;
+      }
+    }
+    EXPECT_EQ(t.dispatches[0].startNs, 0u);
+    EXPECT_EQ(t.spanNs(), static_cast<double>(t.dispatches[2].endNs));
+    EXPECT_GT(t.spanNs(), 0.0);
+    EXPECT_LT(t.spanNs(), 60e9) << "a span of a minute is a unit error";
+  }
+  std::vector<float> w(n);
+  download(*device_, b3, w.data(), n * 4);
+  for (uint32_t i = 0; i < n; i += 997) {
+    const float ref = a * (a * (a * x[i] + b) + b) + b;
+    ASSERT_NEAR(w[i], ref, 1e-5f) << "i " << i;
+  }
+}
+
+TEST_F(VulkanTest, BadInputIsAnError) {
+  EXPECT_THROW(Buffer(*device_, 0), Error);
+  Buffer small(*device_, 64);
+  std::vector<uint8_t> bytes(128);
+  EXPECT_THROW(upload(*device_, small, bytes.data(), 128), Error);
+  EXPECT_THROW(upload(*device_, small, bytes.data(), 8, 60), Error);
+  EXPECT_THROW(download(*device_, small, bytes.data(), 65), Error);
+  EXPECT_THROW(ComputePipeline(*device_, shaders::axpb_f32, 2, 6), Error);  // not a multiple of 4
+  EXPECT_THROW(ComputePipeline(*device_, shaders::axpb_f32, 2, sizeof(Push), {specU32(0, 64), specU32(0, 32)}), Error);
+  ComputePipeline pipeline(*device_, shaders::axpb_f32, 2, sizeof(Push), {specU32(0, 64)});
+  OpRecorder rec(*device_, 1);
+  const Push push{16, 1, 0};
+  EXPECT_THROW(rec.dispatch(pipeline, {&small, &small}, &push, sizeof push, 1), Error);  // no begin()
+  rec.begin();
+  EXPECT_THROW(rec.dispatch(pipeline, {&small}, &push, sizeof push, 1), Error);
+  EXPECT_THROW(rec.dispatch(pipeline, {&small, &small}, &push, 8, 1), Error);
+  EXPECT_THROW(rec.dispatch(pipeline, {&small, &small}, &push, sizeof push, 0), Error);
+  EXPECT_THROW(rec.dispatch(pipeline, {&small, &small}, &push, sizeof push, info_.maxWorkGroupCount[0] + 1u), Error);
+  Buffer out(*device_, 64);
+  rec.dispatch(pipeline, {&small, &out}, &push, sizeof push, 1);
+  EXPECT_THROW(rec.dispatch(pipeline, {&small, &out}, &push, sizeof push, 1), Error);  // room for one
+  EXPECT_EQ(rec.submit().dispatches.size(), 1u);
+}
+
+class VulkanCacheTest : public VulkanTest {
+ protected:
+  void SetUp() override {
+    VulkanTest::SetUp();
+    if (IsSkipped()) return;
+    dir_ = fs::path(::testing::TempDir()) / ("sdspeed-vk-cache-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+    VulkanTest::TearDown();
+  }
+  // A pipeline through a fresh cache object (as a new process would), then a dispatch
+  // checking it computes.
+  PipelineCacheStats create(uint32_t wg, std::string* key = nullptr) {
+    PipelineCache cache(dir_.string());
+    const auto x = inputs(300);
+    const auto y = runAxpb(shaders::axpb_f32, x, 2.0f, 1.0f, wg, &cache);
+    for (size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(y[i], 2.0f * x[i] + 1.0f, 1e-5f);
+    if (key) *key = cache.keyFor(info_, shaders::axpb_f32, 2, sizeof(Push), {specU32(0, wg)});
+    return cache.stats();
+  }
+  std::string entryPath(const std::string& key) const { return (dir_ / "vulkan-pipelines" / (key + ".bin")).string(); }
+  fs::path dir_;
+};
+
+TEST_F(VulkanCacheTest, SecondCreationHitsTheDiskCache) {
+  std::string key;
+  auto s = create(64, &key);
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_EQ(s.diskHits, 0);
+  ASSERT_TRUE(fs::exists(entryPath(key))) << entryPath(key);
+  s = create(64);
+  EXPECT_EQ(s.diskHits, 1);
+  EXPECT_EQ(s.misses, 0);
+  // Another specialization constant is another pipeline: another key, another file.
+  std::string key32;
+  s = create(32, &key32);
+  EXPECT_NE(key32, key);
+  EXPECT_EQ(s.misses, 1);
+  EXPECT_TRUE(fs::exists(entryPath(key32)));
+  // The entry holds the driver's VkPipelineCache data for this device.
+  std::string bytes;
+  ASSERT_TRUE(readFile(entryPath(key), bytes));
+  const auto entry = decodeProgramEntry(bytes, key);
+  ASSERT_TRUE(entry.ok()) << entry.error;
+  EXPECT_EQ(checkPipelineCacheHeader(entry.binary, info_), "");
+  std::cout << "  " << info_.name << ": " << entry.binary.size() << " bytes of VkPipelineCache data per pipeline\n";
+}
+
+TEST_F(VulkanCacheTest, DamagedEntriesAreRebuilt) {
+  std::string key;
+  create(64, &key);
+  const std::string path = entryPath(key);
+  std::string good;
+  ASSERT_TRUE(readFile(path, good));
+  const auto entry = decodeProgramEntry(good, key);
+  ASSERT_TRUE(entry.ok());
+  std::string foreign = entry.binary;  // a valid entry of another device's data
+  foreign[8] ^= 0x01;                  // vendorID
+  std::string flipped = good;
+  flipped[good.size() / 2] ^= 0x40;
+  const std::vector<std::pair<const char*, std::string>> damages = {
+      {"truncated", good.substr(0, good.size() - 1)},
+      {"header only", good.substr(0, kProgramEntryHeaderBytes)},
+      {"empty", ""},
+      {"bit flipped", flipped},
+      {"garbage", std::string(4096, '\x5a')},
+      {"another device's data", encodeProgramEntry(key, foreign)},
+      {"another key's entry", encodeProgramEntry("0123456789abcdef", entry.binary)},
+  };
+  for (const auto& [what, bytes] : damages) {
+    writeFileAtomically(path, bytes);
+    testing::internal::CaptureStderr();
+    const auto s = create(64);
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(s.discarded, 1) << what;
+    EXPECT_EQ(s.misses, 1) << what;
+    EXPECT_NE(err.find("warning: Vulkan pipeline cache entry"), std::string::npos) << what << ": " << err;
+    // Rebuilt and stored again: the next creation hits.
+    EXPECT_EQ(create(64).diskHits, 1) << what;
+  }
+}
+
+TEST_F(VulkanCacheTest, DumpWritesGlslAndSpirv) {
+  PipelineCache cache(dir_.string());
+  ComputePipeline pipeline(*device_, shaders::axpb_f32, 2, sizeof(Push), {specU32(0, 128)}, &cache);
+  const fs::path out = dir_ / "dump";
+  pipeline.dump(out.string());
+  const std::string base = (out / (std::string("axpb_f32.") + pipeline.cacheKey())).string();
+  std::string glsl, spv;
+  ASSERT_TRUE(readFile(base + ".comp", glsl));
+  ASSERT_TRUE(readFile(base + ".spv", spv));
+  EXPECT_NE(glsl.find("void main"), std::string::npos);
+  EXPECT_NE(glsl.find("specialization constants: 0=128"), std::string::npos) << glsl.substr(0, 300);
+  ASSERT_EQ(spv.size(), shaders::axpb_f32.spirvBytes());
+  uint32_t magic;
+  std::memcpy(&magic, spv.data(), 4);
+  EXPECT_EQ(magic, 0x07230203u);
+}
+
+}  // namespace
+}  // namespace sdspeed::vk
