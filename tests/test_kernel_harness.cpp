@@ -10,6 +10,7 @@
 
 #include "test_support.h"  // first: a private PoCL cache folder for this process
 
+#include "kernels/conv/conv_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/registry.h"
 #include "tuning/check.h"
@@ -133,6 +134,83 @@ TEST(GroupNormSplit, ChunksCombineWithoutWaiting) {
         EXPECT_EQ(r.status, Status::Ok) << params << " " << f.name() << " " << r.problem << ": " << r.message;
       }
   }
+}
+
+// Per-call derived weights are made per block of output channels, the GEMM run per block
+// within one enqueue (ConvFamily::perCallBlock). PER_CALL_CO=64 on Cout 150 (CoutP 152)
+// makes blocks 64 + 64 + 24: several, the last partial and below the GEMM's tile TM;
+// Winograd also runs per block of 4 tiles (PER_CALL_TILES; 60 tiles at F(2x2), 18 at
+// F(4x4): a last block of 2, 8 at F(6x6)). Every
+// GEMM-based variant, f32 and int8 weights, 3x3 (+ temb, residual) and 1x1 (+ residual):
+// checked against the Eigen reference, and bit-identical to the resident derived weights
+// (one block of all channels), as each output element sees the same arithmetic.
+TEST(ConvPerCallBlocks, SeveralBlocksMatchReferenceAndResident) {
+  const ConvFamily fam;
+  const std::vector<ProblemPtr> problems = {ConvFamily::problem({2, 12, 9, 11}, 150, 3, 1, true, true, true),
+                                            ConvFamily::problem({2, 7, 6, 5}, 150, 1, 1, true, false, true)};
+  int blocked = 0;
+  for (const auto& base : fam.variants()) {
+    if (base.name == "direct") continue;  // derives no weights
+    VariantDef v = base;
+    v.defines["PER_CALL_CO"] = 64;
+    v.defines["PER_CALL_TILES"] = 4;
+    const ParamPoint pt = v.defaults();
+    for (const StorageFormat f : {StorageFormat{}, StorageFormat{}.withWeights(DType::Q8_0)})
+      for (const auto& prob : problems) {
+        const CheckResult resident = checkCase(testContext(), fam, v, pt, *prob, f, 77);
+        if (resident.status == Status::Unsupported) continue;  // Winograd on the 1x1, conv1x1 on the 3x3
+        const CheckResult perCall = checkCase(testContext(), fam, v, pt, *prob, f, 77, /*derivedWeightsPerCall=*/true);
+        SCOPED_TRACE(v.name + " " + f.name() + " " + prob->text());
+        ASSERT_EQ(resident.status, Status::Ok) << resident.message;
+        ASSERT_EQ(perCall.status, Status::Ok) << perCall.message;
+        EXPECT_EQ(perCall.outputHash, resident.outputHash) << "per-call blocks differ from resident weights in bits";
+        // The per-call regions hold one block: 64 of the 152 channels' derived weights
+        // (and, Winograd, 4 tiles' planes).
+        const ConvScratch s = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*prob), pt);
+        EXPECT_EQ(s.blockChannels, 64);
+        EXPECT_EQ(perCall.scratchBytes, s.inputBlock + s.outputBlock + s.weightsBlock);
+        EXPECT_EQ(s.weightsBlock * 152, s.weights * 64);
+        if (ConvFamily::winogradTile(v)) {
+          EXPECT_EQ(s.blockTiles, 4);
+          EXPECT_LT(s.inputBlock, s.input);
+        }
+        ++blocked;
+      }
+  }
+  // im2col runs both problems, conv1x1 the 1x1, each Winograd the 3x3; in 2 weight formats.
+  EXPECT_EQ(blocked, 2 * (2 + 1 + 3));
+}
+
+// The rule without an override, on SD 1.5's largest convolution (UNet up block, 2560 ->
+// 1280 at 8x8 latents, batch 2, Winograd F(2x2)): 160 KiB of derived weights per output
+// channel, so 16 MiB holds 102 channels, 64 in whole TM-64 tiles: 10 MiB per call instead
+// of 200 MiB. Never below TM (a block of TM = 128 is 20 MiB), never above CoutP.
+TEST(ConvPerCallBlocks, RuleOnSd15LargestConvolution) {
+  const ConvFamily fam;
+  const VariantDef& v = fam.variant("winograd_f2x2_3x3");
+  const auto prob = ConvFamily::problem({2, 2560, 8, 8}, 1280);
+  const auto& p = dynamic_cast<const ConvProblem&>(*prob);
+  ParamPoint pt = v.defaults();
+  ASSERT_EQ(pt["TM"], 64);
+  ConvScratch s = ConvFamily::scratch(v, p, pt);
+  EXPECT_EQ(s.weights, 16ull * 2560 * 1280 * 4);  // 200 MiB
+  EXPECT_EQ(s.blockChannels, 64);
+  EXPECT_EQ(s.weightsBlock, 16ull * 2560 * 64 * 4);  // 10 MiB
+  pt = v.parsePoint("KT=16,RM=8,RN=4,TM=128,TN=64");
+  s = ConvFamily::scratch(v, p, pt);
+  EXPECT_EQ(s.blockChannels, 128);
+  EXPECT_EQ(s.blockTiles, 32);  // all 2 x 4 x 4 tiles: V, M whole
+  const auto small = ConvFamily::problem({2, 320, 64, 64}, 320);  // 20 KiB a channel: all 320 fit
+  EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*small), pt).blockChannels, 320);
+  // The largest per-call scratch after blocking the channels: 640 -> 640 at 64x64 latents,
+  // 2048 tiles. Blocks of 384 channels (40 KiB each: 15 MiB) and 256 tiles (64 KiB of V
+  // and M each: 16 MiB), 31 MiB per call instead of 175 MiB (V 80 + M 80 + 15).
+  const auto up = ConvFamily::problem({2, 640, 64, 64}, 640);
+  s = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*up), v.defaults());
+  EXPECT_EQ(s.blockChannels, 384);
+  EXPECT_EQ(s.blockTiles, 256);
+  EXPECT_EQ(s.input + s.output, 160ull << 20);
+  EXPECT_EQ(s.inputBlock + s.outputBlock + s.weightsBlock, 31ull << 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, KernelHarness, ::testing::ValuesIn(allCases()),

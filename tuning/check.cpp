@@ -27,7 +27,7 @@ std::string describeFailure(const CheckResult& r, const Tolerance& t) {
 }
 
 CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
-                      const Problem& prob, const StorageFormat& f, uint64_t seed) {
+                      const Problem& prob, const StorageFormat& f, uint64_t seed, bool derivedWeightsPerCall) {
   CheckResult r;
   r.family = fam.name();
   r.variant = v.name;
@@ -42,7 +42,8 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
   std::unique_ptr<PreparedOp> op;
   try {
     op = fam.prepare(ctx, v, p, prob, f);
-    r.scratchBytes = op->scratchBytes() + op->derivedWeightBytes();
+    if (derivedWeightsPerCall && op->derivedWeightBytes() > 0) op->setDerivedWeightsPerCall(true);
+    r.scratchBytes = op->scratchBytes() + (op->derivedWeightsPerCall() ? 0 : op->derivedWeightBytes());
   } catch (const UnsupportedError& e) {
     r.status = Status::Unsupported;
     r.message = e.what();

@@ -73,8 +73,10 @@ void judge(CheckResult& r, const Tolerance& tol, const TensorDesc& desc, const s
 std::string describeFailure(const CheckResult& r, const Tolerance& t);
 
 // Runs the op twice (output poisoned before each launch) and judges the second output.
+// derivedWeightsPerCall: an op that derives weights makes them at every call into its
+// own scratch (PreparedOp::setDerivedWeightsPerCall), as a memory budget would have it.
 CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
-                      const Problem& prob, const StorageFormat& f, uint64_t seed);
+                      const Problem& prob, const StorageFormat& f, uint64_t seed, bool derivedWeightsPerCall = false);
 
 // The points `check` runs for a variant: the defaults, then `extra` more drawn
 // deterministically (from seed) from the constrained space, skipping any the device

@@ -20,6 +20,13 @@
 //             (Y = A^T M A + epilogue).
 // CoutP = Cout rounded up to 4; PP, TP = output positions / tiles rounded up to 4
 // (whole float4 rows in the scratch buffers, padding written as zero).
+// Derived weights made per call (--derived-weights per-call) are made per block of NB
+// output channels [co0, co0 + NB) (Wt [Cin*K*K][NB], U [ALPHA^2][Cin][NB]), each block's
+// conv_gemm run right after its transform into the same scratch region (the in-order
+// queue orders them); resident ones are one block, co0 = 0, NB = CoutP. Per call, WINO
+// also runs per block of T tiles from t0 (V [ALPHA^2][Cin][TP], M [ALPHA^2][NB][TP], TP
+// = T rounded up to 4). Every output element sees the same arithmetic either way
+// (conv_family.cpp, ConvScratch).
 //
 // conv_gemm is the convolution's own small GEMM; it may later be swapped for the GEMM
 // family's kernel (kernels/gemm/) once that exists.
@@ -104,12 +111,13 @@ void conv_direct(x_PARAMS, weight_PARAMS, bias_PARAMS, temb_PARAMS, residual_PAR
 #endif  // DIRECT
 
 #if defined(IM2COL) || defined(CONV1X1)
-// Grid (roundUp(CoutP, 64), Cin*K*K): Wt[k][co] = weight[co][k], zero for co >= Cout.
-__kernel void conv_pack_weights(weight_PARAMS, SD_REGION(float, Wt), const int Cout, const int CoutP) {
+// Grid (roundUp(NB, 64), Cin*K*K): Wt[k][c] = weight[co0 + c][k] for the block of NB
+// output channels from co0, zero for co0 + c >= Cout.
+__kernel void conv_pack_weights(weight_PARAMS, SD_REGION(float, Wt), const int Cout, const int NB, const int co0) {
   __global float* Wt = SD_AT(Wt);
-  const int co = get_global_id(0), k = get_global_id(1), KK = weight_HW;
-  if (co >= CoutP) return;
-  Wt[(size_t)k * CoutP + co] = co < Cout ? weight_LOAD(co, k / KK, k % KK) : 0.0f;
+  const int c = get_global_id(0), k = get_global_id(1), KK = weight_HW, co = co0 + c;
+  if (c >= NB) return;
+  Wt[(size_t)k * NB + c] = co < Cout ? weight_LOAD(co, k / KK, k % KK) : 0.0f;
 }
 #endif
 
@@ -129,8 +137,9 @@ __kernel void conv_im2col(x_PARAMS, SD_REGION(float, col), const int H, const in
 #endif
 
 #if defined(IM2COL) || defined(CONV1X1) || defined(WINO)
-// C[b](m, n) = sum_k A[b](k, m) * B[b](k, n): A = Wt or U [K][Mp] (Mp = CoutP), B = col,
-// V [K][ldb] or x itself (CONV1X1); work-group tile TM x TN, KT deep in local memory;
+// C[b](m, n) = sum_k A[b](k, m) * B[b](k, n): A = Wt or U [K][Mp] (Mp = the block's NB
+// output channels), B = col, V [K][ldb] or x itself (CONV1X1); row m is output channel
+// mOff + m (C's plane b has ldc channels: CoutP); work-group tile TM x TN, KT deep in local memory;
 // each work-item holds RM x RN outputs: RM/4 float4 groups of channels and RN/4 groups
 // of positions, group g at channel m0 + 4 * (g * WY + ty) (so neighbouring work-items
 // read neighbouring float4s of local memory).
@@ -145,11 +154,11 @@ void conv_gemm(SD_REGION(const float, A), const int aStride, const int Mp, const
                SD_REGION(const float, B), const int ldb,
 #endif
 #ifdef WINO
-               SD_REGION(float, C)
+               SD_REGION(float, C), const int ldc,
 #else
-               bias_PARAMS, temb_PARAMS, residual_PARAMS, y_PARAMS, const int flags
+               bias_PARAMS, temb_PARAMS, residual_PARAMS, y_PARAMS, const int flags,
 #endif
-) {
+               const int mOff) {
   __global const float* A = SD_AT(A);
 #ifndef CONV1X1
   __global const float* B = SD_AT(B);
@@ -215,9 +224,9 @@ void conv_gemm(SD_REGION(const float, A), const int aStride, const int Mp, const
       const int n = n0 + 4 * (j * WX + tx);
 #ifdef WINO
       if (n < Ncols)
-        for (int i = 0; i < 4; ++i) vstore4(acc[4 * g + i][j], 0, C + ((size_t)b * Mp + m + i) * ldb + n);
+        for (int i = 0; i < 4; ++i) vstore4(acc[4 * g + i][j], 0, C + ((size_t)b * ldc + mOff + m + i) * ldb + n);
 #else
-      const int s = m / 4;
+      const int s = (mOff + m) / 4;
       for (int q = 0; q < 4; ++q) {
         const int hw = n + q;
         if (hw >= y_HW) break;
@@ -272,11 +281,12 @@ __constant float AT[WM][ALPHA] = {{1, 1, 1, 1, 1, 32, 32, 0},   {0, 1, -1, 2, -2
 #error "WM must be 2, 4 or 6"
 #endif
 
-// Grid (roundUp(CoutP, 64), Cin): U[xi][ci][co] = (G g G^T)[xi], zero for co >= Cout.
-__kernel void conv_wino_weights(weight_PARAMS, SD_REGION(float, U), const int Cout, const int CoutP) {
+// Grid (roundUp(NB, 64), Cin): U[xi][ci][c] = (G g G^T)[xi] of output channel co0 + c
+// (the block of NB from co0), zero for co0 + c >= Cout.
+__kernel void conv_wino_weights(weight_PARAMS, SD_REGION(float, U), const int Cout, const int NB, const int co0) {
   __global float* U = SD_AT(U);
-  const int co = get_global_id(0), ci = get_global_id(1), Cin = weight_C;
-  if (co >= CoutP) return;
+  const int c = get_global_id(0), ci = get_global_id(1), Cin = weight_C, co = co0 + c;
+  if (c >= NB) return;
   float g[3][3], t[ALPHA][3];
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) g[i][j] = co < Cout ? weight_LOAD(co, ci, i * 3 + j) : 0.0f;
@@ -284,14 +294,15 @@ __kernel void conv_wino_weights(weight_PARAMS, SD_REGION(float, U), const int Co
     for (int j = 0; j < 3; ++j) t[i][j] = G[i][0] * g[0][j] + G[i][1] * g[1][j] + G[i][2] * g[2][j];
   for (int i = 0; i < ALPHA; ++i)
     for (int j = 0; j < ALPHA; ++j)
-      U[((size_t)(i * ALPHA + j) * Cin + ci) * CoutP + co] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
+      U[((size_t)(i * ALPHA + j) * Cin + ci) * NB + c] = t[i][0] * G[j][0] + t[i][1] * G[j][1] + t[i][2] * G[j][2];
 }
 
 // Grid (roundUp(TP, 64), Cin): V[xi][c][t] = (B^T d B)[xi] for the ALPHA x ALPHA input
-// tile d of tile t (t = (n * tilesH + th) * tilesW + tw, origin (th*WM - pad, tw*WM - pad)),
-// zero for t >= T. One channel per work-item: ALPHA^2 floats of state.
+// tile d of tile g = t0 + t (g = (n * tilesH + th) * tilesW + tw, origin (th*WM - pad,
+// tw*WM - pad)), zero for t >= T (the block's tiles). One channel per work-item: ALPHA^2
+// floats of state.
 __kernel void conv_wino_input(x_PARAMS, SD_REGION(float, V), const int H, const int W, const int tilesH,
-                              const int tilesW, const int T, const int TP, const int pad) {
+                              const int tilesW, const int T, const int TP, const int pad, const int t0) {
   __global float* V = SD_AT(V);
   const int t = get_global_id(0), c = get_global_id(1), Cin = x_C;
   if (t >= TP) return;
@@ -299,7 +310,7 @@ __kernel void conv_wino_input(x_PARAMS, SD_REGION(float, V), const int H, const 
   for (int i = 0; i < ALPHA; ++i)
     for (int j = 0; j < ALPHA; ++j) tmp[i][j] = 0.0f;
   if (t < T) {
-    const int n = t / (tilesH * tilesW), r = t % (tilesH * tilesW);
+    const int g = t0 + t, n = g / (tilesH * tilesW), r = g % (tilesH * tilesW);
     const int y0 = (r / tilesW) * WM - pad, x0 = (r % tilesW) * WM - pad;
     for (int k = 0; k < ALPHA; ++k) {
       const int iy = y0 + k;
@@ -320,22 +331,23 @@ __kernel void conv_wino_input(x_PARAMS, SD_REGION(float, V), const int H, const 
     }
 }
 
-// Grid (roundUp(T, 64), ceil(Cout / 4)): Y = A^T M A for one tile and 4 output channels
-// (float4: images store whole slices), then the epilogue.
+// Grid (roundUp(T, 64), CoutP / 4): Y = A^T M A for one tile and 4 output channels
+// (float4: images store whole slices), then the epilogue. M holds the block of tiles
+// from t0 and of output slices from s0 (CoutP: the block's channels).
 __kernel void conv_wino_output(SD_REGION(const float, M), bias_PARAMS, temb_PARAMS, residual_PARAMS, y_PARAMS,
                                const int Wo, const int tilesH, const int tilesW, const int T, const int TP,
-                               const int CoutP, const int flags) {
+                               const int CoutP, const int flags, const int t0, const int s0) {
   __global const float* M = SD_AT(M);
-  const int t = get_global_id(0), s = get_global_id(1);
+  const int t = get_global_id(0), sb = get_global_id(1), s = s0 + sb;
   if (t >= T) return;
-  const int n = t / (tilesH * tilesW), r = t % (tilesH * tilesW);
+  const int g = t0 + t, n = g / (tilesH * tilesW), r = g % (tilesH * tilesW);
   const int oy0 = (r / tilesW) * WM, ox0 = (r % tilesW) * WM, Ho = y_HW / Wo;
   float4 tmp[WM][ALPHA];  // A^T M
   for (int i = 0; i < WM; ++i)
     for (int j = 0; j < ALPHA; ++j) tmp[i][j] = (float4)(0.0f);
   for (int k = 0; k < ALPHA; ++k)
     for (int j = 0; j < ALPHA; ++j) {
-      const size_t base = ((size_t)(k * ALPHA + j) * CoutP + 4 * s) * TP + t;
+      const size_t base = ((size_t)(k * ALPHA + j) * CoutP + 4 * sb) * TP + t;
       const float4 mv = (float4)(M[base], M[base + TP], M[base + 2 * TP], M[base + 3 * TP]);
       for (int i = 0; i < WM; ++i) tmp[i][j] = fma((float4)(AT[i][k]), mv, tmp[i][j]);
     }

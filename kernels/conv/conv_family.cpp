@@ -317,23 +317,75 @@ double ConvFamily::multiplicationsPerOutput(const VariantDef& v, const ConvProbl
   return static_cast<double>((m + 2) * (m + 2)) / static_cast<double>(m * m);
 }
 
-ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p) {
+// The rule: the most output channels whose derived weights fit kPerCallBlockBytes, in
+// whole multiples of the GEMM's work-group tile TM (every block but the last then fills
+// its work-groups' rows, so blocking adds no GEMM work beyond the last block's padding,
+// as one block of CoutP has), at least TM, at most CoutP. Why 16 MiB: SD 1.5's largest
+// convolution (Winograd F(2x2) 2560 -> 1280 at 8x8 and 16x16 latents, 160 KiB per output
+// channel) then makes 64-channel blocks of 10 MiB (TM 64) instead of 200 MiB at once,
+// and at 64x64 latents (960 -> 320, 60 KiB) 256-channel blocks of 15 MiB: smaller than
+// those layers' transformed input planes V (120 MiB), so the per-call weights no longer
+// decide any convolution's scratch peak, while a block still holds TM-row tiles over
+// every plane and tile column (smaller blocks only add launches, each with less
+// parallel work). A variant define PER_CALL_CO (a multiple of 4) overrides the rule: the
+// harness uses it to make small problems loop over several blocks.
+int64_t ConvFamily::perCallBlock(const VariantDef& v, const ParamPoint& pt, int64_t coutP, size_t rowBytes) {
+  if (auto it = v.defines.find("PER_CALL_CO"); it != v.defines.end()) {
+    if (it->second < 4 || it->second % 4)
+      throw Error("conv: PER_CALL_CO must be a positive multiple of 4, got " + std::to_string(it->second));
+    return std::min<int64_t>(it->second, coutP);
+  }
+  const int64_t tm = pt["TM"];
+  const int64_t fit = static_cast<int64_t>(kPerCallBlockBytes / std::max<size_t>(rowBytes, 1)) / tm * tm;
+  return std::min(coutP, std::max(tm, fit));
+}
+
+// Winograd's tiles per block of the per-call planes V and M (tileBytes: both planes'
+// bytes per tile), by the same rule in the GEMM's column tile TN: at 64x64 latents the
+// whole planes are the largest scratch (F(2x2) 640 -> 640: V and M 80 MiB each), which
+// blocking the weights alone leaves. PER_CALL_TILES (a multiple of 4) overrides it.
+int64_t ConvFamily::perCallTiles(const VariantDef& v, const ParamPoint& pt, int64_t tilesP, size_t tileBytes) {
+  if (auto it = v.defines.find("PER_CALL_TILES"); it != v.defines.end()) {
+    if (it->second < 4 || it->second % 4)
+      throw Error("conv: PER_CALL_TILES must be a positive multiple of 4, got " + std::to_string(it->second));
+    return std::min<int64_t>(it->second, tilesP);
+  }
+  const int64_t tn = pt["TN"];
+  const int64_t fit = static_cast<int64_t>(kPerCallBlockBytes / std::max<size_t>(tileBytes, 1)) / tn * tn;
+  return std::min(tilesP, std::max(tn, fit));
+}
+
+ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const ParamPoint& pt) {
   ConvScratch s;
   const ConvDims& d = p.dims;
   const size_t coutP = up4(d.cout), f = sizeof(float);
   if (v.name == "direct") return s;
+  size_t rowBytes = 0;  // derived weights per output channel
+  int64_t tilesP = 0;   // Winograd's tiles, rounded up to 4
   if (const int m = winogradTile(v)) {
     const size_t a2 = static_cast<size_t>((m + 2) * (m + 2));
     const size_t tiles = static_cast<size_t>(d.batch * ((d.outHeight() + m - 1) / m) * ((d.outWidth() + m - 1) / m));
-    s.weights = a2 * static_cast<size_t>(d.cin) * coutP * f;
+    tilesP = static_cast<int64_t>(up4(static_cast<int64_t>(tiles)));
+    rowBytes = a2 * static_cast<size_t>(d.cin) * f;
     s.input = a2 * static_cast<size_t>(d.cin) * up4(static_cast<int64_t>(tiles)) * f;
     s.output = a2 * coutP * up4(static_cast<int64_t>(tiles)) * f;
-    return s;
+  } else {
+    const size_t K = static_cast<size_t>(d.cin * d.kernel * d.kernel);
+    rowBytes = K * f;
+    if (v.name == "im2col_gemm")
+      s.input = static_cast<size_t>(d.batch) * K * up4(d.outHeight() * d.outWidth()) * f;
   }
-  const size_t K = static_cast<size_t>(d.cin * d.kernel * d.kernel);
-  s.weights = K * coutP * f;
-  if (v.name == "im2col_gemm")
-    s.input = static_cast<size_t>(d.batch) * K * up4(d.outHeight() * d.outWidth()) * f;
+  s.weights = rowBytes * coutP;
+  s.blockChannels = perCallBlock(v, pt, static_cast<int64_t>(coutP), rowBytes);
+  s.weightsBlock = rowBytes * static_cast<size_t>(s.blockChannels);
+  s.inputBlock = s.input;
+  s.outputBlock = s.output;
+  if (const int m = winogradTile(v)) {
+    const size_t a2 = static_cast<size_t>((m + 2) * (m + 2)), nb = static_cast<size_t>(s.blockChannels);
+    s.blockTiles = perCallTiles(v, pt, tilesP, a2 * (static_cast<size_t>(d.cin) + nb) * f);
+    s.inputBlock = a2 * static_cast<size_t>(d.cin) * up4(s.blockTiles) * f;
+    s.outputBlock = a2 * nb * up4(s.blockTiles) * f;
+  }
   return s;
 }
 
@@ -351,7 +403,7 @@ std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "conv1x1 needs a 1x1 kernel, stride 1, no padding (got k=" + std::to_string(d.kernel) + ", stride " +
              std::to_string(d.stride) + ", pad " + std::to_string(d.pad) + ")";
   }
-  const ConvScratch s = scratch(v, p);
+  const ConvScratch s = scratch(v, p, pt);
   for (size_t bytes : {s.weights, s.input, s.output})
     if (bytes > dev.maxAllocBytes)
       return "a " + std::to_string(bytes >> 20) + " MiB scratch buffer exceeds the device's largest allocation (" +
@@ -368,7 +420,9 @@ namespace {
 // [alpha^2][Cin][CoutP]); that runs on the device once per weight buffer and is
 // cached (the buffer retained, so it cannot be freed and its handle reused), as the
 // network's weights are constant. Its launch is enqueued before the op's kernels but
-// its event is not returned: timings cover the per-inference kernels only.
+// its event is not returned: timings cover the per-inference kernels only. Made per
+// call instead, the transform runs per block of output channels (ConvScratch), each
+// block's GEMM right after it, so the scratch holds one block, not all of Cout.
 class ConvOp : public PreparedOp {
  public:
   ConvOp(Context& ctx, const ConvFamily& fam, const VariantDef& v, const ParamPoint& pt, const ConvProblem& p,
@@ -377,7 +431,7 @@ class ConvOp : public PreparedOp {
     const ConvDims& d = p.dims;
     program_ = fam.buildProgram(ctx, v, pt, f, 1);
     flags_ = (p.bias ? kFlagBias : 0) | (p.temb ? kFlagTemb : 0) | (p.residual ? kFlagResidual : 0);
-    scratch_ = ConvFamily::scratch(v, p);
+    scratch_ = ConvFamily::scratch(v, p, pt);
     coutP_ = static_cast<cl_int>(up4(d.cout));
     const size_t N = static_cast<size_t>(d.batch), Ho = static_cast<size_t>(d.outHeight()),
                  Wo = static_cast<size_t>(d.outWidth());
@@ -390,7 +444,12 @@ class ConvOp : public PreparedOp {
     }
     const size_t wx = pt["TN"] / pt["RN"], wy = pt["TM"] / pt["RM"], tm = pt["TM"], tn = pt["TN"];
     const size_t coutP = static_cast<size_t>(coutP_), cin = static_cast<size_t>(d.cin);
+    tm_ = tm;
+    wy_ = wy;
+    tn_ = tn;
+    wx_ = wx;
     auto gemm = [&](size_t cols, size_t batches) {
+      gemm_ = launches_.size();
       add("conv_gemm", 3, {(cols + tn - 1) / tn * wx, (coutP + tm - 1) / tm * wy, batches}, {wx, wy, 1});
     };
     if (const int m = ConvFamily::winogradTile(v)) {
@@ -451,41 +510,65 @@ class ConvOp : public PreparedOp {
       events.push_back(kernels_[0].run(a, launches_[0]));
       return events;
     }
-    const BufferRegion weights = preparedWeights(*t[1], events);
     size_t next = 0;
     if (kind_ == Kind::Winograd) {
+      // Per call: per block of output channels (weights transformed once per block),
+      // within it per block of tiles (input transform into V, GEMM into M, output
+      // transform); one tile block: V made once for every channel block. Resident: one
+      // block of each, as the transforms are written for.
       const BufferRegion V = scratchSet_.at(ctx_, 0), M = scratchSet_.at(ctx_, 1);
-      KernelArgs in = tensors;
-      in.region("V", V).i32("H", H).i32("W", W).i32("tilesH", tilesH_).i32("tilesW", tilesW_);
-      in.i32("T", tiles_).i32("TP", tilesP_).i32("pad", pad);
-      events.push_back(kernels_[next].run(in, launches_[next]));
-      ++next;
-      // The batched GEMM: alpha^2 planes M = U V, U [alpha^2][Cin][CoutP], V [alpha^2][Cin][TP].
-      KernelArgs g;
-      g.region("A", weights).i32("aStride", static_cast<int32_t>(d.cin * coutP_)).i32("Mp", coutP_);
-      g.i32("K", static_cast<int32_t>(d.cin)).region("B", V).i32("ldb", tilesP_).region("C", M);
-      events.push_back(kernels_[next].run(g, launches_[next]));
-      ++next;
-      KernelArgs out = tensors;
-      out.region("M", M).i32("Wo", Wo).i32("tilesH", tilesH_).i32("tilesW", tilesW_).i32("T", tiles_);
-      out.i32("TP", tilesP_).i32("CoutP", coutP_).i32("flags", flags_);
-      events.push_back(kernels_[next].run(out, launches_[next]));
+      const int32_t tileBlock = perCallWeights_ ? static_cast<int32_t>(scratch_.blockTiles) : tilesP_;
+      const bool oneTileBlock = tileBlock >= tiles_;
+      auto input = [&](int32_t t0, int32_t tb, int32_t tbP) {
+        KernelArgs in = tensors;
+        in.region("V", V).i32("H", H).i32("W", W).i32("tilesH", tilesH_).i32("tilesW", tilesW_);
+        in.i32("T", tb).i32("TP", tbP).i32("pad", pad).i32("t0", t0);
+        Launch l = launches_[0];
+        l.global[0] = roundUp(static_cast<size_t>(tbP), l.local[0]);
+        events.push_back(kernels_[0].run(in, l));
+      };
+      if (oneTileBlock) input(0, tiles_, tilesP_);
+      forEachBlock(*t[1], events, [&](const BufferRegion& weights, int32_t co0, int32_t nb) {
+        for (int32_t t0 = 0; t0 < tiles_; t0 += tileBlock) {
+          const int32_t tb = oneTileBlock ? tiles_ : std::min(tileBlock, tiles_ - t0);
+          const int32_t tbP = oneTileBlock ? tilesP_ : (tb + 3) / 4 * 4;
+          if (!oneTileBlock) input(t0, tb, tbP);
+          // The batched GEMM: alpha^2 planes M = U V, U [alpha^2][Cin][nb], V [alpha^2][Cin][tbP],
+          // M [alpha^2][nb][tbP] (this block's channels).
+          KernelArgs g;
+          g.region("A", weights).i32("aStride", static_cast<int32_t>(d.cin) * nb).i32("Mp", nb);
+          g.i32("K", static_cast<int32_t>(d.cin)).region("B", V).i32("ldb", tbP).region("C", M);
+          g.i32("ldc", nb).i32("mOff", 0);
+          events.push_back(kernels_[gemm_].run(g, gemmLaunch(nb, tbP)));
+          KernelArgs out = tensors;
+          out.region("M", M).i32("Wo", Wo).i32("tilesH", tilesH_).i32("tilesW", tilesW_).i32("T", tb);
+          out.i32("TP", tbP).i32("CoutP", nb).i32("flags", flags_).i32("t0", t0).i32("s0", co0 / 4);
+          Launch l = launches_[gemm_ + 1];
+          l.global[0] = roundUp(static_cast<size_t>(tb), l.local[0]);
+          l.global[1] = static_cast<size_t>(nb / 4);
+          events.push_back(kernels_[gemm_ + 1].run(out, l));
+        }
+      });
       return events;
     }
-    KernelArgs g = tensors;
-    g.region("A", weights).i32("aStride", 0).i32("Mp", coutP_);
-    g.i32("K", static_cast<int32_t>(d.cin * d.kernel * d.kernel)).i32("flags", flags_);
+    BufferRegion col;
     if (kind_ == Kind::Im2col) {
-      const BufferRegion col = scratchSet_.at(ctx_, 0);
+      col = scratchSet_.at(ctx_, 0);
       KernelArgs a = tensors;
       a.region("col", col).i32("H", H).i32("W", W).i32("Wo", Wo);
       a.i32("HoWo", static_cast<int32_t>(d.outHeight() * d.outWidth())).i32("PP", pp_).i32("K", K);
       a.i32("stride", stride).i32("pad", pad);
       events.push_back(kernels_[next].run(a, launches_[next]));
       ++next;
-      g.region("B", col).i32("ldb", pp_);
     }
-    events.push_back(kernels_[next].run(g, launches_[next]));
+    const int32_t cols = kind_ == Kind::Im2col ? pp_ : static_cast<int32_t>(d.outHeight() * d.outWidth());
+    forEachBlock(*t[1], events, [&](const BufferRegion& weights, int32_t co0, int32_t nb) {
+      KernelArgs g = tensors;
+      g.region("A", weights).i32("aStride", 0).i32("Mp", nb).i32("mOff", co0);
+      g.i32("K", static_cast<int32_t>(d.cin * d.kernel * d.kernel)).i32("flags", flags_);
+      if (kind_ == Kind::Im2col) g.region("B", col).i32("ldb", pp_);
+      events.push_back(kernels_[gemm_].run(g, gemmLaunch(nb, cols)));
+    });
     return events;
   }
 
@@ -500,33 +583,62 @@ class ConvOp : public PreparedOp {
 
   void resetScratch() {
     std::vector<uint64_t> sizes;
-    if (kind_ == Kind::Winograd) sizes = {scratch_.input, scratch_.output};
+    if (kind_ == Kind::Winograd)
+      sizes = perCallWeights_ ? std::vector<uint64_t>{scratch_.inputBlock, scratch_.outputBlock}
+                              : std::vector<uint64_t>{scratch_.input, scratch_.output};
     if (kind_ == Kind::Im2col) sizes = {scratch_.input};
-    if (perCallWeights_) sizes.push_back(scratch_.weights);
+    if (perCallWeights_) sizes.push_back(scratch_.weightsBlock);
     scratchSet_.setSizes(std::move(sizes));
   }
 
-  // Enqueues the transform of w into the GEMM's layout (packing or Winograd's G g G^T).
-  void transformWeights(const DeviceTensor& w, const BufferRegion& out, std::vector<ClEvent>& events) {
+  // The GEMM's launch for nb output channels (rows of TM-high tiles) by cols columns.
+  Launch gemmLaunch(int32_t nb, int32_t cols) const {
+    Launch l = launches_[gemm_];
+    l.global[0] = (static_cast<size_t>(cols) + tn_ - 1) / tn_ * wx_;
+    l.global[1] = (static_cast<size_t>(nb) + tm_ - 1) / tm_ * wy_;
+    return l;
+  }
+
+  // Calls gemm(weights, co0, nb) for each block of output channels [co0, co0 + nb) with
+  // the block's weights in the GEMM's layout. Per call: blocks of
+  // scratch_.blockChannels (the last one partial), each transformed into the last
+  // scratch region just before its GEMM (the in-order queue runs the next block's
+  // transform after this block's GEMM has read the region). Resident: one block of
+  // all CoutP channels from the cache.
+  template <typename Gemm>
+  void forEachBlock(const DeviceTensor& w, std::vector<ClEvent>& events, Gemm&& gemm) {
+    if (!perCallWeights_) {
+      gemm(preparedWeights(w), 0, coutP_);
+      return;
+    }
+    const BufferRegion r = scratchSet_.at(ctx_, scratchSet_.sizes().size() - 1);
+    const int32_t block = static_cast<int32_t>(scratch_.blockChannels);
+    for (int32_t co0 = 0; co0 < coutP_; co0 += block) {
+      const int32_t nb = std::min(block, coutP_ - co0);
+      transformWeights(w, r, co0, nb, events);  // its time is part of the op's
+      gemm(r, co0, nb);
+    }
+  }
+
+  // Enqueues the transform of output channels [co0, co0 + nb) of w into the GEMM's
+  // layout (packing or Winograd's G g G^T), nb channels a row.
+  void transformWeights(const DeviceTensor& w, const BufferRegion& out, int32_t co0, int32_t nb,
+                        std::vector<ClEvent>& events) {
     KernelArgs a;
     // The output is Winograd's U or the packed Wt, whichever this op's kernel declares.
     a.tensor("weight", w).region(kind_ == Kind::Winograd ? "U" : "Wt", out);
-    a.i32("Cout", static_cast<int32_t>(p_.dims.cout)).i32("CoutP", coutP_);
-    events.push_back(prepKernel_.run(a, prep_));  // in-order queue: done before the GEMM reads it
+    a.i32("Cout", static_cast<int32_t>(p_.dims.cout)).i32("NB", nb).i32("co0", co0);
+    Launch l = prep_;
+    l.global[0] = roundUp(static_cast<size_t>(nb), l.local[0]);
+    events.push_back(prepKernel_.run(a, l));  // in-order queue: done before the GEMM reads it
   }
 
-  // The weights in the GEMM's layout. Per call: transformed now into the last scratch
-  // region (its time is part of the op's). Resident: transformed on the first use of
-  // this weight tensor and kept; the key is the tensor's memory, offset and version,
+  // Resident weights in the GEMM's layout: transformed on the first use of this weight
+  // tensor and kept; the key is the tensor's memory, offset and version,
   // so weights rewritten from the host are transformed again, never served stale. Up to
   // kCacheEntries tensors are kept (the timing loop rotates through several copies;
   // a cache smaller than the rotation would time the transform on every call).
-  BufferRegion preparedWeights(const DeviceTensor& w, std::vector<ClEvent>& events) {
-    if (perCallWeights_) {
-      const BufferRegion r = scratchSet_.at(ctx_, scratchSet_.sizes().size() - 1);
-      transformWeights(w, r, events);
-      return r;
-    }
+  BufferRegion preparedWeights(const DeviceTensor& w) {
     for (const auto& e : cache_)
       if (e.source.get() == w.mem() && e.offset == w.offsetBytes() && e.version == w.version())
         return {e.prepared.get(), 0};
@@ -544,7 +656,7 @@ class ConvOp : public PreparedOp {
     e.prepared = ctx_.createBuffer(scratch_.weights);
     const BufferRegion r{e.prepared.get(), 0};
     std::vector<ClEvent> setup;  // a one-time cost, not part of the op's time
-    transformWeights(w, r, setup);
+    transformWeights(w, r, 0, coutP_, setup);
     cache_.push_back(std::move(e));
     return r;
   }
@@ -562,6 +674,7 @@ class ConvOp : public PreparedOp {
   ClBuiltProgram program_;
   Kind kind_ = Kind::Direct;
   int32_t flags_ = 0, coutP_ = 0, pp_ = 0, tilesH_ = 0, tilesW_ = 0, tiles_ = 0, tilesP_ = 0;
+  size_t gemm_ = 0, tm_ = 1, wy_ = 1, tn_ = 1, wx_ = 1;  // the GEMM's index in launches_, its tiles
   ConvScratch scratch_;
   std::vector<ClBoundKernel> kernels_;
   std::vector<Launch> launches_;

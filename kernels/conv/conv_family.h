@@ -21,9 +21,15 @@ struct ConvProblem : Problem {
 
 // What a variant allocates besides the op's tensors, in bytes.
 struct ConvScratch {
-  size_t weights = 0;  // packed / Winograd-transformed weights (per weight buffer, cached)
+  size_t weights = 0;  // packed / Winograd-transformed weights, all channels (resident: per weight buffer, cached)
   size_t input = 0;    // im2col columns, or the transformed input planes V
   size_t output = 0;   // the GEMM's output planes M (Winograd)
+  // Derived weights made per call are made per block of blockChannels output channels
+  // (ConvFamily::perCallBlock), into one scratch region of weightsBlock bytes; Winograd
+  // then also runs per block of blockTiles tiles (perCallTiles): input and output hold
+  // one block (inputBlock, outputBlock; the whole input / output for the others).
+  int64_t blockChannels = 0, blockTiles = 0;
+  size_t weightsBlock = 0, inputBlock = 0, outputBlock = 0;
   size_t total() const { return weights + input + output; }
 };
 
@@ -60,7 +66,14 @@ class ConvFamily : public Family {
 
   static ProblemPtr problem(Shape x, int64_t cout, int k = 3, int stride = 1, bool bias = true, bool temb = false,
                             bool residual = false, int pad = -1);
-  static ConvScratch scratch(const VariantDef& v, const ConvProblem& p);
+  // pt: the point (its GEMM tile TM sets the per-call block; unused by `direct`).
+  static ConvScratch scratch(const VariantDef& v, const ConvProblem& p, const ParamPoint& pt);
+  // Output channels per block of the per-call weight transform, for derived weights of
+  // rowBytes per output channel (the rule is at its definition).
+  static int64_t perCallBlock(const VariantDef& v, const ParamPoint& pt, int64_t coutP, size_t rowBytes);
+  // Winograd's tiles per per-call block, for V and M planes of tileBytes per tile.
+  static int64_t perCallTiles(const VariantDef& v, const ParamPoint& pt, int64_t tilesP, size_t tileBytes);
+  static constexpr size_t kPerCallBlockBytes = 16ull << 20;
   // Winograd output tile m (2, 4, 6), 0 for the other variants.
   static int winogradTile(const VariantDef& v);
   // Multiplications per output and input channel: k*k for direct/GEMM, (m+2)^2/m^2 for
