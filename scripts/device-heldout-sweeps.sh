@@ -3,6 +3,8 @@
 #   git rev-parse --short=12 HEAD > .device-commit   (here, before the visit)
 #   bash scripts/device-heldout-sweeps.sh            build; the exhaustive recordings below,
 #                                                     each in its own sweep folder
+# On a fresh machine, carry the earlier call's sweep folders (unpacked into
+# build-dev/heldout/sweeps/NAME/) and name them: ONLY="NAME ..." SCALE=3 bash scripts/...
 # Run it again on the same warm machine when the summary says a recording is incomplete: a
 # sweep started again skips the points it already measured (the sweep cache), so the second
 # call only measures what the first did not reach. DEADLINE (seconds into the call, default
@@ -54,6 +56,10 @@ mkdir -p "$W/tuned"  # a scratch database: configs/tuned is not touched
 # recordings (scripts/device-sweeps-bench.sh); --llc-mib 60 flushes the L2 between repeats.
 record() {
   local name=$1 secs=$2; shift 2
+  # ONLY="a b": record just those (a later call finishing what an earlier one cut short,
+  # its sweep folders carried back); SCALE=N multiplies each --seconds.
+  if [ -n "${ONLY:-}" ] && [[ " $ONLY " != *" $name "* ]]; then return; fi
+  secs=$((secs * ${SCALE:-1}))
   local left=$((DEADLINE - (SECONDS - T0) - 40))
   [ $left -ge 20 ] || { log "skip $name: no time left"; return; }
   [ $secs -le $left ] || secs=$left
