@@ -80,6 +80,9 @@ record() {
 # The UNet's cross-attention (77 text tokens) at D = 40 / 4096 queries and D = 80 / 1024:
 record attn-cross-4096 60 --op attention --shape 2x320x1x4096 --attrs heads=8,kv=77 --storage f32.buffer.nc4hw4
 record attn-cross-1024 50 --op attention --shape 2x640x1x1024 --attrs heads=8,kv=77 --storage f32.buffer.nc4hw4
+# The UNet's 64x64 self-attention (4096 tokens, D = 40): the six tuning recordings' attention
+# is the 32x32 level's (1024 tokens, D = 80).
+record attn-self-4096 120 --op attention --shape 2x320x1x4096 --attrs heads=8 --storage f32.buffer.nc4hw4
 # The UNet's 16x16 ResNet convolution (1280 channels), two of its variants:
 record conv-16x16 120 --op conv --shape 2x1280x16x16 --attrs cout=1280,k=3 --storage f32.buffer.nc4hw4 \
   --variant direct,winograd_f4x4_3x3
