@@ -150,6 +150,17 @@ TEST_F(VulkanTest, EnumeratesAndSelects) {
     EXPECT_GT(d.maxWorkGroupInvocations, 0u);
     EXPECT_GT(d.maxSharedMemoryBytes, 0u);
     EXPECT_EQ(d.report().back(), std::make_pair(std::string("key"), d.key()));
+    // The neutral record the families' device rules read carries the same facts.
+    const DeviceCaps c = d.caps();
+    EXPECT_EQ(c.api, "vulkan");
+    EXPECT_EQ(c.isGpu(), d.isGpu());
+    EXPECT_EQ(c.fp16, d.shaderFloat16);
+    EXPECT_EQ(c.storage16, d.storageBuffer16BitAccess);
+    EXPECT_EQ(c.maxWorkGroupSize, d.maxWorkGroupInvocations);
+    EXPECT_EQ(c.localMemBytes, d.maxSharedMemoryBytes);
+    EXPECT_EQ(c.cooperativeMatrix, !d.coopMat.empty());
+    EXPECT_GT(c.maxAllocBytes, 0u);
+    for (const auto& e : d.extensions) EXPECT_TRUE(c.hasExtension(e)) << e;
     std::cout << "  " << d.selector() << " " << d.name << " (" << d.typeName() << "), Vulkan " << d.apiVersionText()
               << ", driver " << d.driverText() << ", key " << d.key() << ", subgroup " << d.subgroupSize
               << ", f16 " << d.shaderFloat16 << ", 16-bit storage " << d.storageBuffer16BitAccess

@@ -229,6 +229,30 @@ bool VulkanDeviceInfo::hasExtension(const std::string& ext) const {
   return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
 }
 
+DeviceCaps VulkanDeviceInfo::caps() const {
+  DeviceCaps c;
+  c.api = "vulkan";
+  c.name = name;
+  c.vendor = vendor;
+  c.driverVersion = driverText();
+  for (const auto& e : extensions) c.extensions += (c.extensions.empty() ? "" : " ") + e;
+  c.type = isGpu() ? DeviceType::Gpu : type == VK_PHYSICAL_DEVICE_TYPE_CPU ? DeviceType::Cpu : DeviceType::Other;
+  c.globalMemBytes = deviceLocalBytes;
+  // A storage buffer binding is also bounded by maxStorageBufferRange: the smaller wins.
+  c.maxAllocBytes = maxAllocationBytes;
+  if (maxStorageBufferRange) c.maxAllocBytes = std::min<uint64_t>(c.maxAllocBytes, maxStorageBufferRange);
+  c.localMemBytes = maxSharedMemoryBytes;
+  c.maxWorkGroupSize = maxWorkGroupInvocations;
+  c.maxWorkItemSizes.assign(maxWorkGroupSize.begin(), maxWorkGroupSize.end());
+  c.imageSupport = false;  // no family lowers image2d storage to Vulkan storage images yet
+  c.fp16 = shaderFloat16;
+  c.storage16 = storageBuffer16BitAccess;
+  c.subgroups = subgroupArithmetic;
+  c.subgroupSize = subgroupSize;
+  c.cooperativeMatrix = !coopMat.empty();
+  return c;
+}
+
 bool VulkanDeviceInfo::isGpu() const {
   return type == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU || type == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU ||
          type == VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU;

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/device_caps.h"
+
 namespace sdspeed::vk {
 
 class Instance;
@@ -81,6 +83,9 @@ struct VulkanDeviceInfo {
   // say about the host ("llvmpipe (LLVM 15.0.6, 256 bits)" -> "vulkan-mesa-llvmpipe-22"),
   // as PoCL's OpenCL key does, so a database is not tied to one machine's CPU.
   std::string key() const;
+  // The API-neutral record the families' rules read (runtime/device_caps.h), so a
+  // variant's device rule judges a Vulkan device as it judges an OpenCL one.
+  DeviceCaps caps() const;
   // What `sdspeed devices` prints about the device: (property, value) rows
   // (device_report.cpp).
   std::vector<std::pair<std::string, std::string>> report() const;
