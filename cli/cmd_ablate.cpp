@@ -14,8 +14,8 @@
 #include "pipeline/run/ablation.h"
 #include "pipeline/run/sd_runner.h"
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
-#include "runtime/timing.h"
+#include "runtime/opencl/cl_error.h"
+#include "runtime/opencl/timing.h"
 #include "tuning/tuner.h"
 
 namespace sdspeed {

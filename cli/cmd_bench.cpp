@@ -8,7 +8,7 @@
 #include "kernels/registry.h"
 #include "runtime/memory_size.h"
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "tuning/csv.h"
 #include "tuning/measure.h"
 #include "tuning/roofline.h"

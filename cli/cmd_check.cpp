@@ -10,7 +10,7 @@
 #include "cli/table.h"
 #include "kernels/registry.h"
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "tuning/check.h"
 #include "tuning/csv.h"
 

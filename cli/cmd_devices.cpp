@@ -2,8 +2,8 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
-#include "runtime/cl_error.h"
-#include "runtime/device.h"
+#include "runtime/opencl/cl_error.h"
+#include "runtime/opencl/device.h"
 #ifdef SDSPEED_WITH_VULKAN
 #include "runtime/vulkan/device_info.h"
 #include "runtime/vulkan/instance.h"

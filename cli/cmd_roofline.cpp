@@ -3,7 +3,7 @@
 #include "runtime/device_key.h"
 #include "cli/commands.h"
 #include "cli/table.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "tuning/roofline.h"
 
 namespace sdspeed {

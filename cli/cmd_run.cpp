@@ -18,7 +18,7 @@
 #include "pipeline/safetensors.h"
 #include "pipeline/torch_rng.h"
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace fs = std::filesystem;

@@ -15,7 +15,7 @@
 #include "kernels/registry.h"
 #include "runtime/atomic_file.h"
 #include "runtime/file_lock.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "cli/tune_shared.h"
 #include "tuning/check.h"
 #include "tuning/database.h"

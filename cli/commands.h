@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "runtime/context.h"
+#include "runtime/opencl/context.h"
 #include "runtime/tensor_desc.h"
-#include "runtime/timing.h"
+#include "runtime/opencl/timing.h"
 
 namespace sdspeed {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
 #include "pipeline/torch_rng.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

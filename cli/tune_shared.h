@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "cli/args.h"
-#include "runtime/device.h"
+#include "runtime/opencl/device.h"
 #include "tuning/database.h"
 #include "tuning/sweep_cache.h"
 

@@ -4,7 +4,7 @@
 #
 # Nothing is downloaded: the loader, headers and glslc are Debian packages
 # (scripts/setup-debian). The default is OFF for Android and cross builds: a phone's
-# libvulkan would need loading at run time as runtime/opencl_dlopen.cpp does for
+# libvulkan would need loading at run time as runtime/opencl/opencl_dlopen.cpp does for
 # OpenCL, and the arm64 sysroot (scripts/setup-debian-arm64) has no Vulkan packages.
 if(ANDROID OR CMAKE_CROSSCOMPILING)
   set(SDSPEED_VULKAN_DEFAULT OFF)

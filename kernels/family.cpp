@@ -4,7 +4,7 @@
 #include <limits>
 #include <sstream>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -15,11 +15,11 @@
 
 #include "kernels/kernel_args.h"
 #include "kernels/launch.h"
-#include "runtime/cl_error.h"
-#include "runtime/context.h"
+#include "runtime/opencl/cl_error.h"
+#include "runtime/opencl/context.h"
 #include "runtime/opencl/bound_kernel.h"
-#include "runtime/tensor.h"
-#include "runtime/tensor_access.h"
+#include "runtime/opencl/tensor.h"
+#include "runtime/opencl/tensor_access.h"
 
 namespace sdspeed {
 

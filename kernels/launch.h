@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/cl_handle.h"
+#include "runtime/opencl/cl_handle.h"
 
 namespace sdspeed {
 

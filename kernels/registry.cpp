@@ -13,7 +13,7 @@
 #include "kernels/softmax/softmax_family.h"
 #include "kernels/timestep/timestep_family.h"
 #include "kernels/upsample/upsample_family.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

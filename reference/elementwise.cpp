@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 namespace {

@@ -3,7 +3,7 @@
 #include <Eigen/Core>
 #include <cmath>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 

@@ -1,6 +1,6 @@
 // What a device can do, as the families' rules and the harness read it, whatever the GPU
 // API: the capability record issue #17 asks for in place of OpenCL's DeviceInfo.
-// OpenCL's DeviceInfo (runtime/device.h) extends it with its platform and handles; a
+// OpenCL's DeviceInfo (runtime/opencl/device.h) extends it with its platform and handles; a
 // Vulkan device fills the same fields from its own queries. No GPU header here, so
 // the declarations that read it (kernels/family.h's rules, runtime/tensor_desc.h)
 // depend on no API.

@@ -38,7 +38,7 @@ bool migrateKeyedPath(const std::string& dir, const std::string& key, const std:
 std::string deviceKeySlug(const std::string& s);
 // "API-VENDOR-DEVICE-DRIVER", each part slugged; a device name that starts with the vendor
 // word loses it ("vulkan", "nvidia", "NVIDIA H200", "580" -> "vulkan-nvidia-h200-580"),
-// the rule DeviceInfo::key() (runtime/device.h) applies to OpenCL devices, so one GPU's
+// the rule DeviceInfo::key() (runtime/opencl/device.h) applies to OpenCL devices, so one GPU's
 // keys differ only in the API word when both drivers name it alike.
 std::string makeDeviceKey(const std::string& api, const std::string& vendor, const std::string& device,
                           const std::string& driverMajor);

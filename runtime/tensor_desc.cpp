@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "runtime/cl_error.h"
+#include "runtime/error.h"
 #include "runtime/quant/quant.h"
 
 namespace sdspeed {

@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "kernels/groupnorm/groupnorm_family.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -1,4 +1,4 @@
-// The generated tensor accessors (runtime/tensor_access.cpp), checked on the device
+// The generated tensor accessors (runtime/opencl/tensor_access.cpp), checked on the device
 // for every storage format: copy kernels read x and write y through LOAD4/STORE4
 // (every format), LOAD/STORE and LOADV/STOREV (buffers), on shapes with C % 4 != 0,
 // N > 1 and H*W not a multiple of VEC. The copy must be exact, the NC4HW4 padding
@@ -7,9 +7,9 @@
 
 #include <cmath>
 
-#include "runtime/cl_error.h"
-#include "runtime/tensor.h"
-#include "runtime/tensor_access.h"
+#include "runtime/opencl/cl_error.h"
+#include "runtime/opencl/tensor.h"
+#include "runtime/opencl/tensor_access.h"
 #include "test_support.h"
 
 namespace sdspeed {

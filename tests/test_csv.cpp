@@ -1,7 +1,7 @@
 // The hand-written RFC 4180 CSV writer and parser (tuning/csv.h).
 #include <gtest/gtest.h>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "test_support.h"
 #include "tuning/csv.h"
 

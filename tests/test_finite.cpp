@@ -13,7 +13,7 @@
 #include "cli_support.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
-#include "runtime/device.h"
+#include "runtime/opencl/device.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;

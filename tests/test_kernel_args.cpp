@@ -13,7 +13,7 @@
 #include "kernels/registry.h"
 #include "runtime/opencl/bound_kernel.h"
 #include "runtime/opencl/kernel_signature.h"
-#include "runtime/tensor.h"
+#include "runtime/opencl/tensor.h"
 #include "test_support.h"
 
 using namespace sdspeed;

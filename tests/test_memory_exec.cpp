@@ -14,8 +14,8 @@
 #include "pipeline/run/sd_pipeline.h"
 #include "pipeline/weights.h"
 #include "pipeline/safetensors.h"
-#include "runtime/cl_error.h"
-#include "runtime/device.h"
+#include "runtime/opencl/cl_error.h"
+#include "runtime/opencl/device.h"
 #include "test_support.h"
 
 namespace sdspeed {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/opencl_dlopen.h"
+#include "runtime/opencl/opencl_dlopen.h"
 
 using namespace sdspeed;
 

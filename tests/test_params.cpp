@@ -8,7 +8,7 @@
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/registry.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "tuning/check.h"
 #include "test_support.h"
 

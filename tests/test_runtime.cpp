@@ -12,14 +12,14 @@
 #include <fstream>
 #include <thread>
 
-#include "runtime/cl_error.h"
-#include "runtime/context.h"
-#include "runtime/device.h"
+#include "runtime/opencl/cl_error.h"
+#include "runtime/opencl/context.h"
+#include "runtime/opencl/device.h"
 #include "runtime/atomic_file.h"
-#include "runtime/program_cache.h"
+#include "runtime/opencl/program_cache.h"
 #include "runtime/program_entry.h"
-#include "runtime/tensor.h"
-#include "runtime/timing.h"
+#include "runtime/opencl/tensor.h"
+#include "runtime/opencl/timing.h"
 #include "test_support.h"
 
 using namespace sdspeed;

@@ -23,7 +23,7 @@
 #include "pipeline/run/quantize_model.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
-#include "runtime/device.h"
+#include "runtime/opencl/device.h"
 #include "test_support.h"
 
 namespace sdspeed {

@@ -8,8 +8,8 @@
 #include <set>
 
 #include "kernels/family.h"
-#include "runtime/cl_error.h"
-#include "runtime/tensor.h"
+#include "runtime/opencl/cl_error.h"
+#include "runtime/opencl/tensor.h"
 #include "runtime/tensor_desc.h"
 #include "test_support.h"
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <sstream>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "runtime/hash.h"
 
 namespace sdspeed {

@@ -11,7 +11,7 @@
 
 #include "runtime/atomic_file.h"
 #include "kernels/registry.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "runtime/device_key.h"
 #include "tuning/nearest.h"
 #include "tuning/yaml_file.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/device.h"
+#include "runtime/opencl/device.h"
 #include "tuning/op_instance.h"
 
 namespace sdspeed {

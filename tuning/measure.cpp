@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -1,11 +1,11 @@
-// Timing one configuration the way the runtime defines an op's time (runtime/timing.h),
+// Timing one configuration the way the runtime defines an op's time (runtime/opencl/timing.h),
 // behind the accuracy gate: a configuration is timed only after checkCase passed.
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "runtime/timing.h"
+#include "runtime/opencl/timing.h"
 #include "tuning/check.h"
 
 namespace sdspeed {
@@ -44,7 +44,7 @@ class TimedCase {
   // the cache are the measurement's, not the op's, and are not counted.
   uint64_t footprintBytes() const { return footprint_; }
   bool derivedPerCall() const { return op_ && op_->derivedWeightsPerCall(); }
-  // timeOp (runtime/timing.h) with `policy`, the rotation continuing where the last
+  // timeOp (runtime/opencl/timing.h) with `policy`, the rotation continuing where the last
   // call left it. Requires ok(); on a failed launch check() becomes RunFailed and the
   // Error is rethrown.
   TimingStats time(const TimingPolicy& policy);

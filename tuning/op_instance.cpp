@@ -4,7 +4,7 @@
 #include <sstream>
 #include <vector>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -8,7 +8,7 @@
 
 #include "kernels/family.h"
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

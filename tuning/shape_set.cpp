@@ -2,7 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "tuning/yaml_file.h"
 
 namespace sdspeed {

@@ -5,7 +5,7 @@
 #include <map>
 #include <numeric>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "tuning/surrogate.h"
 
 namespace sdspeed {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "runtime/hash.h"
 #include "tuning/measure.h"
 

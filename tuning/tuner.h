@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/timing.h"
+#include "runtime/opencl/timing.h"
 #include "tuning/op_instance.h"
 #include "tuning/strategy.h"
 #include "tuning/sweep_cache.h"

@@ -1,6 +1,6 @@
 #include "tuning/yaml_file.h"
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

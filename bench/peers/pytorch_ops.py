@@ -5,7 +5,7 @@ The peer of sdspeed-bench (bench/sdspeed_bench.cpp) for scripts/bench-vs-pytorch
 the same op instances, timed with CUDA events after a warm-up, median and minimum
 over repeats enqueued in batches, with the inputs rotated among enough distinct
 copies that their total exceeds 2x an L2 size (--llc-mib, default 60 MiB: an H200's
-L2), capped at 64 copies as sdspeed does (runtime/timing.cpp rotationsFor):
+L2), capped at 64 copies as sdspeed does (runtime/opencl/timing.cpp rotationsFor):
 copies = min(64, 2 * L2 // bytes_per_run + 1), bytes_per_run = every input and the
 output once (sdspeed's Family::minBytes).
 
@@ -522,7 +522,7 @@ def op_functions(inst, torch, F):
 
 
 def time_runs(torch, runners, warmup, min_ms, min_repeats, max_repeats):
-    """runtime/timing.cpp timeOp: warm-up, then batches of runs (each between two
+    """runtime/opencl/timing.cpp timeOp: warm-up, then batches of runs (each between two
     events), read back after the batch, until min_repeats and min_ms of device time."""
     rot = len(runners)
     r = 0

@@ -1,7 +1,7 @@
 #include "kernels/activation/activation_family.h"
 
 #include "reference/activation.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "reference/attention.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

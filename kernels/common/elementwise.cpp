@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstdio>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -1,5 +1,5 @@
 // Prepended to every sdspeed program, before the generated tensor accessors.
-// Helpers the accessor macros (runtime/tensor_access.cpp) expand to.
+// Helpers the accessor macros (runtime/opencl/tensor_access.cpp) expand to.
 
 #define SD_CAT_(a, b) a##b
 #define SD_CAT(a, b) SD_CAT_(a, b)

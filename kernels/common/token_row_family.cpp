@@ -2,7 +2,7 @@
 
 #include <sstream>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

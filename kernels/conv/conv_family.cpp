@@ -4,7 +4,7 @@
 #include <array>
 #include <cmath>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {
@@ -661,7 +661,7 @@ class ConvOp : public PreparedOp {
     return r;
   }
 
-  static constexpr size_t kCacheEntries = 64;  // runtime/timing.h rotates up to 64 sets
+  static constexpr size_t kCacheEntries = 64;  // runtime/opencl/timing.h rotates up to 64 sets
 
   struct Entry {
     ClMem source, prepared;

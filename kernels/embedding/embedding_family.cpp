@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "reference/elementwise.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

@@ -1,7 +1,7 @@
 #include "kernels/layernorm/layernorm_family.h"
 
 #include "reference/layernorm.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -1,6 +1,6 @@
 #include "kernels/reshape/reshape_family.h"
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "reference/softmax.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

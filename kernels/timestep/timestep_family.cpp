@@ -1,7 +1,7 @@
 #include "kernels/timestep/timestep_family.h"
 
 #include "reference/elementwise.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

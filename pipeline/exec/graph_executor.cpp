@@ -13,9 +13,9 @@
 
 #include "kernels/registry.h"
 #include "pipeline/finite.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "runtime/host_memory.h"
-#include "runtime/timing.h"
+#include "runtime/opencl/timing.h"
 
 namespace sdspeed {
 namespace {

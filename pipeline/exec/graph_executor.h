@@ -18,7 +18,7 @@
 #include "pipeline/weights.h"
 #include "runtime/memory_planner.h"
 #include "runtime/memory_size.h"
-#include "runtime/tensor.h"
+#include "runtime/opencl/tensor.h"
 #include "tuning/database.h"
 
 namespace sdspeed {

@@ -1,6 +1,6 @@
 #include "pipeline/model/blocks.h"
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -2,7 +2,7 @@
 
 #include "kernels/common/elementwise.h"
 #include "kernels/registry.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

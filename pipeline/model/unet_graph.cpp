@@ -1,7 +1,7 @@
 #include "kernels/registry.h"
 #include "pipeline/model/blocks.h"
 #include "pipeline/model/sd_graphs.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

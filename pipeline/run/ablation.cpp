@@ -6,7 +6,7 @@
 
 #include "kernels/registry.h"
 #include "pipeline/exec/graph_executor.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "runtime/memory_planner.h"
 #include "tuning/yaml_file.h"
 

@@ -6,7 +6,7 @@
 
 #include "pipeline/model/sd_graphs.h"
 #include "pipeline/run/memory_check.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

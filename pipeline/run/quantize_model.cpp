@@ -12,7 +12,7 @@
 #include "pipeline/safetensors.h"
 #include "runtime/atomic_file.h"
 #include "runtime/quant/quant.h"
-#include "runtime/tensor.h"
+#include "runtime/opencl/tensor.h"
 
 namespace sdspeed {
 namespace {

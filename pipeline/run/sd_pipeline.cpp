@@ -7,7 +7,7 @@
 #include <set>
 
 #include "pipeline/run/memory_check.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

@@ -7,7 +7,7 @@
 #include "pipeline/finite.h"
 #include "pipeline/guidance.h"
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "kernels/family.h"
-#include "runtime/cl_error.h"
-#include "runtime/tensor.h"
+#include "runtime/opencl/cl_error.h"
+#include "runtime/opencl/tensor.h"
 
 namespace sdspeed {
 namespace {

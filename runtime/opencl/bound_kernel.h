@@ -8,8 +8,8 @@
 
 #include "kernels/kernel_args.h"
 #include "kernels/launch.h"
-#include "runtime/cl_handle.h"
-#include "runtime/context.h"
+#include "runtime/opencl/cl_handle.h"
+#include "runtime/opencl/context.h"
 #include "runtime/opencl/kernel_signature.h"
 
 namespace sdspeed {

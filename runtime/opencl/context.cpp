@@ -1,11 +1,11 @@
-#include "runtime/context.h"
+#include "runtime/opencl/context.h"
 
 #include <algorithm>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "runtime/cl_handle.h"
-#include "runtime/device.h"
-#include "runtime/kernel_sources.h"
-#include "runtime/program_cache.h"
+#include "runtime/opencl/cl_handle.h"
+#include "runtime/opencl/device.h"
+#include "runtime/opencl/kernel_sources.h"
+#include "runtime/opencl/program_cache.h"
 
 namespace sdspeed {
 

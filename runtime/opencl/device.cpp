@@ -1,10 +1,10 @@
-#include "runtime/device.h"
+#include "runtime/opencl/device.h"
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

@@ -4,9 +4,9 @@
 //
 // Read by hand instead of asking the driver (clGetKernelArgInfo): argument names exist
 // only for programs built from source with -cl-kernel-arg-info, and sdspeed's programs
-// come from the binary cache (runtime/program_cache.h) as often as not. The parameter
+// come from the binary cache (runtime/opencl/program_cache.h) as often as not. The parameter
 // forms sdspeed's kernels use are few and fixed: a tensor `X_PARAMS` (its accessors,
-// runtime/tensor_access.h), a region `SD_REGION(T, X)` (prelude.cl), a whole buffer
+// runtime/opencl/tensor_access.h), a region `SD_REGION(T, X)` (prelude.cl), a whole buffer
 // `__global T* x`, and int / uint / float scalars. `#ifdef`, `#ifndef`, `#else` and
 // `#if defined(A) || defined(B)` inside the list are resolved against the program's own
 // #defines (conv_gemm's list depends on its variant); anything else is an error.

@@ -1,9 +1,9 @@
-#include "runtime/kernel_sources.h"
+#include "runtime/opencl/kernel_sources.h"
 
 #include <fstream>
 #include <sstream>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

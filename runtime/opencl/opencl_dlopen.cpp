@@ -1,8 +1,8 @@
 // Trampolines for every OpenCL entry point sdspeed uses, resolved with dlsym() in the
-// library runtime/opencl_dlopen.h finds. Compiled instead of linking OpenCL::OpenCL when
+// library runtime/opencl/opencl_dlopen.h finds. Compiled instead of linking OpenCL::OpenCL when
 // SDSPEED_OPENCL_DLOPEN is ON. A function sdspeed starts to call and this list lacks is a
 // link error in such a build (the arm64 CI build is one), never a silent gap.
-#include "runtime/opencl_dlopen.h"
+#include "runtime/opencl/opencl_dlopen.h"
 
 #include <CL/cl.h>
 #include <dlfcn.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

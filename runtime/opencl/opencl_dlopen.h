@@ -1,6 +1,6 @@
 // Run-time loading of the OpenCL library (CMake option SDSPEED_OPENCL_DLOPEN, ON for
 // Android): a phone ships its vendor's libOpenCL.so but no ICD loader an NDK build could
-// link against, so runtime/opencl_dlopen.cpp defines every cl* entry point sdspeed calls
+// link against, so runtime/opencl/opencl_dlopen.cpp defines every cl* entry point sdspeed calls
 // as a trampoline into the library dlopen()ed on first use.
 #pragma once
 

@@ -1,11 +1,11 @@
-#include "runtime/program_cache.h"
+#include "runtime/opencl/program_cache.h"
 
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 
 #include "runtime/atomic_file.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "runtime/hash.h"
 #include "runtime/program_entry.h"
 

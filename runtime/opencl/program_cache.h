@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cl_handle.h"
-#include "runtime/device.h"
+#include "runtime/opencl/cl_handle.h"
+#include "runtime/opencl/device.h"
 
 namespace sdspeed {
 

@@ -1,11 +1,11 @@
-#include "runtime/tensor.h"
+#include "runtime/opencl/tensor.h"
 
 #include <Eigen/Core>  // Eigen::half: IEEE binary16 with round-to-nearest-even
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "runtime/quant/quant.h"
 
 namespace sdspeed {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "runtime/context.h"
+#include "runtime/opencl/context.h"
 #include "runtime/tensor_desc.h"
 
 namespace sdspeed {

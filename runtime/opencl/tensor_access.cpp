@@ -1,8 +1,8 @@
-#include "runtime/tensor_access.h"
+#include "runtime/opencl/tensor_access.h"
 
 #include <sstream>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 namespace {

@@ -1,8 +1,8 @@
-#include "runtime/timing.h"
+#include "runtime/opencl/timing.h"
 
 #include <algorithm>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
 

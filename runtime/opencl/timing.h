@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/cl_handle.h"
-#include "runtime/context.h"
+#include "runtime/opencl/cl_handle.h"
+#include "runtime/opencl/context.h"
 
 namespace sdspeed {
 

@@ -1,5 +1,5 @@
 // The on-disk pipeline cache: one file per pipeline, holding the driver's VkPipelineCache
-// data for it, keyed like the OpenCL program cache (runtime/program_cache.h) by what
+// data for it, keyed like the OpenCL program cache (runtime/opencl/program_cache.h) by what
 // changes the compiled code: the device (device, driver and pipeline-cache UUIDs, vendor
 // and device IDs), the driver version, a hash of the SPIR-V, the pipeline layout and the
 // specialization constants (the tuning parameters, as ncnn keys its cache by them).

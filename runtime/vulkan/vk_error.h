@@ -1,6 +1,6 @@
 // Vulkan failures as sdspeed errors: a VkResult other than VK_SUCCESS from a call that
 // must succeed is a RunFailure (runtime/error.h: a device or driver error, exit 1) naming
-// the call and the result, as ClError does for OpenCL (runtime/cl_error.h).
+// the call and the result, as ClError does for OpenCL (runtime/opencl/cl_error.h).
 #pragma once
 
 #include <vulkan/vulkan.h>

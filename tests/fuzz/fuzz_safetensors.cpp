@@ -6,7 +6,7 @@
 #include <span>
 
 #include "pipeline/safetensors.h"
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "runtime/cl_error.h"
+#include "runtime/opencl/cl_error.h"
 #include "tuning/database.h"
 
 namespace {
