@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "kernels/common/elementwise.h"
 #include "reference/attention.h"
 #include "runtime/opencl/cl_error.h"
 
@@ -200,39 +201,11 @@ double AttentionFamily::minFlops(const Problem& prob) const {
 }
 
 ProblemPtr AttentionFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
-  int64_t heads = 1, keys = shape.w;
-  bool causal = false, mask = false;
-  double scale = 0;
-  auto integer = [](const std::string& k, const std::string& v) -> int64_t {
-    try {
-      size_t used = 0;
-      const long long x = std::stoll(v, &used);
-      if (used == v.size()) return x;
-    } catch (const std::exception&) {
-    }
-    throw Error("attention attribute " + k + "=" + v + " is not an integer");
-  };
-  auto flag = [&](const std::string& k, const std::string& v) {
-    const int64_t x = integer(k, v);
-    if (x != 0 && x != 1) throw Error("attention attribute " + k + " must be 0 or 1, got " + v);
-    return x == 1;
-  };
-  for (const auto& [k, v] : attrs) {
-    if (k == "heads") heads = integer(k, v);
-    else if (k == "kv") keys = integer(k, v);
-    else if (k == "causal") causal = flag(k, v);
-    else if (k == "mask") mask = flag(k, v);
-    else if (k == "scale") {
-      try {
-        scale = std::stod(v);
-      } catch (const std::exception&) {
-        throw Error("attention attribute scale=" + v + " is not a number");
-      }
-      if (!std::isfinite(scale) || scale <= 0) throw Error("attention scale must be positive, got " + v);
-    } else {
-      throw Error("unknown attention attribute '" + k + "' (known: heads, kv, causal, mask, scale)");
-    }
-  }
+  const AttrReader r("attention", attrs, {"heads", "kv", "causal", "mask", "scale"});
+  const int64_t heads = r.getInt("heads", 1, 1, 1 << 20), keys = r.getInt("kv", shape.w, 1, int64_t{1} << 30);
+  const bool causal = r.getInt("causal", 0, 0, 1) != 0, mask = r.getInt("mask", 0, 0, 1) != 0;
+  // Absent: 0, meaning 1/sqrt(D); given, a positive finite number (1e-30 and up).
+  const double scale = r.getDouble("scale", 0.0, 1e-30, 1e30);
   if (shape.h != 1) throw Error("attention takes a token tensor [B, H*D, 1, S], got " + shape.text());
   if (heads < 1 || shape.c % heads) throw Error("attention: " + std::to_string(shape.c) +
                                                 " channels do not split into heads=" + std::to_string(heads));

@@ -1,6 +1,7 @@
 #include "kernels/common/elementwise.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <cstdio>
 
 #include "runtime/opencl/cl_error.h"
@@ -76,7 +77,8 @@ std::string attrText(double v) {
   char buf[32];
   for (int prec = 1; prec <= 17; ++prec) {
     std::snprintf(buf, sizeof buf, "%.*g", prec, v);
-    if (std::stod(buf) == v) break;
+    // strtod, not stod: a subnormal or huge value reads back without throwing ERANGE.
+    if (std::strtod(buf, nullptr) == v) break;
   }
   return buf;
 }

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "kernels/common/elementwise.h"
 #include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
@@ -256,34 +257,14 @@ Tolerance ConvFamily::tolerance(const VariantDef& v, DType dtype) const {
 }
 
 ProblemPtr ConvFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
-  int64_t cout = shape.c;
-  int k = 3, stride = 1, pad = -1;
-  bool bias = true, temb = false, residual = false;
-  auto integer = [](const std::string& key, const std::string& v) -> int64_t {
-    try {
-      size_t used = 0;
-      const long long x = std::stoll(v, &used);
-      if (used == v.size()) return x;
-    } catch (const std::exception&) {
-    }
-    throw Error("conv attribute " + key + "=" + v + " is not an integer");
-  };
-  auto flag = [&](const std::string& key, const std::string& v) {
-    const int64_t x = integer(key, v);
-    if (x != 0 && x != 1) throw Error("conv attribute " + key + " must be 0 or 1, got " + v);
-    return x == 1;
-  };
-  for (const auto& [key, v] : attrs) {
-    if (key == "cout") cout = integer(key, v);
-    else if (key == "k") k = static_cast<int>(integer(key, v));
-    else if (key == "stride") stride = static_cast<int>(integer(key, v));
-    else if (key == "pad") pad = static_cast<int>(std::clamp<int64_t>(integer(key, v), -1000, 1000));
-    else if (key == "bias") bias = flag(key, v);
-    else if (key == "temb") temb = flag(key, v);
-    else if (key == "residual") residual = flag(key, v);
-    else throw Error("unknown conv attribute '" + key + "' (known: cout, k, stride, pad, bias, temb, residual)");
-  }
-  if (attrs.count("pad") && pad < 0) throw Error("conv padding must be >= 0, got " + attrs.at("pad"));
+  // Ranges here are what a number can mean; problem() checks that the shapes agree.
+  const AttrReader r("conv", attrs, {"cout", "k", "stride", "pad", "bias", "temb", "residual"});
+  const int64_t cout = r.getInt("cout", shape.c, 1, int64_t{1} << 30);
+  const int k = static_cast<int>(r.getInt("k", 3, 1, 1000));
+  const int stride = static_cast<int>(r.getInt("stride", 1, 1, 1000));
+  const int pad = static_cast<int>(r.getInt("pad", -1, 0, 1000));  // absent: -1, "same" padding
+  const bool bias = r.getInt("bias", 1, 0, 1) != 0, temb = r.getInt("temb", 0, 0, 1) != 0,
+             residual = r.getInt("residual", 0, 0, 1) != 0;
   return problem(shape, cout, k, stride, bias, temb, residual, pad);
 }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/common/elementwise.h"
 #include "reference/gemm.h"
 #include "runtime/opencl/cl_error.h"
 
@@ -223,30 +224,10 @@ double GemmFamily::minFlops(const Problem& prob) const {
 }
 
 ProblemPtr GemmFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {
-  int64_t rows = 0;
-  std::string epilogue = "none";
-  bool bias = true, residual = false;
-  auto integer = [](const std::string& k, const std::string& v) -> int64_t {
-    try {
-      size_t used = 0;
-      const long long x = std::stoll(v, &used);
-      if (used == v.size()) return x;
-    } catch (const std::exception&) {
-    }
-    throw Error("gemm attribute " + k + "=" + v + " is not an integer");
-  };
-  auto flag = [&](const std::string& k, const std::string& v) {
-    const int64_t x = integer(k, v);
-    if (x != 0 && x != 1) throw Error("gemm attribute " + k + " must be 0 or 1, got " + v);
-    return x == 1;
-  };
-  for (const auto& [k, v] : attrs) {
-    if (k == "n") rows = integer(k, v);
-    else if (k == "epilogue") epilogue = v;
-    else if (k == "bias") bias = flag(k, v);
-    else if (k == "residual") residual = flag(k, v);
-    else throw Error("unknown gemm attribute '" + k + "' (known: n, epilogue, bias, residual)");
-  }
+  const AttrReader r("gemm", attrs, {"n", "epilogue", "bias", "residual"});
+  const int64_t rows = r.getInt("n", 0, 1, int64_t{1} << 30);
+  const std::string epilogue = attrs.count("epilogue") ? attrs.at("epilogue") : "none";  // problem() checks it
+  const bool bias = r.getInt("bias", 1, 0, 1) != 0, residual = r.getInt("residual", 0, 0, 1) != 0;
   if (!attrs.count("n")) throw Error("gemm needs attribute n (the Linear's output features, rows of W)");
   return problem(shape, rows, epilogue, bias, residual);
 }
