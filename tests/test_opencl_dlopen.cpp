@@ -1,4 +1,4 @@
-// The run-time OpenCL loader (runtime/opencl_dlopen.*): its error line when nothing
+// The run-time OpenCL loader (runtime/opencl/opencl_dlopen.*): its error line when nothing
 // loads, the SDSPEED_OPENCL_LIBRARY override, and a kernel run end to end through the
 // trampolines. This executable links no OpenCL library (tests/CMakeLists.txt), so a
 // passing kernel run proves every call went through dlopen()/dlsym().
