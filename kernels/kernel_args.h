@@ -24,6 +24,8 @@ class KernelArgs {
  public:
   // Tensor `name` (the kernel's `name_PARAMS`: memory object, dimensions, offset).
   KernelArgs& tensor(const std::string& name, const DeviceTensor& t);
+  // The tensor's address is kept until the kernel is bound: never a temporary's.
+  KernelArgs& tensor(const std::string& name, const DeviceTensor&& t) = delete;
   // Every slot's tensor under the slot's name, in slot order; a kernel need not read
   // them all (an op's kernels each take some of its slots), so these may go unused.
   KernelArgs& slotTensors(const std::vector<TensorSlot>& slots, const std::vector<DeviceTensor*>& tensors);

@@ -113,6 +113,20 @@ TEST(KernelSignature, BadListsAreOneErrorNamingTheKernel) {
             std::string::npos);
   EXPECT_NE(errorMessage([] { parseKernelSignature("__kernel void k(const int a", "k"); }).find("does not close"),
             std::string::npos);
+  EXPECT_NE(errorMessage([] { parseKernelSignature(kBranchy, "gemm(.*"); }).find("is not a kernel name"),
+            std::string::npos);
+  EXPECT_NE(errorMessage([] { parseKernelSignature("__kernel void k(\n#ifdef A B\nconst int a\n#endif\n) {}", "k"); })
+                .find("names no single macro"),
+            std::string::npos);
+}
+
+TEST(KernelSignature, OnlyUnconditionalDefinesSelectBranches) {
+  // VEC is defined only inside a conditional (as groupnorm.cl's fallback is), ONE at the
+  // top level and then #undef'd: neither counts, so both lists take their #else.
+  const std::string src = "#ifndef VEC\n#define VEC 1\n#endif\n#define ONE 1\n#undef ONE\n"
+                          "__kernel void k(\n#ifdef VEC\nconst int v,\n#else\nconst int nv,\n#endif\n"
+                          "#ifdef ONE\nconst int one\n#else\nconst int none\n#endif\n) {}";
+  EXPECT_EQ(names(parseKernelSignature(src, "k")), "nv,none");
 }
 
 // ---------------------------------------------------------------- binding (a device)

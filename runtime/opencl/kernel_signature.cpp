@@ -1,5 +1,6 @@
 #include "runtime/opencl/kernel_signature.h"
 
+#include <algorithm>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -33,17 +34,32 @@ std::string stripComments(const std::string& s) {
   return out;
 }
 
-// Names the program #defines anywhere (the variant's and the point's defines come first).
+// Names the program #defines unconditionally: at the top level, not inside an #if (the
+// variant's and the point's defines, the accessors'), less those #undef'd there. A name
+// defined only inside a conditional (groupnorm.cl's `#ifndef VEC / #define VEC 1`) is not
+// counted: whether it is defined would take a real preprocessor, so a parameter list must
+// not branch on one (the kernels' lists branch on variant defines only).
 std::set<std::string> definedNames(const std::string& source) {
-  static const std::regex def(R"(^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*))");
+  static const std::regex directive(R"(^[ \t]*#[ \t]*(\w+)[ \t]*([A-Za-z_][A-Za-z0-9_]*)?)");
   std::set<std::string> names;
   std::istringstream in(source);
   std::string line;
+  int depth = 0;
   while (std::getline(in, line)) {
     std::smatch m;
-    if (std::regex_search(line, m, def)) names.insert(m[1]);
+    if (!std::regex_search(line, m, directive)) continue;
+    const std::string d = m[1];
+    if (d == "if" || d == "ifdef" || d == "ifndef") ++depth;
+    else if (d == "endif") depth = std::max(0, depth - 1);
+    else if (depth == 0 && d == "define" && m[2].matched) names.insert(m[2]);
+    else if (depth == 0 && d == "undef" && m[2].matched) names.erase(m[2]);
   }
   return names;
+}
+
+bool isIdentifier(const std::string& s) {
+  static const std::regex id(R"(^[A-Za-z_][A-Za-z0-9_]*$)");
+  return std::regex_match(s, id);
 }
 
 // True for `defined(A) || defined(B) ...` with one of them defined.
@@ -85,6 +101,8 @@ std::string resolveBranches(const std::string& list, const std::set<std::string>
     }
     const std::string d = m[1], rest = trim(m[2]);
     if (d == "ifdef" || d == "ifndef" || d == "if") {
+      if (d != "if" && !isIdentifier(rest))
+        throw Error("kernel " + kernel + ": '#" + d + " " + rest + "' in its parameter list names no single macro");
       bool v = d == "if" ? evalIf(rest, defs, kernel) : (defs.count(rest) > 0) == (d == "ifdef");
       stack.push_back({v, v});
     } else if (d == "else") {
@@ -135,6 +153,8 @@ ClKernelParam parseParam(const std::string& p, const std::string& kernel) {
 }  // namespace
 
 ClKernelSignature parseKernelSignature(const std::string& source, const std::string& kernel) {
+  // The name goes into a regex: only an identifier can be a kernel's name anyway.
+  if (!isIdentifier(kernel)) throw Error("'" + kernel + "' is not a kernel name (an identifier)");
   const std::string text = stripComments(source);
   const std::regex head("\\bvoid\\s+" + kernel + "\\s*\\(");
   std::smatch m;
