@@ -278,6 +278,7 @@ class AttentionOp : public PreparedOp {
   void bindScratch(const std::vector<BufferRegion>& regions) override { scratch_.bind(regions); }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    for (auto& k : kernels_) k.checkLimits();
     KernelArgs args;
     args.slotTensors(slots_, t)
         .i32("H", static_cast<int32_t>(p_.heads))

@@ -298,6 +298,24 @@ double ConvFamily::multiplicationsPerOutput(const VariantDef& v, const ConvProbl
   return static_cast<double>((m + 2) * (m + 2)) / static_cast<double>(m * m);
 }
 
+namespace {
+
+// Both per-call rules: the most units (output channels, tiles) of unitBytes each that fit
+// kPerCallBlockBytes, in whole multiples of the GEMM tile `tile`, at least one tile, at
+// most `total`; or the variant define `overrideDefine` (a positive multiple of 4) if it has one.
+int64_t blockRule(const VariantDef& v, const char* overrideDefine, int64_t tile, int64_t total, size_t unitBytes) {
+  if (auto it = v.defines.find(overrideDefine); it != v.defines.end()) {
+    if (it->second < 4 || it->second % 4)
+      throw Error(std::string("conv: ") + overrideDefine + " must be a positive multiple of 4, got " +
+                  std::to_string(it->second));
+    return std::min<int64_t>(it->second, total);
+  }
+  const int64_t fit = static_cast<int64_t>(ConvFamily::kPerCallBlockBytes / std::max<size_t>(unitBytes, 1)) / tile * tile;
+  return std::min(total, std::max(tile, fit));
+}
+
+}  // namespace
+
 // The rule: the most output channels whose derived weights fit kPerCallBlockBytes, in
 // whole multiples of the GEMM's work-group tile TM (every block but the last then fills
 // its work-groups' rows, so blocking adds no GEMM work beyond the last block's padding,
@@ -311,14 +329,7 @@ double ConvFamily::multiplicationsPerOutput(const VariantDef& v, const ConvProbl
 // parallel work). A variant define PER_CALL_CO (a multiple of 4) overrides the rule: the
 // harness uses it to make small problems loop over several blocks.
 int64_t ConvFamily::perCallBlock(const VariantDef& v, const ParamPoint& pt, int64_t coutP, size_t rowBytes) {
-  if (auto it = v.defines.find("PER_CALL_CO"); it != v.defines.end()) {
-    if (it->second < 4 || it->second % 4)
-      throw Error("conv: PER_CALL_CO must be a positive multiple of 4, got " + std::to_string(it->second));
-    return std::min<int64_t>(it->second, coutP);
-  }
-  const int64_t tm = pt["TM"];
-  const int64_t fit = static_cast<int64_t>(kPerCallBlockBytes / std::max<size_t>(rowBytes, 1)) / tm * tm;
-  return std::min(coutP, std::max(tm, fit));
+  return blockRule(v, "PER_CALL_CO", pt["TM"], coutP, rowBytes);
 }
 
 // Winograd's tiles per block of the per-call planes V and M (tileBytes: both planes'
@@ -326,14 +337,7 @@ int64_t ConvFamily::perCallBlock(const VariantDef& v, const ParamPoint& pt, int6
 // whole planes are the largest scratch (F(2x2) 640 -> 640: V and M 80 MiB each), which
 // blocking the weights alone leaves. PER_CALL_TILES (a multiple of 4) overrides it.
 int64_t ConvFamily::perCallTiles(const VariantDef& v, const ParamPoint& pt, int64_t tilesP, size_t tileBytes) {
-  if (auto it = v.defines.find("PER_CALL_TILES"); it != v.defines.end()) {
-    if (it->second < 4 || it->second % 4)
-      throw Error("conv: PER_CALL_TILES must be a positive multiple of 4, got " + std::to_string(it->second));
-    return std::min<int64_t>(it->second, tilesP);
-  }
-  const int64_t tn = pt["TN"];
-  const int64_t fit = static_cast<int64_t>(kPerCallBlockBytes / std::max<size_t>(tileBytes, 1)) / tn * tn;
-  return std::min(tilesP, std::max(tn, fit));
+  return blockRule(v, "PER_CALL_TILES", pt["TN"], tilesP, tileBytes);
 }
 
 ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const ParamPoint& pt) {
@@ -476,6 +480,8 @@ class ConvOp : public PreparedOp {
   bool derivedWeightsPerCall() const override { return perCallWeights_; }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    for (auto& k : kernels_) k.checkLimits();
+    prepKernel_.checkLimits();
     const ConvDims& d = p_.dims;
     const int32_t H = static_cast<int32_t>(d.height), W = static_cast<int32_t>(d.width),
                   Wo = static_cast<int32_t>(d.outWidth()), K = static_cast<int32_t>(d.kernel),

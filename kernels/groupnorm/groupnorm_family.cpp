@@ -125,6 +125,7 @@ class GroupNormOp : public PreparedOp {
   }
 
   std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+    for (auto& k : kernels_) k.checkLimits();  // before split's sequence moves
     KernelArgs args;
     args.slotTensors(slots_, t)
         .i32("G", prob_.attrs.groups)

@@ -71,11 +71,14 @@ void ClBoundKernel::bind(const KernelArgs& args) {
       throw Error("kernel " + kn + " declares no argument '" + v.name + "'");
 }
 
+void ClBoundKernel::checkLimits() {
+  if (checkedLimits_ || !kernel_) return;
+  checkKernelLimits(*ctx_, kernel_.get());
+  checkedLimits_ = true;
+}
+
 ClEvent ClBoundKernel::launch(const Launch& l) {
-  if (!checkedLimits_) {
-    checkKernelLimits(*ctx_, kernel_.get());
-    checkedLimits_ = true;
-  }
+  checkLimits();
   return enqueueLaunch(ctx_->queue(), kernel_.get(), l);
 }
 

@@ -36,6 +36,10 @@ class ClBoundKernel {
     bind(args);
     return launch(l);
   }
+  // The local-memory check launch() makes at the first launch, made now (once; nothing
+  // for an empty kernel). An op of several kernels calls it for all of them before
+  // enqueuing any, so an unsupported point enqueues nothing.
+  void checkLimits();
 
   cl_kernel get() const { return kernel_.get(); }
   const std::string& name() const { return sig_.kernel; }
