@@ -8,7 +8,7 @@
 #include "cli/args.h"
 #include "runtime/opencl/context.h"
 #include "runtime/tensor_desc.h"
-#include "runtime/opencl/timing.h"
+#include "runtime/timing.h"
 
 namespace sdspeed {
 

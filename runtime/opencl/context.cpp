@@ -1,4 +1,5 @@
 #include "runtime/opencl/context.h"
+#include "runtime/opencl/tensor.h"
 
 #include <algorithm>
 #include <condition_variable>
@@ -200,6 +201,12 @@ cl_command_queue Context::copyQueue() {
   }
   return copyQueue_.get();
 }
+
+std::unique_ptr<DeviceTensor> Context::makeTensor(const TensorDesc& desc, bool withCanary) {
+  return std::make_unique<ClTensor>(*this, desc, withCanary);
+}
+
+void Context::flush() { clCheck(clFlush(queue()), "clFlush"); }
 
 void Context::finish() {
   clCheck(clFinish(queue_.get()), "clFinish");
