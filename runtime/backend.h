@@ -45,6 +45,14 @@ class Backend {
   // Submits what was enqueued without waiting for it; finish() waits for all of it.
   virtual void flush() = 0;
   virtual void finish() = 0;
+
+  // One line naming the device for a report: "NAME (selector, driver, API version)".
+  virtual std::string describe() const = 0;
+  // What building kernels cost so far: "programs: 3 built, 1 from disk cache, 9 reused".
+  virtual std::string buildSummary() const = 0;
+  // --dump-kernels: writes the source (and, where there is one, the binary) of every
+  // program or pipeline made so far into dir; returns one line saying how many.
+  virtual std::string dumpKernels(const std::string& dir) const = 0;
 };
 
 }  // namespace sdspeed

@@ -31,6 +31,9 @@ class Context : public Backend {
   const DeviceCaps& caps() const override { return device_; }
   std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
   void flush() override;
+  std::string describe() const override;
+  std::string buildSummary() const override;
+  std::string dumpKernels(const std::string& dir) const override;
   cl_context handle() const { return context_.get(); }
   cl_command_queue queue() const { return queue_.get(); }
   // A second in-order queue on the same device for uploads that overlap the kernels
