@@ -39,6 +39,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual const DeviceCaps& caps() const = 0;
   const std::string& api() const { return caps().api; }
+  // The device's key (runtime/device_key.h), naming the API: "opencl-nvidia-h200-580",
+  // "vulkan-mesa-llvmpipe-22". Per-device files (databases, ceilings) are named by it.
+  virtual std::string deviceKey() const = 0;
   // A tensor in its own device memory; withCanary adds DeviceTensor::kCanaryBytes past a
   // buffer's end. Throws Error when the device cannot hold the format (image limits).
   virtual std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) = 0;

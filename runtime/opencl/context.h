@@ -29,6 +29,7 @@ class Context : public Backend {
 
   const DeviceInfo& device() const { return device_; }
   const DeviceCaps& caps() const override { return device_; }
+  std::string deviceKey() const override { return device_.key(); }
   std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
   void flush() override;
   std::string describe() const override;

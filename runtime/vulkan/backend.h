@@ -64,6 +64,7 @@ class VulkanBackend : public Backend {
   VulkanBackend(const std::string& selector, const std::string& cacheDir);
 
   const DeviceCaps& caps() const override { return caps_; }
+  std::string deviceKey() const override { return device_->info().key(); }
   std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
   void flush() override {}
   void finish() override {}
