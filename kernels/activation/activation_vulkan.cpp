@@ -22,14 +22,6 @@ std::unique_ptr<PreparedOp> lowerActivationVulkan(vk::VulkanBackend& be, const F
   (void)v;
   const auto& a = dynamic_cast<const ActivationProblem&>(prob);
   const auto sh = fam.shapes(prob);
-  const vk::SpirvShader* shader = &vk::shaders::activation_f32;
-  if (f.dtype == DType::F16) {
-#if SDSPEED_GLSLC_STORAGE_16BIT
-    shader = &vk::shaders::activation_f16s;
-#else
-    throw UnsupportedError("this build's glslc compiles no 16-bit storage shaders");
-#endif
-  }
   static const char* kFns[] = {"gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};
   uint32_t fn = 0;
   while (fn < 5 && a.fn != kFns[fn]) ++fn;
@@ -37,12 +29,11 @@ std::unique_ptr<PreparedOp> lowerActivationVulkan(vk::VulkanBackend& be, const F
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = static_cast<uint32_t>(p["ITEMS"]);
   const uint32_t hw = static_cast<uint32_t>(sh[1].hw()), F = static_cast<uint32_t>(sh[1].c);
-  const uint32_t storedF = layout == 1u ? (F + 3u) / 4u * 4u : F;
-  const uint32_t perItem = (hw + items - 1) / items;
-  const auto& pipe = be.pipeline(*shader, 2, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, items)});
-  return std::make_unique<VkDispatchOp>(
-      be, pipe, std::vector<uint32_t>{static_cast<uint32_t>(sh[0].c), hw, F, fn, layout},
-      std::array<uint32_t, 3>{(perItem + wg - 1) / wg, storedF, static_cast<uint32_t>(sh[1].n)});
+  const auto& pipe =
+      be.pipeline(vulkanShaderFor(f, kActivationShaders), 2, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, items)});
+  return std::make_unique<VkDispatchOp>(be, pipe,
+                                        std::vector<uint32_t>{static_cast<uint32_t>(sh[0].c), hw, F, fn, layout},
+                                        channelGrid(sh[1], layout, wg, items));
 }
 
 }  // namespace sdspeed

@@ -7,6 +7,7 @@ namespace sdspeed {
 const VulkanLowering* findVulkanLowering(const std::string& family) {
   static const std::vector<VulkanLowering> table = {
       {"activation", &lowerActivationVulkan, kActivationShaders},
+      {"binary", &lowerBinaryVulkan, kBinaryShaders},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;
@@ -36,6 +37,20 @@ OpEvents VkDispatchOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
     default: throw Error("VkDispatchOp binds 1 to 4 tensors");
   }
   return vk::eventsOf(rec.submit());
+}
+
+const vk::SpirvShader& vulkanShaderFor(const StorageFormat& f, const std::vector<const vk::SpirvShader*>& shaders) {
+  if (f.dtype == DType::F32) return *shaders.at(0);
+  if (f.dtype == DType::F16 && shaders.size() > 1) return *shaders[1];
+  throw UnsupportedError(std::string("no Vulkan shader for ") + dtypeName(f.dtype) +
+                         " storage in this build (glslc without 16-bit storage)");
+}
+
+std::array<uint32_t, 3> channelGrid(const Shape& out, uint32_t layout, uint32_t wg, uint32_t items) {
+  const uint32_t hw = static_cast<uint32_t>(out.hw()), C = static_cast<uint32_t>(out.c);
+  const uint32_t stored = layout == 1u ? (C + 3u) / 4u * 4u : C;
+  const uint32_t perItem = (hw + items - 1) / items;
+  return {(perItem + wg - 1) / wg, stored, static_cast<uint32_t>(out.n)};
 }
 
 uint32_t vulkanLayoutCode(const StorageFormat& f) {

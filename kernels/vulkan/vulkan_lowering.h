@@ -47,10 +47,19 @@ class VkDispatchOp : public PreparedOp {
 
 // The storage-layout code the shaders take as a push constant (prelude.glsl).
 uint32_t vulkanLayoutCode(const StorageFormat& f);
+// The module of `shaders` (in the order f32 storage, f16 storage) for f's storage dtype;
+// UnsupportedError when this build's glslc made no 16-bit-storage module.
+const vk::SpirvShader& vulkanShaderFor(const StorageFormat& f, const std::vector<const vk::SpirvShader*>& shaders);
+// The dispatch of the elementwise shaders: an invocation per (ITEMS positions, stored
+// output channel, sample), work-groups of wg along the positions.
+std::array<uint32_t, 3> channelGrid(const Shape& out, uint32_t layout, uint32_t wg, uint32_t items);
 
 // The family lowerings (one per family that has GLSL).
 std::unique_ptr<PreparedOp> lowerActivationVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
                                                   const ParamPoint&, const Problem&, const StorageFormat&);
 extern const std::vector<const vk::SpirvShader*> kActivationShaders;
+std::unique_ptr<PreparedOp> lowerBinaryVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&,
+                                              const Problem&, const StorageFormat&);
+extern const std::vector<const vk::SpirvShader*> kBinaryShaders;
 
 }  // namespace sdspeed
