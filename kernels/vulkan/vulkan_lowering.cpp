@@ -8,6 +8,8 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
   static const std::vector<VulkanLowering> table = {
       {"activation", &lowerActivationVulkan, kActivationShaders},
       {"binary", &lowerBinaryVulkan, kBinaryShaders},
+      {"softmax", &lowerTokenRowVulkan, kSoftmaxShaders},
+      {"layernorm", &lowerTokenRowVulkan, kLayerNormShaders},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;

@@ -61,5 +61,9 @@ extern const std::vector<const vk::SpirvShader*> kActivationShaders;
 std::unique_ptr<PreparedOp> lowerBinaryVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&,
                                               const Problem&, const StorageFormat&);
 extern const std::vector<const vk::SpirvShader*> kBinaryShaders;
+std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
+                                                const ParamPoint&, const Problem&, const StorageFormat&);
+extern const std::vector<const vk::SpirvShader*> kSoftmaxShaders;
+extern const std::vector<const vk::SpirvShader*> kLayerNormShaders;
 
 }  // namespace sdspeed

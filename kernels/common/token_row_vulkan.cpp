@@ -1,0 +1,55 @@
+// The token-row families' Vulkan lowering (softmax, layernorm): token_row.comp, one
+// dispatch; the variant (per_item or cooperative) is a specialization constant.
+#include "kernels/common/token_row_family.h"
+#include "kernels/vulkan/vulkan_lowering.h"
+#include "runtime/error.h"
+
+#include <cstring>
+
+SDSPEED_SPIRV_SHADER(softmax_f32)
+SDSPEED_SPIRV_SHADER(layernorm_f32)
+#if SDSPEED_GLSLC_STORAGE_16BIT
+SDSPEED_SPIRV_SHADER(softmax_f16s)
+SDSPEED_SPIRV_SHADER(layernorm_f16s)
+#endif
+
+namespace sdspeed {
+
+const std::vector<const vk::SpirvShader*> kSoftmaxShaders = {
+    &vk::shaders::softmax_f32,
+#if SDSPEED_GLSLC_STORAGE_16BIT
+    &vk::shaders::softmax_f16s,
+#endif
+};
+const std::vector<const vk::SpirvShader*> kLayerNormShaders = {
+    &vk::shaders::layernorm_f32,
+#if SDSPEED_GLSLC_STORAGE_16BIT
+    &vk::shaders::layernorm_f16s,
+#endif
+};
+
+std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
+                                                const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
+  const auto* rp = dynamic_cast<const TokenRowProblem*>(&prob);
+  if (!rp || rp->family != fam.name()) throw Error(fam.name() + " given a problem of another family: " + prob.text());
+  const bool layerNorm = fam.name() == "layernorm";
+  // LayerNorm's gamma and beta are read as f32 (the shader's one weight type).
+  if (layerNorm && fam.keyFormat(f).weights != DType::F32)
+    throw UnsupportedError(std::string("layernorm on Vulkan reads f32 weights only, not ") +
+                           dtypeName(fam.keyFormat(f).weights));
+  const uint32_t layout = vulkanLayoutCode(f);
+  const uint32_t wg = static_cast<uint32_t>(p["WG"]);
+  const bool coop = v.name == "cooperative";
+  const Shape& s = rp->dims;
+  const uint32_t N = static_cast<uint32_t>(s.n), C = static_cast<uint32_t>(s.c), HW = static_cast<uint32_t>(s.hw());
+  const auto& pipe = be.pipeline(vulkanShaderFor(f, layerNorm ? kLayerNormShaders : kSoftmaxShaders),
+                                 layerNorm ? 4 : 2, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, coop ? 1 : 0)});
+  float attr = static_cast<float>(rp->attr);
+  uint32_t attrBits;
+  std::memcpy(&attrBits, &attr, 4);
+  const std::array<uint32_t, 3> groups =
+      coop ? std::array<uint32_t, 3>{N * HW, 1, 1} : std::array<uint32_t, 3>{(HW + wg - 1) / wg, N, 1};
+  return std::make_unique<VkDispatchOp>(be, pipe, std::vector<uint32_t>{N, C, HW, layout, attrBits}, groups);
+}
+
+}  // namespace sdspeed
