@@ -191,10 +191,10 @@ std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev,
 }
 
 std::string lackedCapability(const std::string& reason) {
-  // A family the backend has no kernels for (kernels/lowering.h) is summed up the same way.
-  if (const size_t f = reason.find("family "); f != std::string::npos && reason.find(" kernels", f) != std::string::npos &&
-                                               reason.find(" has no ", f) != std::string::npos)
-    return reason.substr(f, reason.find('\n', f) - f);
+  // A family (or a variant) the backend has no kernels for (kernels/lowering.h) is summed
+  // up the same way: "family conv has no vulkan kernels".
+  if (const size_t k = reason.find(" kernels"); k != std::string::npos && reason.rfind(" has no ", k) != std::string::npos)
+    return reason.substr(0, reason.find('\n'));
   const size_t at = reason.find("device lacks ");
   if (at == std::string::npos) return {};
   return reason.substr(at, reason.find('\n', at) - at);

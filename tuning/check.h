@@ -87,8 +87,8 @@ std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev,
 
 // The capability part of an unsupported reason ("device lacks cl_khr_fp16", "device
 // lacks image support (...)"; first line only), or "" when the reason is something
-// else (a constraint, a size limit), or "family X has no vulkan kernels" for a family the
-// backend cannot lower. `check` prints one "skipped: ..." line for each.
+// else (a constraint, a size limit), or "family X has no vulkan kernels" for a family (or a
+// variant) the backend cannot lower. `check` prints one "skipped: ..." line for each.
 std::string lackedCapability(const std::string& reason);
 
 }  // namespace sdspeed

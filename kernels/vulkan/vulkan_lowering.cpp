@@ -10,6 +10,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"binary", &lowerBinaryVulkan, kBinaryShaders},
       {"softmax", &lowerTokenRowVulkan, kSoftmaxShaders},
       {"layernorm", &lowerTokenRowVulkan, kLayerNormShaders},
+      {"groupnorm", &lowerGroupNormVulkan, kGroupNormShaders},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;
@@ -21,23 +22,11 @@ OpEvents VkDispatchOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
     throw Error(std::string("shader ") + pipeline_.shader().name + " binds " +
                 std::to_string(pipeline_.storageBuffers()) + " buffers, given " + std::to_string(tensors.size()) +
                 " tensors");
-  // OpRecorder binds at most 8 buffers per dispatch (VulkanBackend's recorder).
-  const vk::Buffer* b[8] = {};
-  for (size_t i = 0; i < tensors.size(); ++i) b[i] = &vk::asVk(*tensors[i]).buffer();
+  std::vector<const vk::Buffer*> buffers;
+  for (DeviceTensor* t : tensors) buffers.push_back(&vk::asVk(*t).buffer());
   auto& rec = backend_.recorder();
   rec.begin();
-  switch (tensors.size()) {
-    case 1: rec.dispatch(pipeline_, {b[0]}, push_.data(), push_.size() * 4, groups_[0], groups_[1], groups_[2]); break;
-    case 2: rec.dispatch(pipeline_, {b[0], b[1]}, push_.data(), push_.size() * 4, groups_[0], groups_[1], groups_[2]); break;
-    case 3:
-      rec.dispatch(pipeline_, {b[0], b[1], b[2]}, push_.data(), push_.size() * 4, groups_[0], groups_[1], groups_[2]);
-      break;
-    case 4:
-      rec.dispatch(pipeline_, {b[0], b[1], b[2], b[3]}, push_.data(), push_.size() * 4, groups_[0], groups_[1],
-                   groups_[2]);
-      break;
-    default: throw Error("VkDispatchOp binds 1 to 4 tensors");
-  }
+  rec.dispatch(pipeline_, buffers, push_.data(), push_.size() * 4, groups_[0], groups_[1], groups_[2]);
   return vk::eventsOf(rec.submit());
 }
 

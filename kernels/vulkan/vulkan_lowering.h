@@ -65,5 +65,8 @@ std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend&, const Family
                                                 const ParamPoint&, const Problem&, const StorageFormat&);
 extern const std::vector<const vk::SpirvShader*> kSoftmaxShaders;
 extern const std::vector<const vk::SpirvShader*> kLayerNormShaders;
+std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
+                                                 const ParamPoint&, const Problem&, const StorageFormat&);
+extern const std::vector<const vk::SpirvShader*> kGroupNormShaders;
 
 }  // namespace sdspeed

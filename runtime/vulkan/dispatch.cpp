@@ -75,6 +75,11 @@ void OpRecorder::begin() {
 
 void OpRecorder::dispatch(const ComputePipeline& pipeline, std::initializer_list<const Buffer*> buffers,
                           const void* push, size_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+  dispatch(pipeline, std::vector<const Buffer*>(buffers), push, pushBytes, gx, gy, gz);
+}
+
+void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<const Buffer*>& buffers,
+                          const void* push, size_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
   const std::string what = std::string("dispatch of ") + pipeline.shader().name;
   if (!recording_) throw Error(what + ": OpRecorder::begin() was not called");
   if (recorded_ == maxDispatches_)

@@ -49,6 +49,8 @@ class OpRecorder {
   // dispatches than the recorder has room for.
   void dispatch(const ComputePipeline& pipeline, std::initializer_list<const Buffer*> buffers, const void* push,
                 size_t pushBytes, uint32_t groupsX, uint32_t groupsY = 1, uint32_t groupsZ = 1);
+  void dispatch(const ComputePipeline& pipeline, const std::vector<const Buffer*>& buffers, const void* push,
+                size_t pushBytes, uint32_t groupsX, uint32_t groupsY = 1, uint32_t groupsZ = 1);
   // Ends the recording, submits it, waits, and reads the timestamps.
   OpTiming submit();
 

@@ -1,0 +1,49 @@
+// GroupNorm's Vulkan lowering: groupnorm.comp, the one_pass variant (a work-group per
+// (sample, group); WG, VEC and CACHE as specialization constants). two_pass and split
+// have no Vulkan kernels yet: refused with one line, as a family without any is.
+#include <cstring>
+
+#include "kernels/groupnorm/groupnorm_family.h"
+#include "kernels/vulkan/vulkan_lowering.h"
+#include "runtime/error.h"
+
+SDSPEED_SPIRV_SHADER(groupnorm_f32)
+#if SDSPEED_GLSLC_STORAGE_16BIT
+SDSPEED_SPIRV_SHADER(groupnorm_f16s)
+#endif
+
+namespace sdspeed {
+
+const std::vector<const vk::SpirvShader*> kGroupNormShaders = {
+    &vk::shaders::groupnorm_f32,
+#if SDSPEED_GLSLC_STORAGE_16BIT
+    &vk::shaders::groupnorm_f16s,
+#endif
+};
+
+std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
+                                                 const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
+  if (v.name != "one_pass") throw UnsupportedError("groupnorm " + v.name + " has no vulkan kernels (one_pass has)");
+  const auto* gp = dynamic_cast<const GroupNormProblem*>(&prob);
+  if (!gp) throw Error("groupnorm given a problem of another family: " + prob.text());
+  if (fam.keyFormat(f).weights != DType::F32)
+    throw UnsupportedError(std::string("groupnorm on Vulkan reads f32 weights only, not ") +
+                           dtypeName(fam.keyFormat(f).weights));
+  const Shape& s = gp->dims;
+  const uint32_t layout = vulkanLayoutCode(f);
+  const auto& pipe = be.pipeline(vulkanShaderFor(f, kGroupNormShaders), 5, 6 * 4,
+                                 {vk::specU32(0, static_cast<uint32_t>(p["WG"])),
+                                  vk::specU32(1, static_cast<uint32_t>(p["VEC"])),
+                                  vk::specU32(2, static_cast<uint32_t>(p["CACHE"]))});
+  const float eps = static_cast<float>(gp->attrs.eps);
+  uint32_t epsBits;
+  std::memcpy(&epsBits, &eps, 4);
+  const uint32_t flags = (gp->attrs.silu ? 1u : 0u) | (gp->attrs.residual ? 2u : 0u);
+  const uint32_t G = static_cast<uint32_t>(gp->attrs.groups);
+  return std::make_unique<VkDispatchOp>(
+      be, pipe,
+      std::vector<uint32_t>{static_cast<uint32_t>(s.c), static_cast<uint32_t>(s.hw()), G, flags, layout, epsBits},
+      std::array<uint32_t, 3>{static_cast<uint32_t>(s.n) * G, 1, 1});
+}
+
+}  // namespace sdspeed
