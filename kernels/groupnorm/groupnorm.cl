@@ -222,9 +222,10 @@ void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, cons
 //     in f32 (gn_shifted_sums, gn_reduce2), as in one_pass, and mean and rstd are f32;
 //   - x - K is formed in f32 before it becomes half: with a group mean near 1000 half's
 //     spacing there is 0.5, but x - K is the data's spread, where half keeps 11 bits.
-// In half: the register cache of x - K (half the registers of one_pass's, so a
-// work-group caches twice the elements per register budget), and per element the
-// normalization, affine, SiLU and residual add, on halfVEC vectors (paired half2 FMAs).
+// In half: the register cache of x - K (half the registers of one_pass's at the same
+// CACHE; the constraint VEC * CACHE <= 64 is one_pass's, not yet relaxed for half), and
+// per element the normalization, affine, SiLU and residual add, on halfVEC vectors
+// (paired half2 FMAs).
 #if defined(CACHE) && !defined(COOP) && !y_IS_IMAGE && defined(SD_HALF)
 #pragma OPENCL EXTENSION cl_khr_fp16 : enable
 #define halfV SD_HALFN(VEC)
