@@ -6,7 +6,7 @@
 //
 // Each benchmark first passes the accuracy check (tuning/measure.h TimedCase, the
 // same gate as `sdspeed bench` and the tuner); a configuration that fails is skipped
-// with SkipWithError("<status>: <message>"). Timing is runtime/opencl/timing.h's timeOp
+// with SkipWithError("<status>: <message>"). Timing is runtime/timing.h's timeOp
 // (first kernel start to last kernel end, batched, inputs rotated past 2x the LLC):
 // each Google Benchmark iteration is one op run, and its time (SetIterationTime,
 // UseManualTime) is that run's sample from a timeOp batch. Counters: bytes/s and
@@ -120,7 +120,7 @@ void runCase(benchmark::State& state, Case& c, Globals& g) {
     c.timed = std::make_unique<TimedCase>(*g.ctx, *c.fam, *c.variant, c.point, *c.problem, c.format, g.policy, g.seed);
   if (!c.timed->ok()) return skip(state, c, g);
   state.SetLabel(c.label);
-  // Each iteration consumes one sample of a timeOp batch (runtime/opencl/timing.h); a batch
+  // Each iteration consumes one sample of a timeOp batch (runtime/timing.h); a batch
   // runs whenever the samples are used up, the first one after the warm-up.
   TimingPolicy batch = g.policy;
   batch.minRepeats = 10;

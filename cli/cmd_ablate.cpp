@@ -15,7 +15,7 @@
 #include "pipeline/run/sd_runner.h"
 #include "runtime/atomic_file.h"
 #include "runtime/opencl/cl_error.h"
-#include "runtime/opencl/timing.h"
+#include "runtime/timing.h"
 #include "tuning/tuner.h"
 
 namespace sdspeed {

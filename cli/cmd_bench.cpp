@@ -71,13 +71,13 @@ int cmdBench(const std::vector<std::string>& argv) {
   if (args.has("csv")) checkWritable(args.get("csv"), "--csv");  // before the timing, not after it
   const uint64_t budget = args.has("memory-budget") ? parseMemorySize("--memory-budget", args.get("memory-budget")) : 0;
 
-  Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
-  const DeviceInfo& dev = ctx.device();
-  std::cout << "device: " << dev.name << " (" << dev.index() << ", driver " << dev.driverVersion << ", "
-            << dev.openclVersion << ", " << dev.computeUnits << " CUs, LLC " << (dev.globalCacheBytes >> 10)
-            << " KiB)\n";
+  std::unique_ptr<Backend> backend = backendFromArgs(args);
+  Backend& ctx = *backend;
+  const DeviceCaps& dev = ctx.caps();
+  std::cout << "device: " << ctx.describe() << ", " << dev.computeUnits << " CUs, LLC " << (dev.globalCacheBytes >> 10)
+            << " KiB\n";
   Ceilings ceil;
-  const std::string ceilPath = resolveKeyedPath(args.get("devices-dir", "configs/devices"), dev.key(), ".yaml");
+  const std::string ceilPath = resolveKeyedPath(args.get("devices-dir", "configs/devices"), ctx.deviceKey(), ".yaml");
   const bool haveCeil = loadCeilings(ceilPath, ceil) && ceil.copyGBs > 0;
   if (haveCeil)
     std::cout << "ceilings (" << ceilPath << "): copy " << fmtFixed(ceil.copyGBs, 1) << " GB/s, fma "

@@ -17,16 +17,6 @@
 namespace sdspeed {
 namespace {
 
-void dumpKernels(Context& ctx, const std::string& dir) {
-  for (const auto& rec : ctx.programs().records()) {
-    std::string name;
-    for (char c : rec.label) name += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=') ? c : '_';
-    std::string text = "// build options: " + rec.options + "\n// cache key: " + rec.key + "\n" + rec.source;
-    writeFileAtomically(dir + "/" + name + "-" + rec.key + ".cl", text);
-  }
-  std::cout << "wrote " << ctx.programs().records().size() << " programs to " << dir << "\n";
-}
-
 std::vector<const Family*> familiesFromArgs(const Args& args) {
   std::vector<const Family*> out;
   for (const auto& name : args.list("op")) out.push_back(&findFamily(name));
@@ -136,9 +126,9 @@ int cmdCheck(const std::vector<std::string>& argv) {
 
   // Before the run, not after it: an unwritable --csv would throw away every result.
   if (args.has("csv")) checkWritable(args.get("csv"), "--csv");
-  Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
-  std::cout << "device: " << ctx.device().name << " (" << ctx.device().index() << ", "
-            << ctx.device().driverVersion << ", " << ctx.device().openclVersion << ")\n";
+  std::unique_ptr<Backend> backend = backendFromArgs(args);
+  Backend& ctx = *backend;
+  std::cout << "device: " << ctx.describe() << "\n";
   TextTable table({"op", "variant", "params", "storage", "problem", "max abs err", "rel L2", "vs unrounded", "scratch",
                    "result"});
   std::string csv = csvRow({"device", "op", "variant", "params", "storage", "problem", "status",
@@ -178,9 +168,9 @@ int cmdCheck(const std::vector<std::string>& argv) {
         continue;
       std::vector<ParamPoint> points = args.has("params")
                                            ? std::vector<ParamPoint>{v.parsePoint(args.get("params"))}
-                                           : samplePoints(v, ctx.device(), extra, seed);
+                                           : samplePoints(v, ctx.caps(), extra, seed);
       if (points.empty()) {
-        std::string why = v.deviceLimitReason(v.defaults(), ctx.device());
+        std::string why = v.deviceLimitReason(v.defaults(), ctx.caps());
         skipped.push_back(fam->name() + " " + v.name + ": " +
                           (why.empty() ? "no parameter point this device can run" : why));
       }
@@ -211,7 +201,7 @@ int cmdCheck(const std::vector<std::string>& argv) {
                ran ? fmtSci(r.cmp.maxAbsErr) : "-", ran ? fmtSci(r.cmp.relL2) : "-",
                ran && r.relL2VsUnrounded >= 0 ? fmtSci(r.relL2VsUnrounded) : "-", fmtBytes(r.scratchBytes),
                result});
-    csv += csvRow({ctx.device().name, r.family, r.variant, r.params, r.storage, r.problem,
+    csv += csvRow({ctx.caps().name, r.family, r.variant, r.params, r.storage, r.problem,
                    statusName(r.status), ran ? fmtSci(r.cmp.maxAbsErr, 3) : "",
                    ran ? fmtSci(r.cmp.relL2, 3) : "",
                    ran && r.relL2VsUnrounded >= 0 ? fmtSci(r.relL2VsUnrounded, 3) : "",
@@ -224,11 +214,9 @@ int cmdCheck(const std::vector<std::string>& argv) {
   for (const auto& [cap, n] : lackedCases)
     std::cout << "skipped: " << cap << ": " << n << (n == 1 ? " case" : " cases") << " unsupported\n";
   for (const auto& f : failures) std::cout << "FAILED: " << f << "\n";
-  const auto st = ctx.programs().stats();
-  std::cout << "programs: " << st.builds << " built, " << st.diskHits << " from disk cache, "
-            << st.memoryHits << " reused\n";
+  std::cout << ctx.buildSummary() << "\n";
   if (args.has("csv")) writeFileAtomically(args.get("csv"), csv);
-  if (args.has("dump-kernels")) dumpKernels(ctx, args.get("dump-kernels"));
+  if (args.has("dump-kernels")) std::cout << ctx.dumpKernels(args.get("dump-kernels")) << "\n";
   std::cout << "check: " << passed << " passed, " << failed << " failed, " << unsupported
             << " unsupported\n";
   return failed ? 1 : 0;

@@ -5,6 +5,7 @@
 #include "runtime/opencl/cl_error.h"
 #include "runtime/opencl/device.h"
 #ifdef SDSPEED_WITH_VULKAN
+#include "runtime/vulkan/backend.h"
 #include "runtime/vulkan/device_info.h"
 #include "runtime/vulkan/instance.h"
 #endif
@@ -21,12 +22,38 @@ bool isVulkanSelector(const std::string& s) { return s.rfind("vulkan:", 0) == 0;
 
 }  // namespace
 
-DeviceInfo deviceFromArgs(const Args& args) {
+std::string backendNameFromArgs(const Args& args) {
   const std::string sel = args.get("device");
-  if (isVulkanSelector(sel))
-    throw Error("--device " + sel + ": this verb runs on OpenCL only; the Vulkan backend has no kernel families yet "
+  if (!args.has("backend")) return isVulkanSelector(sel) ? "vulkan" : "opencl";
+  const std::string b = args.get("backend");
+  if (b != "opencl" && b != "vulkan") throw Error("--backend " + b + ": want opencl or vulkan");
+  if (b == "opencl" && isVulkanSelector(sel)) throw Error("--device " + sel + " is a Vulkan device, --backend is opencl");
+  if (b == "vulkan" && !sel.empty() && (sel.rfind("opencl:", 0) == 0 || sel.find(':') != std::string::npos) &&
+      !isVulkanSelector(sel))
+    throw Error("--device " + sel + " is an OpenCL device, --backend is vulkan (Vulkan devices are vulkan:N)");
+  return b;
+}
+
+DeviceInfo deviceFromArgs(const Args& args) {
+  if (backendNameFromArgs(args) == "vulkan")
+    throw Error("--backend vulkan: this verb runs on OpenCL only so far; check, bench and tune take --backend vulkan "
                 "(issue #21)");
-  return selectDevice(listDevices(), openclSelector(sel));
+  return selectDevice(listDevices(), openclSelector(args.get("device")));
+}
+
+std::unique_ptr<Backend> backendFromArgs(const Args& args) {
+  if (backendNameFromArgs(args) == "opencl")
+    return std::make_unique<Context>(selectDevice(listDevices(), openclSelector(args.get("device"))),
+                                     contextOptionsFromArgs(args));
+#ifdef SDSPEED_WITH_VULKAN
+  if (!args.get("kernel-dir").empty())
+    throw Error("--kernel-dir: Vulkan shaders are compiled into the binary at build time; rebuild instead");
+  std::string sel = args.get("device");
+  if (isVulkanSelector(sel)) sel = sel.substr(7);
+  return std::make_unique<vk::VulkanBackend>(sel, contextOptionsFromArgs(args).cacheDir);
+#else
+  throw Error("--backend vulkan: this build has no Vulkan backend (it needs libvulkan-dev and glslc at configure time)");
+#endif
 }
 
 ContextOptions contextOptionsFromArgs(const Args& args) {

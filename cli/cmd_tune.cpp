@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <cmath>
 #include <iostream>
 #include <set>
@@ -221,14 +222,23 @@ int cmdTune(const std::vector<std::string>& argv) {
   if (threads < 1) throw Error("--threads must be at least 1");
   const std::string sweepDir = args.get("sweep-dir", "results/sweeps"), dbDir = args.get("db-dir", "configs/tuned");
 
-  std::vector<DeviceInfo> devices;
-  if (args.get("device") == "all") devices = listDevices();
-  else devices.push_back(deviceFromArgs(args));
-  if (devices.empty()) throw Error("no OpenCL device found");
+  // --device all: every OpenCL device in turn; otherwise the one backend --backend and
+  // --device choose (runtime/backend.h).
+  std::vector<std::function<std::unique_ptr<Backend>()>> backends;
+  if (args.get("device") == "all") {
+    if (args.get("backend", "opencl") != "opencl") throw Error("--device all: lists OpenCL devices only");
+    for (const auto& d : listDevices())
+      backends.push_back([d, &args] { return std::make_unique<Context>(d, contextOptionsFromArgs(args)); });
+  } else {
+    backends.push_back([&args] { return backendFromArgs(args); });
+  }
+  if (backends.empty()) throw Error("no OpenCL device found");
   int failures = 0;
-  for (const auto& dev : devices) {
-    Context ctx(dev, contextOptionsFromArgs(args));
-    const std::string key = dev.key();
+  for (const auto& makeBackend : backends) {
+    std::unique_ptr<Backend> backend = makeBackend();
+    Backend& ctx = *backend;
+    const DeviceCaps& dev = ctx.caps();
+    const std::string key = ctx.deviceKey();
     std::cout << "device " << key << ": " << dev.name << " (driver " << dev.driverVersion << ")\n";
     // Files written under the key's legacy name (before the API word) move to the new
     // name once, so resumed sweeps and the database carry on there (device_key.h).
@@ -238,7 +248,7 @@ int cmdTune(const std::vector<std::string>& argv) {
     if (cache.droppedPartialRows()) std::cout << "dropped a half-written row from " << cache.path() << "\n";
     const std::string dbPath = shardPath(dbDir + "/" + key + ".yaml", shard);
     checkWritable(dbPath, "--db-dir");  // before the sweep, which may take hours
-    TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, dev);
+    TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, key, dev);
     const auto space = tuningSpace(fam, dev, args.list("variant"));
     // A variant this device cannot run at all for lack of a capability (fp16
     // arithmetic, sub-groups) is left out of the space: say so rather than drop it.
@@ -276,7 +286,7 @@ int cmdTune(const std::vector<std::string>& argv) {
       // reread it under a lock on the --db-dir folder so neither update is lost.
       std::filesystem::create_directories(dbDir);
       const FileLock dbLock(dbDir, "the tuning database folder", /*wait=*/true);
-      db = TuningDatabase::loadOrEmpty(dbPath, dev);
+      db = TuningDatabase::loadOrEmpty(dbPath, key, dev);
       rebuildEntry(db, fam, inst, cache, dev, familySourceHash(ctx, fam));
       db.save(dbPath);
       std::cout << "  " << res.measured << " measured, " << res.reused << " reused from " << cache.path() << ", "

@@ -8,7 +8,7 @@
 #include "cli/args.h"
 #include "runtime/opencl/context.h"
 #include "runtime/tensor_desc.h"
-#include "runtime/opencl/timing.h"
+#include "runtime/timing.h"
 
 namespace sdspeed {
 
@@ -26,9 +26,14 @@ int cmdAblate(const std::vector<std::string>& argv);
 #endif
 
 // Shared by verbs that use one device: --device, --kernel-dir, --cache-dir, --no-disk-cache.
-inline const std::set<std::string> kDeviceOptions = {"device", "kernel-dir", "cache-dir"};
+// --backend opencl|vulkan (default: vulkan for --device vulkan:N, else opencl).
+inline const std::set<std::string> kDeviceOptions = {"device", "kernel-dir", "cache-dir", "backend"};
 inline const std::set<std::string> kDeviceFlags = {"no-disk-cache"};
+// The OpenCL device of a verb that runs on OpenCL only; --backend vulkan is one error line.
 DeviceInfo deviceFromArgs(const Args& args);
+// The backend (runtime/backend.h) --backend and --device choose, for the verbs that run
+// on either API (check, bench, tune).
+std::unique_ptr<Backend> backendFromArgs(const Args& args);
 // --attrs NAME=VALUE,.. as a map; throws Error for an item without '='.
 std::map<std::string, std::string> attrsFromArgs(const Args& args);
 // --min-ms, --warmup, --llc-mib (bench and tune).

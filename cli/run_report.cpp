@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "pipeline/model/sd_graphs.h"
-#include "runtime/opencl/timing.h"
+#include "runtime/timing.h"
 #include "tuning/tuner.h"
 
 namespace sdspeed {
@@ -40,7 +40,7 @@ std::string ms(double v) {
   return b;
 }
 
-// Median/min/max of the UNet calls (runtime/opencl/timing.h), zeros for a run without any.
+// Median/min/max of the UNet calls (runtime/timing.h), zeros for a run without any.
 TimingStats unetStats(const DiffusionResult& r) { return r.unetMs.empty() ? TimingStats{} : summarize(r.unetMs); }
 
 // "exact", "nearest ...", "device default", "vendor default (...)", "generic

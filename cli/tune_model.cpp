@@ -30,7 +30,7 @@
 namespace sdspeed {
 
 void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst, const SweepCache& cache,
-                  const DeviceInfo& dev, const std::string& sourceHash) {
+                  const DeviceCaps& dev, const std::string& sourceHash) {
   db.erase(inst);
   db.deviceName = dev.name;
   db.driver = dev.driverVersion;

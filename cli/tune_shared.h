@@ -16,7 +16,7 @@ namespace sdspeed {
 // this device with this driver and kernel source (this run's or an earlier one's),
 // and records the family's source hash in the database.
 void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst, const SweepCache& cache,
-                  const DeviceInfo& dev, const std::string& sourceHash);
+                  const DeviceCaps& dev, const std::string& sourceHash);
 
 // A positive number of --NAME (0 when absent); throws Error naming the flag.
 double positiveNumber(const Args& args, const std::string& name);

@@ -212,11 +212,11 @@ SingleKernelOp::SingleKernelOp(Context& ctx, std::vector<TensorSlot> slots, cons
                                const std::string& kernelName, Launch launch, ScalarArgs scalars)
     : slots_(std::move(slots)), kernel_(ctx, program, kernelName), launch_(launch), scalars_(std::move(scalars)) {}
 
-std::vector<ClEvent> SingleKernelOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
+OpEvents SingleKernelOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
   KernelArgs args;
   args.slotTensors(slots_, tensors);
   if (scalars_) scalars_(args);
-  std::vector<ClEvent> events;
+  OpEvents events;
   events.push_back(kernel_.run(args, launch_));
   return events;
 }

@@ -161,7 +161,7 @@ class PreparedOp {
  public:
   virtual ~PreparedOp() = default;
   // tensors: in the order of Family::slots(); the written ones are outputs.
-  virtual std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& tensors) = 0;
+  virtual OpEvents enqueue(const std::vector<DeviceTensor*>& tensors) = 0;
   // The op's scratch regions (bytes each) and their placement (see OpScratch); call
   // bindScratch before the first enqueue, after any setDerivedWeightsPerCall.
   virtual std::vector<uint64_t> scratchRegions() const { return {}; }
@@ -188,7 +188,7 @@ class SingleKernelOp : public PreparedOp {
   using ScalarArgs = std::function<void(KernelArgs&)>;
   SingleKernelOp(Context& ctx, std::vector<TensorSlot> slots, const ClBuiltProgram& program,
                  const std::string& kernelName, Launch launch, ScalarArgs scalars);
-  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& tensors) override;
+  OpEvents enqueue(const std::vector<DeviceTensor*>& tensors) override;
 
  private:
   std::vector<TensorSlot> slots_;

@@ -6,8 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/opencl/cl_handle.h"
-
 namespace sdspeed {
 
 size_t roundUp(size_t x, size_t multiple);
@@ -37,9 +35,11 @@ struct Launch {
 
 // A part of a device buffer: where a planner put an op's scratch region (or an op's
 // own buffer, at offset 0). Kernels take it as SD_REGION (kernels/common/prelude.cl).
-// The memory handle is OpenCL's today; a second backend brings its own.
+// `mem` is the backend's buffer handle, opaque here so that no family declaration names a
+// GPU type (OpenCL: a cl_mem; Vulkan: its buffer object); the backend's argument binding
+// casts it back, and only it does.
 struct BufferRegion {
-  cl_mem mem = nullptr;
+  void* mem = nullptr;
   uint64_t offset = 0;  // bytes, a multiple of the kernel's element size
 };
 

@@ -140,6 +140,8 @@ std::string TensorDesc::unsupportedReason(const DeviceCaps& dev) const {
     return "tensor " + shape.text() + " has over 2^31 elements per sample (kernels index with 32-bit ints)";
   if (isQuantized(format.dtype) && (format.storage != Storage::Buffer || format.layout != Layout::NCHW))
     return std::string(dtypeName(format.dtype)) + " weights are NCHW buffers only";
+  if (format.dtype == DType::F16 && !dev.storage16)
+    return "device lacks 16-bit storage (Vulkan storageBuffer16BitAccess)";
   if (format.storage == Storage::Buffer) {
     if (bytes() > dev.maxAllocBytes)
       return "tensor " + shape.text() + " needs " + std::to_string(bytes()) +

@@ -61,7 +61,7 @@ class Accessors : public ::testing::TestWithParam<Param> {
 
     SDSPEED_SEEDED_RNG(rng);
     const auto data = sdspeed_test::randomNonZero(rng, static_cast<size_t>(shape.elements()));
-    DeviceTensor x(ctx(), desc), y(ctx(), desc, /*withCanary=*/true);
+    ClTensor x(ctx(), desc), y(ctx(), desc, /*withCanary=*/true);
     x.upload(data);
     y.poison();
     y.writeCanary();

@@ -67,7 +67,7 @@ TEST(Embedding, OutOfRangeIdsAreRejectedOnTheHost) {
   EmbeddingFamily fam;
   const auto prob = fam.problem({2, 6, 1, 5}, 11, 7);
   const VariantDef& v = fam.variants().front();
-  auto op = fam.prepare(ctx, v, v.defaults(), *prob, StorageFormat{});
+  auto op = prepareOp(ctx, fam, v, v.defaults(), *prob, StorageFormat{});
   OpTensors t = OpTensors::create(ctx, fam, *prob, StorageFormat{}, false);
   std::mt19937_64 rng(3);
   auto in = fam.makeInputs(*prob, rng);

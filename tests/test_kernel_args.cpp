@@ -160,7 +160,7 @@ struct Probe {
 TEST(KernelBinding, ValuesLandWhereTheListPutsThem) {
   Probe p;
   ClBoundKernel k(p.ctx, p.program, "probe");
-  DeviceTensor x(p.ctx, TensorDesc{Shape{1, 3, 2, 5}, StorageFormat{}});
+  ClTensor x(p.ctx, TensorDesc{Shape{1, 3, 2, 5}, StorageFormat{}});
   std::vector<float> xs(30, 0.0f);
   xs[0] = 0.5f;
   x.upload(xs);
@@ -180,7 +180,7 @@ TEST(KernelBinding, ValuesLandWhereTheListPutsThem) {
 TEST(KernelBinding, MissingExtraAndMistypedArgumentsAreNamed) {
   Probe p;
   ClBoundKernel k(p.ctx, p.program, "probe");
-  DeviceTensor x(p.ctx, TensorDesc{Shape{1, 4, 1, 1}, StorageFormat{}});
+  ClTensor x(p.ctx, TensorDesc{Shape{1, 4, 1, 1}, StorageFormat{}});
   ClMem buf = p.ctx.createBuffer(64);
   auto full = [&] {
     KernelArgs a;

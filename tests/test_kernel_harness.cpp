@@ -250,7 +250,7 @@ TEST(KernelHarnessCoverage, PrebuildCompilesWhatPrepareUses) {
       for (const auto& prob : fam->checkProblems(false)) {
         if (prob->text().find("epilogue=geglu") != std::string::npos) continue;
         if (!fam->unsupportedReason(v, points.front(), *prob, f32, testDevice()).empty()) continue;
-        fam->prebuild(testContext(), v, points.front(), f32);
+        prebuildOp(testContext(), *fam, v, points.front(), f32);
         // Builds and disk-cache loads: anything prepare fetches beyond the memory cache.
         auto fetched = [] {
           const auto st = testContext().programs().stats();
@@ -258,7 +258,7 @@ TEST(KernelHarnessCoverage, PrebuildCompilesWhatPrepareUses) {
         };
         const int before = fetched();
         try {
-          fam->prepare(testContext(), v, points.front(), *prob, f32);
+          prepareOp(testContext(), *fam, v, points.front(), *prob, f32);
         } catch (const Error&) {
           continue;  // a point this problem cannot run: nothing to compare
         }

@@ -19,7 +19,8 @@
 #include "runtime/opencl/program_cache.h"
 #include "runtime/program_entry.h"
 #include "runtime/opencl/tensor.h"
-#include "runtime/opencl/timing.h"
+#include "runtime/opencl/cl_event.h"
+#include "runtime/timing.h"
 #include "test_support.h"
 
 using namespace sdspeed;
@@ -395,7 +396,7 @@ TEST_P(DeviceTensorTest, UploadDownloadRoundTrip) {
   for (const Shape& shape : {Shape{2, 7, 3, 5}, Shape{1, 8, 4, 4}}) {
     SCOPED_TRACE(shape.text());
     const TensorDesc d{shape, GetParam()};
-    DeviceTensor t(ctx, d);
+    ClTensor t(ctx, d);
     const auto x = sdspeed_test::randomNonZero(rng, static_cast<size_t>(shape.elements()), 1e-2f, 100.0f);
     t.poison();  // so a transfer that writes nothing is caught
     t.upload(x);
@@ -414,7 +415,7 @@ TEST_P(DeviceTensorTest, PoisonMakesEverythingNaN) {
   SDSPEED_SEEDED_RNG(rng);
   Context ctx(testDevice(), ContextOptions{"", ""});
   const TensorDesc d{{1, 6, 3, 4}, GetParam()};
-  DeviceTensor t(ctx, d);
+  ClTensor t(ctx, d);
   t.upload(sdspeed_test::randomNonZero(rng, static_cast<size_t>(d.shape.elements())));
   t.poison();
   for (float v : t.download()) ASSERT_TRUE(std::isnan(v)) << v;
@@ -437,7 +438,7 @@ TEST(DeviceTensorCanary, DetectsWritesPastTheEnd) {
   for (const char* fmt : {"f32.buffer.nchw", "f16.buffer.nc4hw4"}) {
     SCOPED_TRACE(fmt);
     const TensorDesc d{{1, 5, 3, 3}, StorageFormat::parse(fmt)};
-    DeviceTensor t(ctx, d, /*withCanary=*/true);
+    ClTensor t(ctx, d, /*withCanary=*/true);
     ASSERT_TRUE(t.hasCanary());
     t.writeCanary();
     EXPECT_TRUE(t.canaryIntact());
@@ -459,7 +460,7 @@ TEST(DeviceTensorCanary, DetectsWritesPastTheEnd) {
     }
   }
   // Without a canary: nothing allocated past the end, and the check is vacuous.
-  DeviceTensor plain(ctx, TensorDesc{{1, 4, 2, 2}, StorageFormat{}}, false);
+  ClTensor plain(ctx, TensorDesc{{1, 4, 2, 2}, StorageFormat{}}, false);
   EXPECT_FALSE(plain.hasCanary());
   size_t size = 0;
   clCheck(clGetMemObjectInfo(plain.mem(), CL_MEM_SIZE, sizeof(size), &size, nullptr), "clGetMemObjectInfo");
@@ -601,8 +602,8 @@ TEST(Timing, TimeOpOnATinyKernel) {
     cl_event ev = nullptr;
     clCheck(clEnqueueNDRangeKernel(ctx.queue(), k.get(), 1, nullptr, &n, nullptr, 0, nullptr, &ev),
             "clEnqueueNDRangeKernel");
-    std::vector<ClEvent> events;
-    events.emplace_back(ev);
+    OpEvents events;
+    events.push_back(clEvent(ClEvent(ev)));
     return events;
   };
   TimingStats s = timeOp(ctx, rotations, enqueue, policy);

@@ -7,7 +7,7 @@
 #include <random>
 #include <sstream>
 
-#include "runtime/opencl/cl_error.h"
+#include "runtime/error.h"
 #include "runtime/hash.h"
 
 namespace sdspeed {
@@ -26,7 +26,7 @@ std::string describeFailure(const CheckResult& r, const Tolerance& t) {
   return s;
 }
 
-CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
+CheckResult checkCase(Backend& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                       const Problem& prob, const StorageFormat& f, uint64_t seed, bool derivedWeightsPerCall) {
   CheckResult r;
   r.family = fam.name();
@@ -34,14 +34,14 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
   r.params = p.text();
   r.storage = f.name();
   r.problem = prob.text();
-  if (std::string why = fam.unsupportedReason(v, p, prob, f, ctx.device()); !why.empty()) {
+  if (std::string why = fam.unsupportedReason(v, p, prob, f, ctx.caps()); !why.empty()) {
     r.status = Status::Unsupported;
     r.message = why;
     return r;
   }
   std::unique_ptr<PreparedOp> op;
   try {
-    op = fam.prepare(ctx, v, p, prob, f);
+    op = prepareOp(ctx, fam, v, p, prob, f);
     if (derivedWeightsPerCall && op->derivedWeightBytes() > 0) op->setDerivedWeightsPerCall(true);
     r.scratchBytes = op->scratchBytes() + (op->derivedWeightsPerCall() ? 0 : op->derivedWeightBytes());
   } catch (const UnsupportedError& e) {
@@ -66,10 +66,7 @@ CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, cons
     for (int launch = 0; launch < 2; ++launch) {
       t.output().poison();
       t.output().writeCanary();
-      for (auto& e : op->enqueue(t.args())) {
-        cl_event ev = e.get();
-        clCheck(clWaitForEvents(1, &ev), "clWaitForEvents");
-      }
+      for (auto& e : op->enqueue(t.args())) e->wait();
       ctx.finish();
     }
     bytes = out->downloadBytes();
@@ -111,7 +108,7 @@ void judge(CheckResult& r, const Tolerance& tol, const TensorDesc& desc, const s
   }
 }
 
-OpTensors OpTensors::create(Context& ctx, const Family& fam, const Problem& prob, const StorageFormat& f,
+OpTensors OpTensors::create(Backend& ctx, const Family& fam, const Problem& prob, const StorageFormat& f,
                             bool withCanary) {
   OpTensors t;
   const auto slots = fam.slots();
@@ -119,7 +116,7 @@ OpTensors OpTensors::create(Context& ctx, const Family& fam, const Problem& prob
   for (size_t i = 0; i < slots.size(); ++i) {
     const bool isOut = slots[i].access == Access::Write;
     TensorDesc d{shapes[i], slotFormat(slots[i], f)};
-    t.tensors_.push_back(std::make_unique<DeviceTensor>(ctx, d, isOut && withCanary));
+    t.tensors_.push_back(ctx.makeTensor(d, isOut && withCanary));
     t.args_.push_back(t.tensors_.back().get());
     if (isOut) t.out_ = static_cast<int>(i);
   }
@@ -194,6 +191,10 @@ std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev,
 }
 
 std::string lackedCapability(const std::string& reason) {
+  // A family the backend has no kernels for (kernels/lowering.h) is summed up the same way.
+  if (const size_t f = reason.find("family "); f != std::string::npos && reason.find(" kernels", f) != std::string::npos &&
+                                               reason.find(" has no ", f) != std::string::npos)
+    return reason.substr(f, reason.find('\n', f) - f);
   const size_t at = reason.find("device lacks ");
   if (at == std::string::npos) return {};
   return reason.substr(at, reason.find('\n', at) - at);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "kernels/family.h"
+#include "kernels/lowering.h"
 #include "tuning/accuracy.h"
 #include "tuning/status.h"
 
@@ -40,7 +41,7 @@ struct CheckResult {
 // The device tensors of one op: one per family slot, the written one with a canary.
 class OpTensors {
  public:
-  static OpTensors create(Context& ctx, const Family& fam, const Problem& prob, const StorageFormat& f,
+  static OpTensors create(Backend& ctx, const Family& fam, const Problem& prob, const StorageFormat& f,
                           bool withCanary);
   // Uploads every read slot.
   void upload(const std::vector<HostTensor>& inputs);
@@ -75,7 +76,7 @@ std::string describeFailure(const CheckResult& r, const Tolerance& t);
 // Runs the op twice (output poisoned before each launch) and judges the second output.
 // derivedWeightsPerCall: an op that derives weights makes them at every call into its
 // own scratch (PreparedOp::setDerivedWeightsPerCall), as a memory budget would have it.
-CheckResult checkCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
+CheckResult checkCase(Backend& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                       const Problem& prob, const StorageFormat& f, uint64_t seed, bool derivedWeightsPerCall = false);
 
 // The points `check` runs for a variant: the defaults, then `extra` more drawn
@@ -86,7 +87,8 @@ std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev,
 
 // The capability part of an unsupported reason ("device lacks cl_khr_fp16", "device
 // lacks image support (...)"; first line only), or "" when the reason is something
-// else (a constraint, a size limit). `check` prints one "skipped: ..." line for each.
+// else (a constraint, a size limit), or "family X has no vulkan kernels" for a family the
+// backend cannot lower. `check` prints one "skipped: ..." line for each.
 std::string lackedCapability(const std::string& reason);
 
 }  // namespace sdspeed

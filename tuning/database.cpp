@@ -128,11 +128,11 @@ TuningDatabase TuningDatabase::load(const std::string& path, const std::string& 
   return db;
 }
 
-TuningDatabase TuningDatabase::loadOrEmpty(const std::string& path, const DeviceInfo& dev) {
+TuningDatabase TuningDatabase::loadOrEmpty(const std::string& path, const std::string& key, const DeviceCaps& dev) {
   std::string probe;
-  if (readFile(path, probe)) return load(path, dev.key());
+  if (readFile(path, probe)) return load(path, key);
   TuningDatabase db;
-  db.deviceKey = dev.key();
+  db.deviceKey = key;
   db.deviceName = dev.name;
   db.driver = dev.driverVersion;
   return db;

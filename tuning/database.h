@@ -64,7 +64,11 @@ class TuningDatabase {
   // device key other than expectedKey, the file's name (configs/tuned/KEY.yaml).
   static TuningDatabase load(const std::string& path, const std::string& expectedKey = "");
   // Missing file: an empty database for that device. Present: load(path, dev.key()).
-  static TuningDatabase loadOrEmpty(const std::string& path, const DeviceInfo& dev);
+  static TuningDatabase loadOrEmpty(const std::string& path, const DeviceInfo& dev) {
+    return loadOrEmpty(path, dev.key(), dev);
+  }
+  // The same for any backend's device: its key (Backend::deviceKey) and capabilities.
+  static TuningDatabase loadOrEmpty(const std::string& path, const std::string& key, const DeviceCaps& dev);
   void save(const std::string& path) const;  // atomic (temp file + rename)
 
   // Removes an instance's entry (tune rebuilds it from the sweep cache).

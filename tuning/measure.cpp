@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "runtime/opencl/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 
@@ -19,14 +19,14 @@ std::string mib(uint64_t b) {
 
 }  // namespace
 
-TimedCase::TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p, const Problem& prob,
+TimedCase::TimedCase(Backend& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p, const Problem& prob,
                      const StorageFormat& f, const TimingPolicy& policy, uint64_t seed, uint64_t memoryBudget)
     : ctx_(ctx), fam_(fam), format_(f), policy_(policy), tolerance_(fam.tolerance(v, f.dtype)) {
   check_ = checkCase(ctx, fam, v, p, prob, f, seed);
   bytes_ = fam.minBytes(prob, f);
   if (!ok()) return;
   try {
-    op_ = fam.prepare(ctx, v, p, prob, f);  // cached program: no rebuild
+    op_ = prepareOp(ctx, fam, v, p, prob, f);  // cached program: no rebuild
     data_ = referenceData(fam, prob, f, seed);
     sets_.push_back(OpTensors::create(ctx, fam, prob, f, false));
     uint64_t tensors = 0;
@@ -52,7 +52,7 @@ TimedCase::TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const
       return;
     }
     // Enough full tensor sets that the bytes the op must touch, rotated, pass the LLC.
-    const int rotations = rotationsFor(ctx.device(), bytes_, policy);
+    const int rotations = rotationsFor(ctx.caps(), bytes_, policy);
     sets_.front().upload(data_->inputs);
     for (int r = 1; r < rotations; ++r) {
       sets_.push_back(OpTensors::create(ctx, fam, prob, f, false));
@@ -65,7 +65,7 @@ TimedCase::TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const
 }
 
 bool TimedCase::fitsInCache() const {
-  return static_cast<uint64_t>(rotations()) * bytes_ < 2 * policy_.cacheBytes(ctx_.device());
+  return static_cast<uint64_t>(rotations()) * bytes_ < 2 * policy_.cacheBytes(ctx_.caps());
 }
 
 TimingStats TimedCase::time(const TimingPolicy& policy) {
@@ -88,10 +88,7 @@ TimingStats TimedCase::time(const TimingPolicy& policy) {
 bool TimedCase::verify() {
   if (!ok()) return false;
   try {
-    for (auto& e : op_->enqueue(sets_.front().args())) {
-      cl_event ev = e.get();
-      clCheck(clWaitForEvents(1, &ev), "clWaitForEvents");
-    }
+    for (auto& e : op_->enqueue(sets_.front().args())) e->wait();
     DeviceTensor& out = sets_.front().output();
     CheckResult after = check_;
     judge(after, tolerance_, out.desc(), out.downloadBytes(), data_->ref);
@@ -106,7 +103,7 @@ bool TimedCase::verify() {
   return ok();
 }
 
-Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
+Measurement measureCase(Backend& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                         const Problem& prob, const StorageFormat& f, const TimingPolicy& policy,
                         uint64_t seed, uint64_t memoryBudget) {
   Measurement m;

@@ -1,11 +1,11 @@
-// Timing one configuration the way the runtime defines an op's time (runtime/opencl/timing.h),
+// Timing one configuration the way the runtime defines an op's time (runtime/timing.h),
 // behind the accuracy gate: a configuration is timed only after checkCase passed.
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "runtime/opencl/timing.h"
+#include "runtime/timing.h"
 #include "tuning/check.h"
 
 namespace sdspeed {
@@ -30,7 +30,7 @@ class TimedCase {
   // convolution whose resident derived weights do not fit makes them per call (as the
   // pipeline's budget does) when that needs fewer bytes, and what still does not fit is
   // Unsupported, naming its bytes.
-  TimedCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p, const Problem& prob,
+  TimedCase(Backend& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p, const Problem& prob,
             const StorageFormat& f, const TimingPolicy& policy, uint64_t seed, uint64_t memoryBudget = 0);
   // The gate's result, or RunFailed when preparing or a timed run threw, or
   // Inaccurate when the output was wrong after the timed launches (verify()).
@@ -44,7 +44,7 @@ class TimedCase {
   // the cache are the measurement's, not the op's, and are not counted.
   uint64_t footprintBytes() const { return footprint_; }
   bool derivedPerCall() const { return op_ && op_->derivedWeightsPerCall(); }
-  // timeOp (runtime/opencl/timing.h) with `policy`, the rotation continuing where the last
+  // timeOp (runtime/timing.h) with `policy`, the rotation continuing where the last
   // call left it. Requires ok(); on a failed launch check() becomes RunFailed and the
   // Error is rethrown.
   TimingStats time(const TimingPolicy& policy);
@@ -53,7 +53,7 @@ class TimedCase {
   bool verify();
 
  private:
-  Context& ctx_;
+  Backend& ctx_;
   const Family& fam_;
   StorageFormat format_;
   TimingPolicy policy_;
@@ -67,7 +67,7 @@ class TimedCase {
   int next_ = 0;
 };
 
-Measurement measureCase(Context& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
+Measurement measureCase(Backend& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                         const Problem& prob, const StorageFormat& f, const TimingPolicy& policy,
                         uint64_t seed, uint64_t memoryBudget = 0);
 

@@ -35,7 +35,7 @@ Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& pol
   const size_t wg = std::min<size_t>(256, dev.maxWorkGroupSize);
   // A grid-stride loop: enough work-items to fill the device, not one per element.
   const Launch cl = Launch::cover(1, {std::min<size_t>(n4, size_t(dev.computeUnits) * 2048), 1, 1}, {wg, 1, 1});
-  TimingStats ts = timeOp(ctx, 1, [&](int) { std::vector<ClEvent> e; e.push_back(copy.launch(cl)); return e; }, policy);
+  TimingStats ts = timeOp(ctx, 1, [&](int) { OpEvents e; e.push_back(copy.launch(cl)); return e; }, policy);
   std::vector<float> back(host.size());
   ctx.readBuffer(outMem, back.data(), copyBytes);
   if (back != host) throw Error("roofline: the copy kernel produced wrong data");
@@ -51,7 +51,7 @@ Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& pol
   cl_mem resMem = res.get();
   fmaK.bind(KernelArgs().buffer("out", {resMem, 0}).i32("iters", iters).f32("a", a).f32("b", b));
   const Launch fl = Launch::cover(1, {items, 1, 1}, {wg, 1, 1});
-  TimingStats tf = timeOp(ctx, 1, [&](int) { std::vector<ClEvent> e; e.push_back(fmaK.launch(fl)); return e; }, policy);
+  TimingStats tf = timeOp(ctx, 1, [&](int) { OpEvents e; e.push_back(fmaK.launch(fl)); return e; }, policy);
   std::vector<float> got(items);
   ctx.readBuffer(resMem, got.data(), items * sizeof(float));
   for (size_t i : {size_t(0), items / 2, items - 1}) {

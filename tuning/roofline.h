@@ -1,13 +1,13 @@
 // Device ceilings (`sdspeed roofline`): copy bandwidth (bytes read + written per
 // second, a large buffer copy) and fp32 FMA rate (2 FLOP per FMA), each checked for
-// correctness and timed like an op (runtime/opencl/timing.h). Stored per device in
+// correctness and timed like an op (runtime/timing.h). Stored per device in
 // configs/devices/<device-key>.yaml, so every benchmark can report "% of ceiling".
 #pragma once
 
 #include <string>
 
 #include "runtime/opencl/context.h"
-#include "runtime/opencl/timing.h"
+#include "runtime/timing.h"
 
 namespace sdspeed {
 

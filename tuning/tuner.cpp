@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "runtime/opencl/cl_error.h"
+#include "runtime/error.h"
 #include "runtime/hash.h"
 #include "tuning/measure.h"
 
@@ -19,9 +19,7 @@ namespace sdspeed {
 
 std::string sdspeedCommit() { return SDSPEED_COMMIT; }
 
-std::string familySourceHash(const Context& ctx, const Family& fam) {
-  return Fnv1a().add(ctx.sources().get("common/prelude.cl")).add(fam.sourceText(ctx)).hex().substr(0, 12);
-}
+
 
 size_t parseBudget(const std::string& text, size_t spaceSize) {
   if (text.empty()) return spaceSize;
@@ -65,7 +63,7 @@ SearchResult runSearch(const std::vector<Candidate>& space, Strategy& strategy, 
   return res;
 }
 
-DeviceEvaluator::DeviceEvaluator(Context& ctx, const Family& fam, const OpInstance& instance,
+DeviceEvaluator::DeviceEvaluator(Backend& ctx, const Family& fam, const OpInstance& instance,
                                  const std::vector<Candidate>& space, SweepCache& cache, const TimingPolicy& policy,
                                  uint64_t seed)
     : ctx_(ctx), fam_(fam), instance_(instance), problem_(instance.problem(fam)), space_(space), cache_(cache),
@@ -88,8 +86,8 @@ void DeviceEvaluator::prebuild(const std::vector<size_t>& order, int threads) {
       for (size_t k = (*next)++; k < todo->size() && !stop_; k = (*next)++) {
         const Candidate& c = space_[(*todo)[k]];
         try {
-          if (fam_.unsupportedReason(*c.variant, c.point, *problem_, instance_.format, ctx_.device()).empty())
-            fam_.prebuild(ctx_, *c.variant, c.point, instance_.format);
+          if (fam_.unsupportedReason(*c.variant, c.point, *problem_, instance_.format, ctx_.caps()).empty())
+            prebuildOp(ctx_, fam_, *c.variant, c.point, instance_.format);
         } catch (...) {
           // Reported when the point is evaluated (the build is retried there).
         }
@@ -102,8 +100,8 @@ SweepRow DeviceEvaluator::rowFor(const Candidate& c) const {
   row.instance = instance_.text();
   row.variant = c.variant->name;
   row.params = c.point.text();
-  row.device = ctx_.device().name;
-  row.driver = ctx_.device().driverVersion;
+  row.device = ctx_.caps().name;
+  row.driver = ctx_.caps().driverVersion;
   row.sourceHash = sourceHash_;
   row.commit = sdspeedCommit();
   row.buildOptions = kBuildOptions;

@@ -10,7 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/opencl/timing.h"
+#include "kernels/lowering.h"
+#include "runtime/timing.h"
 #include "tuning/op_instance.h"
 #include "tuning/strategy.h"
 #include "tuning/sweep_cache.h"
@@ -42,7 +43,7 @@ SearchResult runSearch(const std::vector<Candidate>& space, Strategy& strategy, 
 // each point from the last one's time, so their builds run as they go).
 class DeviceEvaluator {
  public:
-  DeviceEvaluator(Context& ctx, const Family& fam, const OpInstance& instance, const std::vector<Candidate>& space,
+  DeviceEvaluator(Backend& ctx, const Family& fam, const OpInstance& instance, const std::vector<Candidate>& space,
                   SweepCache& cache, const TimingPolicy& policy, uint64_t seed);
   ~DeviceEvaluator();
   SweepRow operator()(size_t index, bool& reused);
@@ -50,7 +51,7 @@ class DeviceEvaluator {
 
  private:
   SweepRow rowFor(const Candidate& c) const;  // identity and provenance, no result yet
-  Context& ctx_;
+  Backend& ctx_;
   const Family& fam_;
   OpInstance instance_;
   ProblemPtr problem_;
@@ -70,6 +71,5 @@ Evaluator replayEvaluator(const std::vector<SweepRow>& recording, const std::str
 
 // The build provenance recorded with every measurement.
 std::string sdspeedCommit();
-std::string familySourceHash(const Context& ctx, const Family& fam);
 
 }  // namespace sdspeed

@@ -277,7 +277,7 @@ class AttentionOp : public PreparedOp {
   std::vector<uint64_t> scratchRegions() const override { return scratch_.sizes(); }
   void bindScratch(const std::vector<BufferRegion>& regions) override { scratch_.bind(regions); }
 
-  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
     for (auto& k : kernels_) k.checkLimits();
     KernelArgs args;
     args.slotTensors(slots_, t)
@@ -294,7 +294,7 @@ class AttentionOp : public PreparedOp {
     }
     // Each of the three kernels takes some of the arguments they share.
     const KernelArgs shared = args.shared();
-    std::vector<ClEvent> events;
+    OpEvents events;
     for (size_t i = 0; i < kernels_.size(); ++i) events.push_back(kernels_[i].run(shared, launches_[i]));
     return events;
   }

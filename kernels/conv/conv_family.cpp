@@ -479,7 +479,7 @@ class ConvOp : public PreparedOp {
   }
   bool derivedWeightsPerCall() const override { return perCallWeights_; }
 
-  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
     for (auto& k : kernels_) k.checkLimits();
     prepKernel_.checkLimits();
     const ConvDims& d = p_.dims;
@@ -490,7 +490,7 @@ class ConvOp : public PreparedOp {
     // (K is the kernel size to conv_direct and conv_im2col, the reduction to conv_gemm).
     KernelArgs tensors;
     tensors.slotTensors(slots_, t);
-    std::vector<ClEvent> events;
+    OpEvents events;
     if (kind_ == Kind::Direct) {
       KernelArgs a = tensors;
       a.i32("H", H).i32("W", W).i32("Wo", Wo).i32("K", K).i32("stride", stride).i32("pad", pad).i32("flags", flags_);
@@ -593,7 +593,7 @@ class ConvOp : public PreparedOp {
   // transform after this block's GEMM has read the region). Resident: one block of
   // all CoutP channels from the cache.
   template <typename Gemm>
-  void forEachBlock(const DeviceTensor& w, std::vector<ClEvent>& events, Gemm&& gemm) {
+  void forEachBlock(const DeviceTensor& w, OpEvents& events, Gemm&& gemm) {
     if (!perCallWeights_) {
       gemm(preparedWeights(w), 0, coutP_);
       return;
@@ -610,7 +610,7 @@ class ConvOp : public PreparedOp {
   // Enqueues the transform of output channels [co0, co0 + nb) of w into the GEMM's
   // layout (packing or Winograd's G g G^T), nb channels a row.
   void transformWeights(const DeviceTensor& w, const BufferRegion& out, int32_t co0, int32_t nb,
-                        std::vector<ClEvent>& events) {
+                        OpEvents& events) {
     KernelArgs a;
     // The output is Winograd's U or the packed Wt, whichever this op's kernel declares.
     a.tensor("weight", w).region(kind_ == Kind::Winograd ? "U" : "Wt", out);
@@ -625,7 +625,8 @@ class ConvOp : public PreparedOp {
   // so weights rewritten from the host are transformed again, never served stale. Up to
   // kCacheEntries tensors are kept (the timing loop rotates through several copies;
   // a cache smaller than the rotation would time the transform on every call).
-  BufferRegion preparedWeights(const DeviceTensor& w) {
+  BufferRegion preparedWeights(const DeviceTensor& tensor) {
+    const ClTensor& w = asCl(tensor);
     for (const auto& e : cache_)
       if (e.source.get() == w.mem() && e.offset == w.offsetBytes() && e.version == w.version())
         return {e.prepared.get(), 0};
@@ -642,13 +643,13 @@ class ConvOp : public PreparedOp {
     e.version = w.version();
     e.prepared = ctx_.createBuffer(scratch_.weights);
     const BufferRegion r{e.prepared.get(), 0};
-    std::vector<ClEvent> setup;  // a one-time cost, not part of the op's time
+    OpEvents setup;  // a one-time cost, not part of the op's time
     transformWeights(w, r, 0, coutP_, setup);
     cache_.push_back(std::move(e));
     return r;
   }
 
-  static constexpr size_t kCacheEntries = 64;  // runtime/opencl/timing.h rotates up to 64 sets
+  static constexpr size_t kCacheEntries = 64;  // runtime/timing.h rotates up to 64 sets
 
   struct Entry {
     ClMem source, prepared;

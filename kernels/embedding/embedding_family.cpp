@@ -14,7 +14,7 @@ int64_t attr(const ShapeAttrProblem& p, const char* name) { return std::stoll(p.
 class EmbeddingOp : public PreparedOp {
  public:
   EmbeddingOp(std::unique_ptr<PreparedOp> gather, int64_t vocab) : gather_(std::move(gather)), vocab_(vocab) {}
-  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& tensors) override {
+  OpEvents enqueue(const std::vector<DeviceTensor*>& tensors) override {
     checkTokenIds(tensors[0]->download(), vocab_);
     return gather_->enqueue(tensors);
   }

@@ -125,7 +125,7 @@ class GroupNormOp : public PreparedOp {
     }
   }
 
-  std::vector<ClEvent> enqueue(const std::vector<DeviceTensor*>& t) override {
+  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
     for (auto& k : kernels_) k.checkLimits();  // before split's sequence moves
     KernelArgs args;
     args.slotTensors(slots_, t)
@@ -140,7 +140,7 @@ class GroupNormOp : public PreparedOp {
     }
     // gn_stats takes only some of the arguments the op's kernels share.
     const KernelArgs shared = args.shared();
-    std::vector<ClEvent> events;
+    OpEvents events;
     for (size_t i = 0; i < kernels_.size(); ++i) events.push_back(kernels_[i].run(shared, launches_[i]));
     return events;
   }

@@ -11,11 +11,12 @@
 #include <set>
 #include <sstream>
 
+#include "kernels/lowering.h"
 #include "kernels/registry.h"
 #include "pipeline/finite.h"
 #include "runtime/opencl/cl_error.h"
 #include "runtime/host_memory.h"
-#include "runtime/opencl/timing.h"
+#include "runtime/timing.h"
 
 namespace sdspeed {
 namespace {
@@ -317,7 +318,7 @@ void GraphExecutor::lessScratch(const TunedChooser& chooser, bool convolutions) 
       std::string ignored;
       const auto c = runnablePoint(chooser, fam, inst, v.name, n, opt_.format, ctx_.device(), ignored);
       if (!c) continue;
-      auto op = fam.prepare(ctx_, v, v.parsePoint(c->params), *n.problem, opt_.format);
+      auto op = prepareOp(ctx_, fam, v, v.parsePoint(c->params), *n.problem, opt_.format);
       if (opt_.derivedWeightsPerCall || ops_[i]->derivedWeightsPerCall())
         if (op->derivedWeightBytes() > 0) op->setDerivedWeightsPerCall(true);
       const uint64_t bytes = op->scratchBytes() + (op->derivedWeightsPerCall() ? 0 : op->derivedWeightBytes());
@@ -436,7 +437,7 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
   for (const GraphNode& n : graph_.nodes()) {
     NodeChoice c = choose(chooser, n, opt_, ctx.device());
     const VariantDef& v = n.family->variant(c.variant);
-    ops_.push_back(n.family->prepare(ctx, v, v.parsePoint(c.params), *n.problem, opt_.format));
+    ops_.push_back(prepareOp(ctx, *n.family, v, v.parsePoint(c.params), *n.problem, opt_.format));
     if (opt_.derivedWeightsPerCall && ops_.back()->derivedWeightBytes() > 0) ops_.back()->setDerivedWeightsPerCall(true);
     choices_.push_back(std::move(c));
   }
@@ -543,12 +544,12 @@ void GraphExecutor::allocate(const WeightSource& weights) {
         }
         continue;
       }
-      auto d = std::make_unique<DeviceTensor>(ctx_, desc);
+      auto d = std::make_unique<ClTensor>(ctx_, desc);
       d->upload(values);  // quantized at upload (packTensor) when the format is int8/int4
       memory_.weightBytes += desc.bytes();
       tensors_[id] = std::move(d);
     } else if (t.kind == GraphTensor::Kind::HostInput) {
-      tensors_[id] = std::make_unique<DeviceTensor>(ctx_, desc);
+      tensors_[id] = std::make_unique<ClTensor>(ctx_, desc);
     }
   }
 
@@ -563,7 +564,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   if (opt_.planner == "none") {
     for (const auto& o : l.owners) {
       const GraphTensor& t = ts[static_cast<size_t>(o.id)];
-      tensors_[static_cast<size_t>(o.id)] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, formatOf(o.id)});
+      tensors_[static_cast<size_t>(o.id)] = std::make_unique<ClTensor>(ctx_, TensorDesc{t.shape, formatOf(o.id)});
       memory_.activationBytes += tensors_[static_cast<size_t>(o.id)]->desc().bytes();
     }
   } else {
@@ -596,7 +597,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
         clCheck(clRetainMemObject(arena_.get()), "clRetainMemObject");
         m = ClMem(arena_.get());
       }
-      tensors_[static_cast<size_t>(o.id)] = std::make_unique<DeviceTensor>(ctx_, desc, std::move(m), at);
+      tensors_[static_cast<size_t>(o.id)] = std::make_unique<ClTensor>(ctx_, desc, std::move(m), at);
     }
     for (size_t i = 0; i < ops_.size(); ++i)
       if (!scratch[i].empty()) ops_[i]->bindScratch(scratch[i]);
@@ -610,10 +611,10 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
     if (t.viewOf < 0 || !tensors_[static_cast<size_t>(t.viewOf)]) continue;
-    const DeviceTensor& base = *tensors_[static_cast<size_t>(t.viewOf)];
+    const ClTensor& base = asCl(*tensors_[static_cast<size_t>(t.viewOf)]);
     cl_mem m = base.mem();
     clCheck(clRetainMemObject(m), "clRetainMemObject");
-    tensors_[id] = std::make_unique<DeviceTensor>(ctx_, TensorDesc{t.shape, opt_.format}, ClMem(m), base.offsetBytes());
+    tensors_[id] = std::make_unique<ClTensor>(ctx_, TensorDesc{t.shape, opt_.format}, ClMem(m), base.offsetBytes());
   }
   // Streaming schedule: a weight's upload starts with the op before its first reader
   // (its arena region is free from then on: the plan keeps it apart from everything
@@ -674,7 +675,7 @@ bool GraphExecutor::uploadQuantizedFromFile(const WeightSource& weights, size_t 
     memory_.streamedMappedBytes += mapped.size();
     return true;
   }
-  auto d = std::make_unique<DeviceTensor>(ctx_, desc);
+  auto d = std::make_unique<ClTensor>(ctx_, desc);
   d->uploadBytes(std::vector<uint8_t>(bytes, bytes + mapped.size()));
   memory_.weightBytes += desc.bytes();
   tensors_[id] = std::move(d);
@@ -744,7 +745,7 @@ void GraphExecutor::makePlaceholders(bool create) {
         continue;
       }
       auto& p = placeholders_[key];
-      p = std::make_unique<DeviceTensor>(ctx_, desc);
+      p = std::make_unique<ClTensor>(ctx_, desc);
       p->upload(std::vector<float>(static_cast<size_t>(shapes[s].elements()), 0.0f));
     }
   }
@@ -815,7 +816,7 @@ void GraphExecutor::enqueueUploads(int node, cl_event opBefore) {
   cl_command_queue q = ctx_.copyQueue();
   for (int id : uploadsAt_[static_cast<size_t>(node)]) {
     const auto& bytes = hostWeights_[static_cast<size_t>(id)];
-    const DeviceTensor& t = *tensors_[static_cast<size_t>(id)];
+    const ClTensor& t = asCl(*tensors_[static_cast<size_t>(id)]);
     cl_event done = nullptr;
     if (ring_.empty()) {
       clCheck(clEnqueueWriteBuffer(q, t.mem(), CL_FALSE, t.offsetBytes(), bytes.size(), bytes.data(), opBefore ? 1 : 0,
@@ -866,8 +867,8 @@ RunTiming GraphExecutor::run(bool profile) {
   RunTiming t;
   const auto start = std::chrono::steady_clock::now();
   const auto& nodes = graph_.nodes();
-  std::vector<std::vector<ClEvent>> events(profile ? nodes.size() : 0);
-  ClEvent firstEvent, lastEvent;
+  std::vector<OpEvents> events(profile ? nodes.size() : 0);
+  EventPtr firstEvent, lastEvent;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!uploadsAt_[i].empty()) {
       ClEvent marker;
@@ -883,7 +884,7 @@ RunTiming GraphExecutor::run(bool profile) {
       cl_event e = uploadDone_[static_cast<size_t>(id)].get();
       clCheck(clEnqueueBarrierWithWaitList(ctx_.queue(), 1, &e, nullptr), "clEnqueueBarrierWithWaitList");
     }
-    std::vector<ClEvent> ev = ops_[i]->enqueue(args_[i]);
+    OpEvents ev = ops_[i]->enqueue(args_[i]);
     if (opt_.checkFinite) {
       ctx_.finish();
       checkOutputFinite(i);

@@ -49,18 +49,18 @@ void ClBoundKernel::bind(const KernelArgs& args) {
     used.insert(p.name);
     switch (p.kind) {
       case ClKernelParam::Kind::Tensor:
-        index = std::get<const DeviceTensor*>(v->value)->setArgs(k, index);
+        index = asCl(*std::get<const DeviceTensor*>(v->value)).setArgs(k, index);
         break;
       case ClKernelParam::Kind::Region: {
         const auto& r = std::get<BufferRegion>(v->value);
         if (r.offset % p.elementBytes != 0 || r.offset / p.elementBytes > std::numeric_limits<cl_uint>::max())
           throw Error("kernel " + kn + ": region '" + p.name + "' at byte offset " + std::to_string(r.offset) +
                       " is not a 32-bit element offset of " + std::to_string(p.elementBytes) + "-byte elements");
-        set(k, index++, r.mem);
+        set(k, index++, static_cast<cl_mem>(r.mem));
         set(k, index++, static_cast<cl_uint>(r.offset / p.elementBytes));
         break;
       }
-      case ClKernelParam::Kind::Buffer: set(k, index++, std::get<BufferRegion>(v->value).mem); break;
+      case ClKernelParam::Kind::Buffer: set(k, index++, static_cast<cl_mem>(std::get<BufferRegion>(v->value).mem)); break;
       case ClKernelParam::Kind::Int: set(k, index++, static_cast<cl_int>(std::get<int32_t>(v->value))); break;
       case ClKernelParam::Kind::Uint: set(k, index++, static_cast<cl_uint>(std::get<uint32_t>(v->value))); break;
       case ClKernelParam::Kind::Float: set(k, index++, static_cast<cl_float>(std::get<float>(v->value))); break;
@@ -77,9 +77,9 @@ void ClBoundKernel::checkLimits() {
   checkedLimits_ = true;
 }
 
-ClEvent ClBoundKernel::launch(const Launch& l) {
+EventPtr ClBoundKernel::launch(const Launch& l) {
   checkLimits();
-  return enqueueLaunch(ctx_->queue(), kernel_.get(), l);
+  return clEvent(enqueueLaunch(ctx_->queue(), kernel_.get(), l));
 }
 
 void checkKernelLimits(const Context& ctx, cl_kernel kernel) {

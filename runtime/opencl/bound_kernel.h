@@ -9,6 +9,7 @@
 #include "kernels/kernel_args.h"
 #include "kernels/launch.h"
 #include "runtime/opencl/cl_handle.h"
+#include "runtime/opencl/cl_event.h"
 #include "runtime/opencl/context.h"
 #include "runtime/opencl/kernel_signature.h"
 
@@ -31,8 +32,8 @@ class ClBoundKernel {
   void bind(const KernelArgs& args);
   // Enqueues with profiling (the device's local-memory limit checked at the first
   // launch); see enqueueLaunch for what a refused work-group size throws.
-  ClEvent launch(const Launch& l);
-  ClEvent run(const KernelArgs& args, const Launch& l) {
+  EventPtr launch(const Launch& l);
+  EventPtr run(const KernelArgs& args, const Launch& l) {
     bind(args);
     return launch(l);
   }

@@ -1,10 +1,13 @@
 #include "runtime/opencl/context.h"
+#include "runtime/opencl/tensor.h"
 
 #include <algorithm>
+#include <cctype>
 #include <condition_variable>
 #include <map>
 #include <mutex>
 
+#include "runtime/atomic_file.h"
 #include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
@@ -199,6 +202,33 @@ cl_command_queue Context::copyQueue() {
     clCheck(err, "clCreateCommandQueue (copy queue)");
   }
   return copyQueue_.get();
+}
+
+std::unique_ptr<DeviceTensor> Context::makeTensor(const TensorDesc& desc, bool withCanary) {
+  return std::make_unique<ClTensor>(*this, desc, withCanary);
+}
+
+void Context::flush() { clCheck(clFlush(queue()), "clFlush"); }
+
+std::string Context::describe() const {
+  return device_.name + " (" + device_.index() + ", " + device_.driverVersion + ", " + device_.openclVersion + ")";
+}
+
+std::string Context::buildSummary() const {
+  const auto st = programs_->stats();
+  return "programs: " + std::to_string(st.builds) + " built, " + std::to_string(st.diskHits) + " from disk cache, " +
+         std::to_string(st.memoryHits) + " reused";
+}
+
+std::string Context::dumpKernels(const std::string& dir) const {
+  const auto records = programs_->records();
+  for (const auto& rec : records) {
+    std::string name;
+    for (char c : rec.label) name += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=') ? c : '_';
+    std::string text = "// build options: " + rec.options + "\n// cache key: " + rec.key + "\n" + rec.source;
+    writeFileAtomically(dir + "/" + name + "-" + rec.key + ".cl", text);
+  }
+  return "wrote " + std::to_string(records.size()) + " programs to " + dir;
 }
 
 void Context::finish() {

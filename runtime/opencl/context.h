@@ -1,4 +1,4 @@
-// One device in use: its OpenCL context, a profiling command queue, the program
+// OpenCL's Backend (runtime/backend.h). One device in use: its OpenCL context, a profiling command queue, the program
 // cache and the kernel sources. Memory helpers turn every failure into ClError
 // naming the call.
 #pragma once
@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/backend.h"
 #include "runtime/opencl/cl_handle.h"
 #include "runtime/opencl/device.h"
 #include "runtime/opencl/kernel_sources.h"
@@ -20,13 +21,20 @@ struct ContextOptions {
   std::string cacheDir = ProgramCache::defaultCacheDir();  // empty: no disk cache
 };
 
-class Context {
+class Context : public Backend {
   struct Tracker;
 
  public:
   explicit Context(const DeviceInfo& device, const ContextOptions& options = {});
 
   const DeviceInfo& device() const { return device_; }
+  const DeviceCaps& caps() const override { return device_; }
+  std::string deviceKey() const override { return device_.key(); }
+  std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
+  void flush() override;
+  std::string describe() const override;
+  std::string buildSummary() const override;
+  std::string dumpKernels(const std::string& dir) const override;
   cl_context handle() const { return context_.get(); }
   cl_command_queue queue() const { return queue_.get(); }
   // A second in-order queue on the same device for uploads that overlap the kernels
@@ -104,7 +112,7 @@ class Context {
   void readBuffer(cl_mem buf, void* data, size_t bytes, size_t offset = 0);
   void writeImage(cl_mem img, const void* data, size_t width, size_t height);
   void readImage(cl_mem img, void* data, size_t width, size_t height);
-  void finish();
+  void finish() override;
   // finish() after a marker command: a driver may hold the objects its last commands
   // used until a later command replaces them (PoCL keeps the queue's last event and
   // its buffers), so freed memory leaves the live count only after this.

@@ -1,6 +1,6 @@
 // Recording an op's dispatches into one command buffer with a timestamp before and after
 // each, so an op's time has the definition OpenCL's event profiling gives it
-// (runtime/opencl/timing.h, eventSpanNs): from the start of its first kernel to the end of its
+// (runtime/timing.h, eventSpanNs): from the start of its first kernel to the end of its
 // last. Dispatches run in recording order with a compute->compute barrier between them,
 // the semantics of sdspeed's in-order OpenCL queue (each kernel sees the previous one's
 // writes), so per-dispatch times do not overlap.

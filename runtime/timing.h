@@ -1,6 +1,6 @@
 // How sdspeed times an op, defined once for every family, the tuner and benches:
 // an op's time is from the start of its first kernel to the end of its last
-// (device events, CL_QUEUE_PROFILING_ENABLE), the median over repeats after warm-up,
+// (OpenCL profiling events, Vulkan timestamp queries: runtime/backend.h), the median over repeats after warm-up,
 // with the inputs rotated among enough copies that the working set exceeds the
 // device's last-level cache (CL_DEVICE_GLOBAL_MEM_CACHE_SIZE).
 #pragma once
@@ -9,8 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/opencl/cl_handle.h"
-#include "runtime/opencl/context.h"
+#include "runtime/backend.h"
 
 namespace sdspeed {
 
@@ -20,11 +19,12 @@ struct TimingPolicy {
   int maxRepeats = 20000;  // enough for 50 ms of 2.5 us kernels
   double minTotalMs = 50.0;  // keep repeating until this much device time was measured
   int maxRotations = 64;     // cap on input copies (device memory)
-  // Last-level cache size to rotate past; 0 = CL_DEVICE_GLOBAL_MEM_CACHE_SIZE. Some
+  // Last-level cache size to rotate past; 0 = what the driver reports
+  // (DeviceCaps::globalCacheBytes, OpenCL's CL_DEVICE_GLOBAL_MEM_CACHE_SIZE). Some
   // drivers report less than the real LLC (NVIDIA's OpenCL reports 4224 KiB on an H200,
   // whose L2 is 60 MB), so `bench --llc-mib` can raise it.
   uint64_t llcBytes = 0;
-  uint64_t cacheBytes(const DeviceInfo& dev) const { return llcBytes ? llcBytes : dev.globalCacheBytes; }
+  uint64_t cacheBytes(const DeviceCaps& dev) const { return llcBytes ? llcBytes : dev.globalCacheBytes; }
 };
 
 struct TimingStats {
@@ -35,8 +35,8 @@ struct TimingStats {
   std::vector<double> samplesMs;
 };
 
-// Nanoseconds from the earliest CL_PROFILING_COMMAND_START to the latest _END.
-double eventSpanNs(const std::vector<ClEvent>& events);
+// Nanoseconds from the earliest command start to the latest end (waits for them).
+double eventSpanNs(const OpEvents& events);
 
 // Median/min/max of samples (samples non-empty).
 TimingStats summarize(std::vector<double> samplesMs);
@@ -44,11 +44,10 @@ TimingStats summarize(std::vector<double> samplesMs);
 // Copies of the op's inputs needed so that rotating through them touches more
 // than twice the device's last-level cache; at least 1, at most policy.maxRotations
 // and never more than a quarter of device memory.
-int rotationsFor(const DeviceInfo& dev, size_t bytesPerRun, const TimingPolicy& policy);
+int rotationsFor(const DeviceCaps& dev, size_t bytesPerRun, const TimingPolicy& policy);
 
 // Runs enqueue(rotation) -> the op's kernel events, warm-up first, then repeats.
-TimingStats timeOp(Context& ctx, int rotations,
-                   const std::function<std::vector<ClEvent>(int rotation)>& enqueue,
+TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents(int rotation)>& enqueue,
                    const TimingPolicy& policy = {});
 
 }  // namespace sdspeed

@@ -1,28 +1,17 @@
-#include "runtime/opencl/timing.h"
+#include "runtime/timing.h"
 
 #include <algorithm>
 
-#include "runtime/opencl/cl_error.h"
+#include "runtime/error.h"
 
 namespace sdspeed {
 
-double eventSpanNs(const std::vector<ClEvent>& events) {
+double eventSpanNs(const OpEvents& events) {
   if (events.empty()) throw Error("an op enqueued no kernels to time");
-  cl_ulong first = ~cl_ulong(0), last = 0;
+  uint64_t first = ~uint64_t(0), last = 0;
   for (const auto& e : events) {
-    cl_event ev = e.get();
-    clCheck(clWaitForEvents(1, &ev), "clWaitForEvents");
-    cl_int status = CL_COMPLETE;
-    clCheck(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr),
-            "clGetEventInfo");
-    if (status < 0) throw ClError("kernel execution", status);
-    cl_ulong start = 0, end = 0;
-    clCheck(clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof(start), &start, nullptr),
-            "clGetEventProfilingInfo");
-    clCheck(clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof(end), &end, nullptr),
-            "clGetEventProfilingInfo");
-    first = std::min(first, start);
-    last = std::max(last, end);
+    first = std::min(first, e->startNs());
+    last = std::max(last, e->endNs());
   }
   return last > first ? static_cast<double>(last - first) : 0.0;
 }
@@ -39,20 +28,19 @@ TimingStats summarize(std::vector<double> samples) {
   return s;
 }
 
-int rotationsFor(const DeviceInfo& dev, size_t bytesPerRun, const TimingPolicy& policy) {
+int rotationsFor(const DeviceCaps& dev, size_t bytesPerRun, const TimingPolicy& policy) {
   if (bytesPerRun == 0) return 1;
   size_t want = 2 * policy.cacheBytes(dev) / bytesPerRun + 1;
   size_t memCap = std::max<size_t>(1, dev.globalMemBytes / 4 / bytesPerRun);
   return static_cast<int>(std::clamp<size_t>(want, 1, std::min<size_t>(policy.maxRotations, memCap)));
 }
 
-TimingStats timeOp(Context& ctx, int rotations,
-                   const std::function<std::vector<ClEvent>(int rotation)>& enqueue,
+TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents(int rotation)>& enqueue,
                    const TimingPolicy& policy) {
   rotations = std::max(1, rotations);
   int r = 0;
   for (int i = 0; i < policy.warmup; ++i) enqueue(r++ % rotations);
-  ctx.finish();
+  backend.finish();
   // Runs are enqueued in batches and read back afterwards, so the device works back
   // to back as in a pipeline instead of idling (and clocking down) between runs.
   std::vector<double> samples;
@@ -60,10 +48,10 @@ TimingStats timeOp(Context& ctx, int rotations,
   int batch = std::max(1, policy.minRepeats);
   while (static_cast<int>(samples.size()) < policy.maxRepeats) {
     batch = std::min(batch, policy.maxRepeats - static_cast<int>(samples.size()));
-    std::vector<std::vector<ClEvent>> runs;
+    std::vector<OpEvents> runs;
     runs.reserve(static_cast<size_t>(batch));
     for (int i = 0; i < batch; ++i) runs.push_back(enqueue(r++ % rotations));
-    clCheck(clFlush(ctx.queue()), "clFlush");
+    backend.flush();
     for (const auto& events : runs) {
       double ms = eventSpanNs(events) * 1e-6;
       samples.push_back(ms);
@@ -74,7 +62,7 @@ TimingStats timeOp(Context& ctx, int rotations,
     const double perRun = std::max(total / samples.size(), 1e-4);
     batch = std::clamp(static_cast<int>((policy.minTotalMs - total) / perRun) + 1, 1, 256);
   }
-  ctx.finish();
+  backend.finish();
   TimingStats s = summarize(std::move(samples));
   s.rotations = rotations;
   return s;

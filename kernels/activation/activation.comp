@@ -1,0 +1,65 @@
+#version 450
+// The activation family on Vulkan (kernels/activation/activation.cl is the OpenCL body;
+// the functions and their fn codes are the same):
+//   0 gelu        0.5 x (1 + erf(x / sqrt 2))
+//   1 gelu_tanh   0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+//   2 quick_gelu  x sigmoid(1.702 x)
+//   3 silu        x sigmoid(x)
+//   4 geglu       hidden * gelu(gate), hidden = channels [0, F), gate = [F, 2F)
+// An invocation per (ITEMS positions, stored output channel, sample); channels past F
+// (NC4HW4 padding lanes) are written 0. Arithmetic in float: GLSL has no erf, so GELU
+// uses erfc from Numerical Recipes' Chebyshev fit (fractional error < 1.2e-7 everywhere),
+// which keeps x * erfc(-x / sqrt 2) / 2 accurate to ~1e-7 relative in both tails.
+#include "../common/prelude.glsl"
+
+layout(local_size_x_id = 0) in;            // WG
+layout(constant_id = 1) const uint ITEMS = 1;
+
+layout(std430, binding = 0) readonly buffer X { sfp x[]; };
+layout(std430, binding = 1) writeonly buffer Y { sfp y[]; };
+layout(push_constant) uniform Push {
+  uint C, HW, F, fn, layout_;  // x has C channels, y has F (C, or C / 2 for geglu)
+} p;
+
+float erfc_nr(float z) {
+  const float t = 1.0 / (1.0 + 0.5 * abs(z));
+  const float r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 +
+                  t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 +
+                  t * (-0.82215223 + t * 0.17087277)))))))));
+  return z >= 0.0 ? r : 2.0 - r;
+}
+
+float gelu(float v) { return 0.5 * v * erfc_nr(-v * 0.70710678118654752); }
+
+float sigmoid_times(float v, float a) { return v / (1.0 + exp(-a * v)); }
+
+float apply(float v, uint fn) {
+  if (fn == 0u) return gelu(v);
+  if (fn == 1u) {
+    // tanh(u) = 1 - 2 / (exp(2u) + 1): exact at both ends, where GLSL's tanh is loosely specified.
+    const float u = 0.79788456080286536 * (v + 0.044715 * v * v * v);
+    return 0.5 * v * (2.0 - 2.0 / (exp(2.0 * u) + 1.0));
+  }
+  if (fn == 2u) return sigmoid_times(v, 1.702);
+  return sigmoid_times(v, 1.0);
+}
+
+void main() {
+  const uint c = gl_GlobalInvocationID.y, n = gl_GlobalInvocationID.z;
+  const uint first = gl_GlobalInvocationID.x * ITEMS;
+  for (uint i = 0u; i < ITEMS; ++i) {
+    const uint hw = first + i;
+    if (hw >= p.HW) return;
+    float out_ = 0.0;
+    if (c < p.F) {
+      if (p.fn == 4u) {
+        const float hidden = float(x[sd_index(p.layout_, n, c, hw, p.C, p.HW)]);
+        const float gate = float(x[sd_index(p.layout_, n, p.F + c, hw, p.C, p.HW)]);
+        out_ = hidden * gelu(gate);
+      } else {
+        out_ = apply(float(x[sd_index(p.layout_, n, c, hw, p.C, p.HW)]), p.fn);
+      }
+    }
+    y[sd_index(p.layout_, n, c, hw, p.F, p.HW)] = sfp(out_);
+  }
+}

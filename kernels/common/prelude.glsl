@@ -1,0 +1,33 @@
+// Included first by every sdspeed GLSL compute shader (kernels/<family>/*.comp), the
+// Vulkan counterpart of prelude.cl. Build-time variants (cmake: sdspeed_add_spirv
+// DEFINES), after ncnn's naming:
+//   SFP_F16 = 1: tensors are stored as float16_t (16-bit storage), else float;
+//   AFP_F16 = 1: the shader computes in float16_t (f16 arithmetic), else float.
+// Layouts are a push constant (the same module serves NCHW and NC4HW4 buffers).
+#if SFP_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define sfp float16_t
+#else
+#define sfp float
+#endif
+#if AFP_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define afp float16_t
+#else
+#define afp float
+#endif
+
+const uint SD_NCHW = 0u;
+const uint SD_NC4HW4 = 1u;
+
+// Physical element index of logical (n, c, hw) in a tensor of C channels and HW
+// positions, as runtime/tensor_desc.h lays it out: NCHW, or NC4HW4 (slices of 4
+// channels, the 4 lanes innermost; lanes past C are padding, kept zero).
+uint sd_index(uint layout_, uint n, uint c, uint hw, uint C, uint HW) {
+  if (layout_ == SD_NCHW) return (n * C + c) * HW + hw;
+  const uint S = (C + 3u) / 4u;
+  return ((n * S + c / 4u) * HW + hw) * 4u + (c & 3u);
+}
+
+// Channels a layout stores per sample: C, or C rounded up to whole slices.
+uint sd_stored_channels(uint layout_, uint C) { return layout_ == SD_NCHW ? C : (C + 3u) / 4u * 4u; }

@@ -1,0 +1,95 @@
+#include "runtime/vulkan/backend.h"
+
+#include "runtime/error.h"
+#include "runtime/vulkan/instance.h"
+#include "runtime/vulkan/spirv.h"
+
+namespace sdspeed::vk {
+
+VkTensor::VkTensor(Device& device, const TensorDesc& desc, bool withCanary)
+    : DeviceTensor(desc, withCanary, 0), device_(device) {
+  if (desc.format.storage != Storage::Buffer)
+    throw UnsupportedError("Vulkan tensors are storage buffers: " + desc.text() + " is image2d storage");
+  // Vulkan has no zero-sized buffers; a 4-byte floor keeps every binding valid.
+  buffer_ = Buffer(device, std::max<size_t>(4, desc.bytes() + (withCanary ? kCanaryBytes : 0)));
+}
+
+void VkTensor::writePhysical(const std::vector<uint8_t>& bytes) {
+  if (!bytes.empty()) vk::upload(device_, buffer_, bytes.data(), bytes.size(), 0);
+}
+
+std::vector<uint8_t> VkTensor::readPhysical() const {
+  std::vector<uint8_t> bytes(desc_.bytes());
+  if (!bytes.empty()) vk::download(device_, buffer_, bytes.data(), bytes.size(), 0);
+  return bytes;
+}
+
+void VkTensor::writeTail(const std::vector<uint8_t>& bytes) {
+  vk::upload(device_, buffer_, bytes.data(), bytes.size(), desc_.bytes());
+}
+
+std::vector<uint8_t> VkTensor::readTail(size_t n) const {
+  std::vector<uint8_t> bytes(n);
+  vk::download(device_, buffer_, bytes.data(), n, desc_.bytes());
+  return bytes;
+}
+
+const VkTensor& asVk(const DeviceTensor& t) {
+  auto* vk = dynamic_cast<const VkTensor*>(&t);
+  if (!vk) throw Error("a tensor of another GPU API given to a Vulkan shader");
+  return *vk;
+}
+
+OpEvents eventsOf(const OpTiming& timing) {
+  OpEvents out;
+  for (const auto& d : timing.dispatches) out.push_back(std::make_shared<VkEvent>(d.startNs, d.endNs));
+  return out;
+}
+
+VulkanBackend::VulkanBackend(const std::string& selector, const std::string& cacheDir) {
+  instance_ = Instance::create();
+  if (!instance_) throw Error("--backend vulkan: no Vulkan driver is installed (mesa-vulkan-drivers provides lavapipe)");
+  const auto devices = listVulkanDevices(*instance_);
+  if (devices.empty()) throw Error("--backend vulkan: the Vulkan loader lists no devices");
+  device_ = std::make_unique<Device>(instance_, selectVulkanDevice(devices, selector));
+  caps_ = device_->info().caps();
+  // What creation enabled is what shaders may use, whatever the device reports.
+  caps_.fp16 = device_->float16Enabled();
+  caps_.storage16 = device_->storage16Enabled();
+  cache_ = std::make_unique<PipelineCache>(cacheDir);  // entries under cacheDir/vulkan-pipelines/
+  recorder_ = std::make_unique<OpRecorder>(*device_, 64, 8);
+}
+
+std::unique_ptr<DeviceTensor> VulkanBackend::makeTensor(const TensorDesc& desc, bool withCanary) {
+  if (std::string why = desc.unsupportedReason(caps_); !why.empty()) throw UnsupportedError(why);
+  return std::make_unique<VkTensor>(*device_, desc, withCanary);
+}
+
+const ComputePipeline& VulkanBackend::pipeline(const SpirvShader& shader, uint32_t storageBuffers, uint32_t pushBytes,
+                                               const std::vector<SpecConstant>& spec) {
+  std::string key = std::string(shader.name) + "/" + std::to_string(storageBuffers) + "/" + std::to_string(pushBytes);
+  for (const auto& s : spec) key += "/" + std::to_string(s.id) + "=" + std::to_string(s.bits);
+  auto& slot = pipelines_[key];
+  if (!slot) {
+    slot = std::make_unique<ComputePipeline>(*device_, shader, storageBuffers, pushBytes, spec, cache_.get());
+  }
+  return *slot;
+}
+
+std::string VulkanBackend::describe() const {
+  const auto& i = device_->info();
+  return i.name + " (" + i.selector() + ", " + i.driverText() + ", Vulkan " + i.apiVersionText() + ")";
+}
+
+std::string VulkanBackend::buildSummary() const {
+  const auto st = cache_->stats();
+  return "pipelines: " + std::to_string(pipelines_.size()) + " made, " + std::to_string(st.diskHits) +
+         " from disk cache (SPIR-V compiled at build time)";
+}
+
+std::string VulkanBackend::dumpKernels(const std::string& dir) const {
+  for (const auto& [key, p] : pipelines_) p->dump(dir);
+  return "wrote " + std::to_string(pipelines_.size()) + " pipelines (GLSL and SPIR-V) to " + dir;
+}
+
+}  // namespace sdspeed::vk

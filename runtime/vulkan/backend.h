@@ -1,0 +1,95 @@
+// Vulkan's Backend (runtime/backend.h): the instance, one logical device, the on-disk
+// pipeline cache and the pipelines made in this process, tensors in storage buffers,
+// and one OpRecorder that an op records its dispatches into.
+//
+// Submission is synchronous (Device::submitAndWait): an op's enqueue records, submits and
+// waits, and its events carry the timestamps already read. So flush() and finish() have
+// nothing to do, and timeOp's batching (runtime/timing.cpp) costs host round trips
+// between ops but never device time, which the timestamps measure alone.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/backend.h"
+#include "runtime/vulkan/buffer.h"
+#include "runtime/vulkan/device.h"
+#include "runtime/vulkan/dispatch.h"
+#include "runtime/vulkan/pipeline.h"
+#include "runtime/vulkan/pipeline_cache.h"
+
+namespace sdspeed::vk {
+
+// A tensor in its own storage buffer (buffer storage only: image2d storage is declared
+// unsupported on Vulkan through DeviceCaps::imageSupport = false).
+class VkTensor : public DeviceTensor {
+ public:
+  VkTensor(Device& device, const TensorDesc& desc, bool withCanary);
+  const Buffer& buffer() const { return buffer_; }
+
+ protected:
+  void writePhysical(const std::vector<uint8_t>& bytes) override;
+  std::vector<uint8_t> readPhysical() const override;
+  void writeTail(const std::vector<uint8_t>& bytes) override;
+  std::vector<uint8_t> readTail(size_t n) const override;
+
+ private:
+  Device& device_;
+  Buffer buffer_;
+};
+
+// The Vulkan tensor behind `t`; throws Error for another backend's tensor.
+const VkTensor& asVk(const DeviceTensor& t);
+
+// One dispatch's timestamps, already read when the op's submission finished.
+class VkEvent : public DeviceEvent {
+ public:
+  VkEvent(uint64_t startNs, uint64_t endNs) : start_(startNs), end_(endNs) {}
+  void wait() const override {}
+  uint64_t startNs() const override { return start_; }
+  uint64_t endNs() const override { return end_; }
+
+ private:
+  uint64_t start_, end_;
+};
+OpEvents eventsOf(const OpTiming& timing);
+
+class VulkanBackend : public Backend {
+ public:
+  // selector as `--device vulkan:N` takes it (device_info.h, selectVulkanDevice); cacheDir
+  // empty: no on-disk pipeline cache. Throws Error naming the problem when there is no
+  // Vulkan driver or no such device.
+  VulkanBackend(const std::string& selector, const std::string& cacheDir);
+
+  const DeviceCaps& caps() const override { return caps_; }
+  std::string deviceKey() const override { return device_->info().key(); }
+  std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
+  void flush() override {}
+  void finish() override {}
+  std::string describe() const override;
+  std::string buildSummary() const override;
+  std::string dumpKernels(const std::string& dir) const override;
+
+  Device& device() { return *device_; }
+  const VulkanDeviceInfo& info() const { return device_->info(); }
+  Instance& instance() { return *instance_; }
+  PipelineCache* pipelineCache() { return cache_.get(); }
+  // The pipeline of a shader with these buffers, push-constant bytes and specialization
+  // constants: made once per process (through the on-disk cache), then shared.
+  const ComputePipeline& pipeline(const SpirvShader& shader, uint32_t storageBuffers, uint32_t pushBytes,
+                                  const std::vector<SpecConstant>& spec);
+  // The recorder ops record into (one op at a time: submission is synchronous).
+  OpRecorder& recorder() { return *recorder_; }
+
+ private:
+  std::shared_ptr<Instance> instance_;
+  std::unique_ptr<Device> device_;
+  DeviceCaps caps_;
+  std::unique_ptr<PipelineCache> cache_;
+  std::map<std::string, std::unique_ptr<ComputePipeline>> pipelines_;
+  std::unique_ptr<OpRecorder> recorder_;
+};
+
+}  // namespace sdspeed::vk

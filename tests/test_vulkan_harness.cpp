@@ -1,0 +1,133 @@
+// The one kernel harness on the Vulkan backend (lavapipe in CI, under the Khronos
+// validation layer): every family that has Vulkan kernels (kernels/vulkan/
+// vulkan_lowering.cpp) x variant x sampled point x storage format the device holds, over
+// the family's quick problems, through the same checkCase as OpenCL (fresh random inputs,
+// poisoned output, canary, Eigen reference at the family's tolerance). Families without
+// Vulkan kernels must come back Unsupported, saying so, never as a pass. Any validation
+// error fails the test that caused it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "kernels/lowering.h"
+#include "kernels/registry.h"
+#include "kernels/vulkan/vulkan_lowering.h"
+#include "runtime/timing.h"
+#include "runtime/vulkan/backend.h"
+#include "runtime/vulkan/instance.h"
+#include "tuning/check.h"
+
+namespace sdspeed {
+namespace {
+
+vk::VulkanBackend* testBackend() {
+  static std::unique_ptr<vk::VulkanBackend> be = [] {
+    setenv("SDSPEED_VK_VALIDATION", "1", 0);
+    if (!vk::Instance::create()) return std::unique_ptr<vk::VulkanBackend>();
+    return std::make_unique<vk::VulkanBackend>("", "");  // no disk cache: every pipeline built
+  }();
+  return be.get();
+}
+
+struct Case {
+  const Family* family;
+  const VariantDef* variant;
+  ParamPoint point;
+  StorageFormat format;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.family->name() << "." << c.variant->name << " [" << c.point.text() << "] " << c.format.name();
+}
+
+// Cases need the device's limits (sampled points), so the list is made from lavapipe's
+// capability record when there is a device, else from none (then the test skips).
+std::vector<Case> allCases() {
+  std::vector<Case> cases;
+  vk::VulkanBackend* be = testBackend();
+  if (!be) return cases;
+  for (const auto& fam : allFamilies()) {
+    if (!findVulkanLowering(fam->name())) continue;
+    for (const auto& v : fam->variants()) {
+      const auto points = samplePoints(v, be->caps(), 1, 7);
+      for (const auto& p : points)
+        for (const auto& f : StorageFormat::all())
+          if (f.storage == Storage::Buffer) cases.push_back({fam.get(), &v, p, f});
+    }
+  }
+  return cases;
+}
+
+class VulkanHarness : public ::testing::TestWithParam<Case> {};
+
+TEST_P(VulkanHarness, MatchesReference) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed (mesa-vulkan-drivers provides lavapipe)";
+  const Case& c = GetParam();
+  const int errorsBefore = be->instance().validationErrors();
+  int ran = 0;
+  uint64_t seed = 2024;
+  for (const auto& prob : c.family->checkProblems(false)) {
+    CheckResult r = checkCase(*be, *c.family, *c.variant, c.point, *prob, c.format, ++seed);
+    SCOPED_TRACE(r.problem + " [" + r.params + "] " + r.storage);
+    if (r.status == Status::Unsupported) {
+      std::cout << "[   NOTE   ] unsupported: " << r.problem << ": " << r.message << "\n";
+      continue;
+    }
+    EXPECT_EQ(r.status, Status::Ok) << statusName(r.status) << ": " << r.message;
+    EXPECT_TRUE(r.canaryIntact);
+    EXPECT_EQ(r.badPadding, 0u);
+    ran += r.status == Status::Ok;
+  }
+  EXPECT_EQ(be->instance().validationErrors(), errorsBefore) << be->instance().lastValidationError();
+  if (ran == 0) GTEST_SKIP() << c.variant->name << " supports no problem in " << c.format.name() << " here";
+}
+
+INSTANTIATE_TEST_SUITE_P(All, VulkanHarness, ::testing::ValuesIn(allCases()));
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(VulkanHarness);
+
+// A family with no Vulkan kernels is refused visibly, never passed or run on another API.
+TEST(VulkanHarnessCoverage, FamiliesWithoutKernelsAreUnsupported) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  int lowered = 0, refused = 0;
+  for (const auto& fam : allFamilies()) {
+    const VariantDef& v = fam->variants().front();
+    const auto prob = fam->checkProblems(false).front();
+    CheckResult r = checkCase(*be, *fam, v, v.defaults(), *prob, StorageFormat{}, 3);
+    if (findVulkanLowering(fam->name())) {
+      ++lowered;
+      EXPECT_EQ(r.status, Status::Ok) << fam->name() << ": " << r.message;
+    } else {
+      ++refused;
+      EXPECT_EQ(r.status, Status::Unsupported) << fam->name();
+      EXPECT_NE(r.message.find("has no vulkan kernels"), std::string::npos) << r.message;
+      EXPECT_EQ(lackedCapability(r.message), "family " + fam->name() + " has no vulkan kernels");
+    }
+  }
+  EXPECT_GT(lowered, 0);
+  std::cout << "[   NOTE   ] " << lowered << " families have Vulkan kernels, " << refused << " do not yet\n";
+}
+
+// The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from
+// timestamps, positive for a real dispatch.
+TEST(VulkanHarnessCoverage, TimedThroughTheBackendInterface) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  const Family& fam = findFamily("activation");
+  const VariantDef& v = fam.variants().front();
+  const auto prob = fam.makeProblem(Shape{1, 64, 32, 32}, {{"fn", "silu"}});
+  auto op = prepareOp(*be, fam, v, v.defaults(), *prob, StorageFormat{});
+  OpTensors t = OpTensors::create(*be, fam, *prob, StorageFormat{}, false);
+  TimingPolicy policy;
+  policy.minRepeats = 3;
+  policy.minTotalMs = 0;
+  TimingStats s = timeOp(*be, 1, [&](int) { return op->enqueue(t.args()); }, policy);
+  EXPECT_EQ(s.repeats, 3);
+  EXPECT_GT(s.minMs, 0.0);
+  EXPECT_LT(s.maxMs, 1000.0);
+}
+
+}  // namespace
+}  // namespace sdspeed
