@@ -24,6 +24,7 @@
 #include <set>
 
 #include "kernels/common/half_variant.h"
+#include "kernels/lowering.h"
 #include "kernels/registry.h"
 #include "runtime/opencl/kernel_signature.h"
 
@@ -238,9 +239,9 @@ TEST_F(ClHalfCompile, DeliberateErrorsFail) {
   EXPECT_FALSE(noPragma.ok) << noPragma.log;
 }
 
-// The program text this test compiles is the one the runtime builds: prepare() on this
-// device (f32 variants: PoCL cannot build the half ones, whose prepare() is the same
-// code) records each program it builds, which must equal programSource with this
+// The program text this test compiles is the one the runtime builds: prepareOp() on
+// this device (f32 variants: PoCL cannot build the half ones, whose prepare() is the
+// same code) records each program it builds, which must equal programSource with this
 // test's width and #defines (GEGLU included). A program prepare() finds already built
 // (a memory hit) adds no record: it was checked when it was built.
 TEST_F(ClHalfCompile, PreparedTextMatchesThisTest) {
@@ -261,7 +262,7 @@ TEST_F(ClHalfCompile, PreparedTextMatchesThisTest) {
         if (!fam->unsupportedReason(v, p, *prob, f, ctx.device()).empty()) continue;  // split's SPLIT > 1 on a CPU
         ++prepared;
         const size_t before = ctx.programs().records().size();
-        fam->prepare(ctx, v, p, *prob, f);
+        prepareOp(ctx, *fam, v, p, *prob, f);  // the runtime's entry point (kernels/lowering.h)
         const auto records = ctx.programs().records();
         for (size_t i = before; i < records.size(); ++i, ++checked)
           EXPECT_EQ(expected.count(records[i].source), 1u)
