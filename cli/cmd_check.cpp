@@ -91,7 +91,8 @@ int cmdCheck(const std::vector<std::string>& argv) {
                  "`vs unrounded`. Families that read no weights run f32 weights only (f16 is the same\n"
                  "program); families with no quantized path run int8/int4 as f16 weights (a skipped: line\n"
                  "says so). --arithmetic (default f32): what kernels compute in; f16 cases of variants that\n"
-                 "compute in f32 only (every OpenCL variant today) are reported unsupported. Exit status 1\n"
+                 "compute in f32 only are reported unsupported, and the _f16 variants are skipped in a visible\n"
+                 "line on a device without cl_khr_fp16 (kernels/README.md). Exit status 1\n"
                  "if any case fails.\n";
     return 0;
   }

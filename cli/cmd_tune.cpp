@@ -167,7 +167,7 @@ int cmdTune(const std::vector<std::string>& argv) {
            "recorded sweep, without a device. --weights (default f32) tunes each instance once per weight\n"
            "format; f16-weight instances are keyed `...wf16` and never share entries with f32 ones.\n"
            "--arithmetic (default f32) likewise, keyed `...af16`; an arithmetic no variant computes in\n"
-           "(f16: every OpenCL kernel computes in f32) is skipped, said per instance.\n"
+           "(f16 for a family without an _f16 variant) is skipped, said per instance.\n"
            "Without --op, --model tunes every family's instances of the components (default all three) under\n"
            "one budget, split by count x current time (database, else a cost model), heaviest first, then prints\n"
            "the expected gain per component. --shard K/N (1-based) tunes the instances whose text hashes to\n"

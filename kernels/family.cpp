@@ -120,8 +120,12 @@ std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceCaps&
 
 std::string Family::unsupportedReason(const VariantDef& v, const ParamPoint& p, const Problem& prob,
                                       const StorageFormat& f, const DeviceCaps& dev) const {
-  if (std::find(v.arithmetic.begin(), v.arithmetic.end(), f.arithmetic) == v.arithmetic.end())
-    return std::string("computes in f32 only: no ") + dtypeName(f.arithmetic) + "-arithmetic kernel for this variant";
+  if (std::find(v.arithmetic.begin(), v.arithmetic.end(), f.arithmetic) == v.arithmetic.end()) {
+    // "computes in f32 only" for the f32 variants, "computes in f16 only" for their half twins.
+    std::string has;
+    for (DType a : v.arithmetic) has += (has.empty() ? "" : ", ") + std::string(dtypeName(a));
+    return "computes in " + has + " only: no " + dtypeName(f.arithmetic) + "-arithmetic kernel for this variant";
+  }
   if (f.arithmetic == DType::F16 && !dev.fp16) return "device lacks cl_khr_fp16";
   if (std::string bad = v.violatedConstraint(p); !bad.empty()) return "violates " + bad;
   if (std::string why = v.deviceLimitReason(p, dev); !why.empty()) return why;

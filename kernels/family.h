@@ -65,10 +65,11 @@ struct VariantDef {
   // without one makes every point unsupported with "device lacks <name>", which
   // `sdspeed check` sums up as a visible "skipped: device lacks <name>" line.
   std::vector<std::string> requiredExtensions;
-  // What the variant's kernels compute in (StorageFormat::arithmetic): f32 for every
-  // OpenCL variant today, which also accumulates in f32 whatever the storage. A format
-  // asking for an arithmetic not listed here makes every point unsupported, said as
-  // "computes in f32 only" (never silently run in f32 under an f16 label).
+  // What the variant's kernels compute in (StorageFormat::arithmetic): f32 for the
+  // OpenCL variants, which also accumulate in f32 whatever the storage; {f16} for their
+  // half twins (kernels/common/half_variant.h: <name>_f16). A format asking for an
+  // arithmetic not listed here makes every point unsupported, said as "computes in f32
+  // only" (or "f16 only"): never run in one precision under the other's label.
   std::vector<DType> arithmetic{DType::F32};
 
   const ParamDef* param(const std::string& name) const;

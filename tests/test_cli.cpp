@@ -62,14 +62,15 @@ TEST_F(Cli, UnknownVariant) {
   expectOneLineError({"check", "--op", "groupnorm", "--variant", "three_pass"}, {"unknown variant 'three_pass'"});
 }
 
-// f16 arithmetic on OpenCL: every variant computes in f32, so each case is reported
-// unsupported with the reason (never run in f32 under an f16 label); a bad list item is
-// one line naming --arithmetic.
+// f16 arithmetic on PoCL (no cl_khr_fp16): the f32 variants' f16 cases are reported
+// unsupported with the reason (never run in f32 under an f16 label), and the half
+// variant is skipped in a visible line; a bad list item is one line naming --arithmetic.
 TEST_F(Cli, ArithmeticF16IsUnsupportedOnEveryOpenclVariant) {
   const Result r = run({"check", "--op", "softmax", "--arithmetic", "f16"});
   EXPECT_EQ(r.exitCode, 0) << r.describe();
   EXPECT_CONTAINS(r.out, "computes in f32 only");
   EXPECT_CONTAINS(r.out, ".af16");
+  EXPECT_CONTAINS(r.out, "skipped: softmax cooperative_f16: device lacks cl_khr_fp16");
   expectOneLineError({"check", "--op", "softmax", "--arithmetic", "f8"}, {"--arithmetic", "f8"});
 }
 

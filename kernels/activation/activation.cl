@@ -25,6 +25,7 @@ inline float4 act_apply(float4 v, int fn) {
 }
 
 // Grid (roundup(ceil(HW / ITEMS), WG), output slices, N).
+#ifndef SD_HALF
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void act_slices(x_PARAMS, y_PARAMS, const int fn) {
   const int s = get_global_id(1), n = get_global_id(2);
@@ -46,3 +47,47 @@ void act_slices(x_PARAMS, y_PARAMS, const int fn) {
     y_STORE4(n, s, hw, out);
   }
 }
+#else  // SD_HALF: slices_f16, the same kernel computing in half
+// Every operation on half4 (two paired half2 FMAs where the GPU pairs them: Adreno,
+// Mali); nothing is reduced, so nothing accumulates in f32. Loads and stores stay the
+// float accessors' (vload_half/vstore_half for f16 storage: the float round trip of a
+// half is exact, and the compiler folds it into the half load). Overflow is benign:
+// exp(-v) > 65504 (v < -11.1) is inf in half, and v / inf = -0, where the true value
+// is under 2e-4 in magnitude.
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+
+inline half4 act_gelu_h(half4 v) { return 0.5h * v * (1.0h + erf(v * 0.70710678h)); }
+
+inline half4 act_apply_h(half4 v, int fn) {
+  if (fn == 0) return act_gelu_h(v);
+  if (fn == 1) {
+    const half4 u = 0.79788456h * (v + 0.044715h * v * v * v);
+    return 0.5h * v * (1.0h + tanh(u));
+  }
+  if (fn == 2) return v / (1.0h + exp(-1.702h * v));
+  return v / (1.0h + exp(-v));
+}
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void act_slices(x_PARAMS, y_PARAMS, const int fn) {
+  const int s = get_global_id(1), n = get_global_id(2);
+  const int first = get_global_id(0) * ITEMS;
+#pragma unroll
+  for (int i = 0; i < ITEMS; ++i) {
+    const int hw = first + i;
+    if (hw >= x_HW) return;
+    half4 out;
+    if (fn == 4) {
+      const int F = y_C, c = 4 * s;
+      const half4 hidden = convert_half4(x_LOAD4(n, s, hw));  // lanes past F: masked on store
+      const half4 gate = convert_half4((float4)(x_LOAD(n, F + c, hw), x_LOAD(n, F + min(c + 1, F - 1), hw),
+                                                x_LOAD(n, F + min(c + 2, F - 1), hw),
+                                                x_LOAD(n, F + min(c + 3, F - 1), hw)));
+      out = hidden * act_gelu_h(gate);
+    } else {
+      out = act_apply_h(convert_half4(x_LOAD4(n, s, hw)), fn);
+    }
+    y_STORE4(n, s, hw, convert_float4(out));
+  }
+}
+#endif  // SD_HALF

@@ -26,6 +26,7 @@ class ActivationFamily : public Family {
   std::vector<HostTensor> makeInputs(const Problem& p, std::mt19937_64& rng) const override;
   std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const override;
   Tolerance tolerance(DType dtype) const override;
+  Tolerance tolerance(const VariantDef& v, DType dtype) const override;  // slices_f16: half's
   // Per output element: gelu 5 (x * 1/sqrt2, erf, + 1, * 0.5, * x); gelu_tanh 9 (x^3 2,
   // * 0.044715, + x, * sqrt(2/pi), tanh, + 1, * 0.5, * x); quick_gelu 4 (* -1.702, exp,
   // + 1, divide); silu 4 (negate, exp, + 1, divide); geglu 6 (gelu of the gate, * hidden).

@@ -1,11 +1,13 @@
 #include "kernels/binary/binary_family.h"
 
+#include "kernels/common/half_variant.h"
 #include "reference/elementwise.h"
 
 namespace sdspeed {
 
 BinaryFamily::BinaryFamily()
-    : ElementwiseFamily("binary", {slicesVariant("a work-item per (sample, slice, ITEMS positions), LOAD4/STORE4")}) {}
+    : ElementwiseFamily("binary", {slicesVariant("a work-item per (sample, slice, ITEMS positions), LOAD4/STORE4"),
+                                   halfVariant(slicesVariant(""), "slices computing in half4 (cl_khr_fp16)")}) {}
 
 ProblemPtr BinaryFamily::problem(Shape a, const std::string& fn, bool broadcast) const {
   return makeProblem(a, {{"fn", fn}, {"broadcast", broadcast ? "1" : "0"}});
@@ -50,6 +52,15 @@ Tolerance BinaryFamily::tolerance(DType dtype) const {
   // rounds the output once more (2^-11 relative).
   if (dtype == DType::F32) return {0, 2e-7, 2e-7};
   return {1e-6, 1e-3, 1e-3};
+}
+
+Tolerance BinaryFamily::tolerance(const VariantDef& v, DType dtype) const {
+  if (!computesInHalf(v)) return tolerance(dtype);
+  // Half arithmetic (u = 2^-11 = 4.9e-4), one operation, no reduction: f32-stored inputs
+  // are rounded to half (u each), the result once more. A product is then within 3u =
+  // 1.5e-3 relative; a sum within u (|a| + |b|) + u |y|, which under cancellation
+  // (|a|, |b| <= 4 here) is up to 8u = 3.9e-3 absolute. relL2: ~u.
+  return {4e-3, 2e-3, 2e-3};
 }
 
 ProblemPtr BinaryFamily::makeProblem(const Shape& shape, const std::map<std::string, std::string>& attrs) const {

@@ -16,6 +16,7 @@ class BinaryFamily : public ElementwiseFamily {
   std::vector<Shape> shapes(const Problem& p) const override;
   std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const override;
   Tolerance tolerance(DType dtype) const override;
+  Tolerance tolerance(const VariantDef& v, DType dtype) const override;  // slices_f16: half's
   // One add or multiply per output element.
   double minFlops(const Problem& p) const override;
   // Attributes: fn (add, mul; default add), broadcast (0, 1; default 0).

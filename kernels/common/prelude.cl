@@ -11,6 +11,14 @@
 #define SD_FLOAT_8 float8
 #define SD_FLOAT_16 float16
 #define SD_FLOATN(n) SD_CAT(SD_FLOAT_, n)
+// halfN likewise, for the f16-arithmetic variants (kernels/common/half_variant.h), whose
+// code enables cl_khr_fp16 before using it: a macro is inert until expanded.
+#define SD_H_1 half
+#define SD_H_2 half2
+#define SD_H_4 half4
+#define SD_H_8 half8
+#define SD_H_16 half16
+#define SD_HALFN(n) SD_CAT(SD_H_, n)
 
 // Vector loads/stores of n consecutive elements starting at pointer p. The f16 forms
 // use the core vload_half/vstore_half built-ins: half *storage* needs no cl_khr_fp16.

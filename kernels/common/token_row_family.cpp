@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "kernels/common/half_variant.h"
 #include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
@@ -45,7 +46,10 @@ TokenRowFamily::TokenRowFamily(std::string name, std::string kernelPrefix, bool 
     : name_(std::move(name)), prefix_(std::move(kernelPrefix)), attrName_(std::move(attrName)), affine_(affine),
       attrDefault_(attrDefault),
       variants_{makeVariant("per_item", "PER_ITEM", "one work-item per token, looping over the channels"),
-                makeVariant("cooperative", "COOPERATIVE", "one work-group per token with a local-memory reduction")} {}
+                makeVariant("cooperative", "COOPERATIVE", "one work-group per token with a local-memory reduction"),
+                // Its kernel <prefix>_cooperative_f16 (what stays f32: the family's .cl).
+                halfVariant(makeVariant("cooperative", "COOPERATIVE", ""),
+                            "cooperative computing per element in half (cl_khr_fp16); the row's reduction in f32")} {}
 
 std::vector<TensorSlot> TokenRowFamily::slots() const {
   if (!affine_) return {{"x", Access::Read, true}, {"y", Access::Write, true}};

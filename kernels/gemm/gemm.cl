@@ -264,7 +264,7 @@ void gemm_tiled(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, cons
 }
 #endif  // TILED
 
-#ifdef DIRECT
+#if defined(DIRECT) && !defined(SD_HALF)
 // Grid (roundup(T, WG), ceil(F / 4), B), local (WG, 1, 1).
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gemm_direct(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, const int epi, const int hasBias,
@@ -290,3 +290,86 @@ void gemm_direct(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, con
   gemm_epilogue(bias_ARGS, residual_ARGS, y_ARGS, b, s, t, h, g, epi, hasBias, hasResidual);
 }
 #endif  // DIRECT
+
+#if defined(DIRECT) && defined(SD_HALF)
+// direct_f16: gemm_direct computing in half (cl_khr_fp16), same kernel name, arguments
+// and grid. The products x * w and their sums over a chunk of HK K-slices (4 * HK
+// products per output) are half4 FMAs (two paired half2 FMAs each); each chunk's sum
+// joins an f32 accumulator. Accumulating all of K in half would not do: at K = 5120
+// (SD 1.5's largest) the running sum's rounding errors, u = 2^-11 per addition on a
+// sum of O(1), add up like a random walk to ~u sqrt(K) = 3.5e-2 on outputs of O(1),
+// and a sum of like-signed terms can pass half's 65504. A chunk's sum is ~sqrt(4 HK /
+// K) of the output, so its rounding adds ~u of it, and the error stays ~u sqrt(K / 4
+// HK) * sqrt(4 HK / K) ~ u at every K. The epilogue (bias, activation, residual) runs
+// in half on the f32 sum rounded once.
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+
+inline half4 gemm_gelu_h(half4 v) { return 0.5h * v * (1.0h + erf(v * 0.70710678h)); }
+
+inline half4 gemm_act_h(half4 v, const int epi) {
+  if (epi == 1) return gemm_gelu_h(v);
+  if (epi == 2) {
+    const half4 u = 0.79788456h * (v + 0.044715h * v * v * v);
+    return 0.5h * v * (1.0h + tanh(u));
+  }
+  if (epi == 3) return v / (1.0h + exp(-1.702h * v));
+  if (epi == 4) return v / (1.0h + exp(-v));
+  return v;
+}
+
+inline void gemm_epilogue_h(bias_PARAMS, residual_PARAMS, y_PARAMS, const int b, const int s, const int t,
+                            half4 h, half4 g, const int epi, const int hasBias, const int hasResidual) {
+  const int F = y_C, c = 4 * s, valid = min(4, F - c);
+  if (hasBias) {
+    h += convert_half4(gemm_bias4(bias_ARGS, c, valid));
+#if GEGLU
+    g += convert_half4(gemm_bias4(bias_ARGS, F + c, valid));
+#endif
+  }
+#if GEGLU
+  half4 out = h * gemm_gelu_h(g);
+#else
+  half4 out = gemm_act_h(h, epi);
+#endif
+  if (hasResidual) out += convert_half4(residual_LOAD4(b, s, t));
+  y_STORE4(b, s, t, convert_float4(out));
+}
+
+// The 4 output channels' products of K-slice ks added to acc: w rows `rows` (+ `base`).
+inline half4 gemm_slice_h(w_PARAMS, const half4 xv, const int* rows, const int base, const int ks, const int K,
+                          half4 acc) {
+  half4 w[4];
+  for (int l = 0; l < 4; ++l) w[l] = convert_half4(gemm_w4(w_ARGS, base + rows[l], 4 * ks, K));
+  acc = fma((half4)(xv.x), (half4)(w[0].x, w[1].x, w[2].x, w[3].x), acc);
+  acc = fma((half4)(xv.y), (half4)(w[0].y, w[1].y, w[2].y, w[3].y), acc);
+  acc = fma((half4)(xv.z), (half4)(w[0].z, w[1].z, w[2].z, w[3].z), acc);
+  return fma((half4)(xv.w), (half4)(w[0].w, w[1].w, w[2].w, w[3].w), acc);
+}
+
+// Grid (roundup(T, WG), ceil(F / 4), B), local (WG, 1, 1).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gemm_direct(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, const int epi, const int hasBias,
+                 const int hasResidual) {
+  const int t = get_global_id(0), s = get_global_id(1), b = get_global_id(2);
+  const int T = x_HW, K = x_C, F = y_C;
+  if (t >= T) return;
+  int rows[4];
+  for (int l = 0; l < 4; ++l) rows[l] = min(4 * s + l, F - 1);  // lanes past F: not stored
+  float4 h = (float4)(0.0f), g = (float4)(0.0f);
+  for (int k0 = 0; k0 < x_SLICES; k0 += HK) {
+    half4 hh = (half4)(0.0h), hg = (half4)(0.0h);
+    const int kend = min(k0 + HK, x_SLICES);
+    for (int ks = k0; ks < kend; ++ks) {
+      const half4 xv = convert_half4(x_LOAD4(b, ks, t));  // lanes past K are 0
+      hh = gemm_slice_h(w_ARGS, xv, rows, 0, ks, K, hh);
+#if GEGLU
+      hg = gemm_slice_h(w_ARGS, xv, rows, F, ks, K, hg);
+#endif
+    }
+    h += convert_float4(hh);
+    g += convert_float4(hg);
+  }
+  gemm_epilogue_h(bias_ARGS, residual_ARGS, y_ARGS, b, s, t, convert_half4(h), convert_half4(g), epi, hasBias,
+                  hasResidual);
+}
+#endif  // DIRECT && SD_HALF

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/common/elementwise.h"
+#include "kernels/common/half_variant.h"
 #include "reference/gemm.h"
 #include "runtime/opencl/cl_error.h"
 
@@ -87,6 +88,13 @@ GemmFamily::GemmFamily() {
   d.params = {{"WG", {128, 64, 256}, "work-group size (positions)"}};
   d.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
   variants_.push_back(d);
+
+  // direct in half (cl_khr_fp16): products summed in half over HK K-slices, those sums
+  // in f32 (gemm.cl says why); the epilogue in half.
+  VariantDef dh = halfVariant(d, "direct computing in half4 (cl_khr_fp16): HK K-slices per half sum, "
+                                 "their sums accumulated in f32");
+  dh.params.push_back({"HK", {4, 1, 8, 16}, "K slices (4 channels each) summed in half before the f32 accumulator"});
+  variants_.push_back(dh);
 }
 
 ProblemPtr GemmFamily::problem(Shape x, int64_t rows, const std::string& epilogue, bool bias, bool residual) {
@@ -195,6 +203,20 @@ Tolerance GemmFamily::tolerance(DType dtype) const {
   // rounds x and the residual before the reference and y to 2^-11 relative: 2e-3.
   if (dtype == DType::F32) return {2e-4, 1e-4, 2e-5};
   return {2e-3, 2e-3, 1e-3};
+}
+
+Tolerance GemmFamily::tolerance(const VariantDef& v, DType dtype) const {
+  if (!computesInHalf(v)) return tolerance(dtype);
+  // direct_f16 (u = 2^-11 = 4.9e-4): x and w rounded to half, each product and each
+  // partial sum of a chunk of 4 HK products rounded to half, the chunks' sums in f32, so
+  // the error is ~u of the output's scale at every K (gemm.cl); all of K in half would
+  // grow as u sqrt(K). Emulated (scripts/half-arithmetic-sim.py, x ~ N(0, 1), w ~
+  // N(0, 1/K), K = 37 to 5120): for HK <= 16 at most 6.5e-3 absolute, an atol of 4.8e-3
+  // at rtol 4e-3, relL2 <= 1.3e-3, flat in K; all of K in half reaches relL2 1.1e-2 and
+  // 5.7e-2 absolute at K = 5120. The epilogue adds a few half roundings (bias, the
+  // activation's built-in, the residual): 1.5e-2 / 1e-2 / 4e-3, still far under a lost
+  // K tail or a swapped GEGLU half (O(1)).
+  return {1.5e-2, 1e-2, 4e-3};
 }
 
 size_t GemmFamily::minBytes(const Problem& prob, const StorageFormat& f) const {

@@ -37,6 +37,7 @@ class GemmFamily : public Family {
   std::vector<HostTensor> makeInputs(const Problem& p, std::mt19937_64& rng) const override;
   std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const override;
   Tolerance tolerance(DType dtype) const override;
+  Tolerance tolerance(const VariantDef& v, DType dtype) const override;  // direct_f16: half's
   // x, w, y once, and bias and residual when the op has them (placeholders not counted).
   size_t minBytes(const Problem& p, const StorageFormat& f) const override;
   // 2 M n K for the product (M = B*H*W positions, an FMA per weight and position), then

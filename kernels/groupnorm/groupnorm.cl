@@ -139,7 +139,7 @@ inline void gn_zero_padding(y_PARAMS, const int n, const int g, const int G) {
 }
 #endif
 
-#if defined(CACHE) && !defined(COOP) && !y_IS_IMAGE
+#if defined(CACHE) && !defined(COOP) && !y_IS_IMAGE && !defined(SD_HALF)
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const int G,
                  const float eps, const int flags) {
@@ -212,6 +212,102 @@ void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, cons
   gn_zero_padding(y_ARGS, n, g, G);
 }
 #endif  // CACHE
+
+// ---------------------------------------------------------------- one_pass_f16
+// one_pass computing in half (SD_HALF, cl_khr_fp16): the same work-group per (n, g),
+// the same kernel name and arguments. What stays f32, and why:
+//   - the statistics: the sums of x - K and (x - K)^2 run over cpg * HW elements, up
+//     to 1M per group (VAE at 512x512); a half sum would lose every term once it
+//     passes 2048 times the term (11 bits) and overflows at 65504. So they accumulate
+//     in f32 (gn_shifted_sums, gn_reduce2), as in one_pass, and mean and rstd are f32;
+//   - x - K is formed in f32 before it becomes half: with a group mean near 1000 half's
+//     spacing there is 0.5, but x - K is the data's spread, where half keeps 11 bits.
+// In half: the register cache of x - K (half the registers of one_pass's at the same
+// CACHE; the constraint VEC * CACHE <= 64 is one_pass's, not yet relaxed for half), and
+// per element the normalization, affine, SiLU and residual add, on halfVEC vectors
+// (paired half2 FMAs).
+#if defined(CACHE) && !defined(COOP) && !y_IS_IMAGE && defined(SD_HALF)
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define halfV SD_HALFN(VEC)
+#define convert_halfV SD_CAT(convert_, halfV)
+#define convert_floatV SD_CAT(convert_, floatV)
+
+inline half gn_act_h(half v, int flags) { return (flags & GN_SILU) ? v / (1.0h + exp(-v)) : v; }
+inline halfV gn_actV_h(halfV v, int flags) { return (flags & GN_SILU) ? v / (1.0h + exp(-v)) : v; }
+
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gn_one_pass(x_PARAMS, gamma_PARAMS, beta_PARAMS, res_PARAMS, y_PARAMS, const int G,
+                 const float eps, const int flags) {
+  __local float2 red[WG];
+  const int ng = get_group_id(1), lid = get_local_id(0);
+  const int n = ng / G, g = ng % G, cpg = x_C / G, c0 = g * cpg;
+  const int hwv = x_HW / VEC, tail = x_HW - hwv * VEC, nvec = cpg * hwv;
+  const float count = (float)(cpg * x_HW);
+  const float K = x_LOAD(n, c0, 0);
+#if CACHE > 0
+  if (tail == 0 && nvec <= WG * CACHE) {
+    // Read x once: x - K summed in f32 and kept as half; the variance's second pass
+    // reads the half copies back (exact two-pass in f32 over them).
+    halfV v[CACHE];
+    half ga[CACHE], be[CACHE];
+    floatV acc = (floatV)(0.0f);
+#pragma unroll
+    for (int k = 0; k < CACHE; ++k) {
+      const int j = lid + k * WG;
+      v[k] = (halfV)(0.0h);
+      ga[k] = be[k] = 0.0h;
+      if (j < nvec) {
+        const int c = c0 + j / hwv;
+        const floatV d = x_LOADV(n, c, (j % hwv) * VEC) - K;
+        acc += d;
+        v[k] = convert_halfV(d);
+        ga[k] = (half)gamma_LOAD(0, c, 0);
+        be[k] = (half)beta_LOAD(0, c, 0);
+      }
+    }
+    const float mean = gn_reduce(hsumV(acc), red) / count;  // of x - K
+    floatV acc2 = (floatV)(0.0f);
+#pragma unroll
+    for (int k = 0; k < CACHE; ++k) {
+      const floatV d = convert_floatV(v[k]) - mean;
+      if (lid + k * WG < nvec) acc2 += d * d;
+    }
+    const half hmean = (half)mean, hrstd = (half)rsqrt(gn_reduce(hsumV(acc2), red) / count + eps);
+#pragma unroll
+    for (int k = 0; k < CACHE; ++k) {
+      const int j = lid + k * WG;
+      if (j < nvec) {
+        const int c = c0 + j / hwv, hw = (j % hwv) * VEC;
+        halfV out = gn_actV_h((v[k] - hmean) * (ga[k] * hrstd) + be[k], flags);
+        if (flags & GN_RESIDUAL) out += convert_halfV(res_LOADV(n, c, hw));
+        y_STOREV(n, c, hw, convert_floatV(out));
+      }
+    }
+    gn_zero_padding(y_ARGS, n, g, G);
+    return;
+  }
+#endif
+  // Streaming: f32 shifted sums, then a second read of x normalized in half.
+  const float2 t = gn_reduce2(gn_shifted_sums(x_ARGS, n, c0, cpg, K, lid, nvec, WG, lid, WG), red);
+  const float m = t.x / count;
+  const half hm = (half)m, hrstd = (half)rsqrt(max(t.y / count - m * m, 0.0f) + eps);
+  for (int j = lid; j < nvec; j += WG) {
+    const int c = c0 + j / hwv, hw = (j % hwv) * VEC;
+    const halfV d = convert_halfV(x_LOADV(n, c, hw) - K);
+    halfV out = gn_actV_h((d - hm) * ((half)gamma_LOAD(0, c, 0) * hrstd) + (half)beta_LOAD(0, c, 0), flags);
+    if (flags & GN_RESIDUAL) out += convert_halfV(res_LOADV(n, c, hw));
+    y_STOREV(n, c, hw, convert_floatV(out));
+  }
+  for (int j = lid; j < cpg * tail; j += WG) {
+    const int c = c0 + j / tail, hw = hwv * VEC + j % tail;
+    const half d = (half)(x_LOAD(n, c, hw) - K);
+    half out = gn_act_h((d - hm) * ((half)gamma_LOAD(0, c, 0) * hrstd) + (half)beta_LOAD(0, c, 0), flags);
+    if (flags & GN_RESIDUAL) out += (half)res_LOAD(n, c, hw);
+    y_STORE(n, c, hw, (float)out);
+  }
+  gn_zero_padding(y_ARGS, n, g, G);
+}
+#endif  // SD_HALF
 
 // ---------------------------------------------------------------- split
 // SPLIT co-resident work-groups per (n, g), grid (SPLIT * WG, N * G), one kernel: each

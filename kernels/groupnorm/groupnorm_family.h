@@ -29,6 +29,7 @@ class GroupNormFamily : public Family {
   std::vector<HostTensor> makeInputs(const Problem& p, std::mt19937_64& rng) const override;
   std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const override;
   Tolerance tolerance(DType dtype) const override;
+  Tolerance tolerance(const VariantDef& v, DType dtype) const override;  // one_pass_f16: half's
   // Attributes: g (groups, default 32), eps (1e-5), silu (0/1), residual (0/1).
   ProblemPtr makeProblem(const Shape& shape,
                          const std::map<std::string, std::string>& attrs) const override;

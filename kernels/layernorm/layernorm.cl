@@ -65,3 +65,35 @@ void ln_cooperative(x_PARAMS, gamma_PARAMS, beta_PARAMS, y_PARAMS, const float e
   }
 }
 #endif
+
+#if defined(COOPERATIVE) && defined(SD_HALF)
+// cooperative_f16: ln_cooperative computing the normalization in half (cl_khr_fp16).
+// Still f32: the statistics. The sums of x - K and (x - K)^2 run over C channels (768
+// to 1280 in SD; half would keep only 11 bits of a sum of 1280 terms and drop terms
+// once the sum passes 2048 of them) and through the work-group's tree (sd_reduce2),
+// and x - K is formed in f32 (a token mean near 1000 leaves half a spacing of 0.5).
+// In half, per element: (x - K - mean) * rstd * gamma + beta on half4 (paired half2).
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+// Grid (WG * N * HW): work-group r normalizes token r % HW of sample r / HW.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void ln_cooperative_f16(x_PARAMS, gamma_PARAMS, beta_PARAMS, y_PARAMS, const float eps) {
+  __local float2 red[WG];
+  const int row = get_group_id(0), lid = get_local_id(0);
+  const int n = row / x_HW, hw = row % x_HW;
+  const float K = x_LOAD(n, 0, hw);
+  float4 s1 = (float4)(0.0f), s2 = (float4)(0.0f);
+  for (int s = lid; s < x_SLICES; s += WG) {
+    const float4 d = (x_LOAD4(n, s, hw) - K) * ln_valid(s, x_C);
+    s1 += d;
+    s2 += d * d;
+  }
+  const float2 t = sd_reduce2((float2)(sd_hsum4(s1), sd_hsum4(s2)), red, WG);
+  const float m = t.x / x_C;
+  const half hm = (half)m, hrstd = (half)rsqrt(max(t.y / x_C - m * m, 0.0f) + eps);
+  for (int s = lid; s < x_SLICES; s += WG) {
+    const half4 v = (convert_half4(x_LOAD4(n, s, hw) - K) - hm) * hrstd;
+    const half4 out = fma(v, convert_half4(ln_param4(gamma, s, x_C)), convert_half4(ln_param4(beta, s, x_C)));
+    y_STORE4(n, s, hw, convert_float4(out));
+  }
+}
+#endif  // SD_HALF

@@ -13,6 +13,7 @@ class LayerNormFamily : public TokenRowFamily {
   std::string sourcePath() const override { return "layernorm/layernorm.cl"; }
   std::vector<ProblemPtr> checkProblems(bool full) const override;
   Tolerance tolerance(DType dtype) const override;
+  Tolerance tolerance(const VariantDef& v, DType dtype) const override;  // cooperative_f16: half's
   // Per element: mean 1, variance 3, normalize 2, affine 2 = 8; per token 4 (mean and
   // variance divides, + eps, rsqrt).
   double minFlops(const Problem& p) const override;

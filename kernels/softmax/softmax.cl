@@ -59,3 +59,40 @@ void sm_cooperative(x_PARAMS, y_PARAMS, const float scale) {
   for (int s = lid; s < x_SLICES; s += WG) y_STORE4(n, s, hw, exp(SM_SLICE(n, s, hw, scale) - t.x) * inv);
 }
 #endif
+
+#if defined(COOPERATIVE) && defined(SD_HALF)
+// cooperative_f16: sm_cooperative with the exponentials and the normalization in half
+// (cl_khr_fp16). Still f32:
+//   - the scaled logits and their shift v - max: at logits near 100 half's spacing is
+//     0.0625, which would move exp by up to 3%; v - max is formed in f32 and rounded to
+//     half once, so exp's argument is off by at most u |v - max| (u = 2^-11), and
+//     outputs that matter have |v - max| of a few units;
+//   - the row's (max, sum) pairs and their combination across the work-group: a sum of
+//     up to 4096 exponentials (SD's score rows) would keep 11 bits in half.
+// In half: exp of the shifted logits (half4) and the final multiply by 1 / sum (in
+// [1/C, 1], a normal half for C <= 4096).
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+// Grid (WG * N * HW): work-group r handles token r % HW of sample r / HW.
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void sm_cooperative_f16(x_PARAMS, y_PARAMS, const float scale) {
+  __local float2 red[WG];
+  const int row = get_group_id(0), lid = get_local_id(0);
+  const int n = row / x_HW, hw = row % x_HW;
+  float2 acc = (float2)(-INFINITY, 0.0f);
+  for (int s = lid; s < x_SLICES; s += WG) {
+    const float4 v = SM_SLICE(n, s, hw, scale);
+    const float m = sm_max4(v);
+    acc = sm_combine(acc, (float2)(m, sd_hsum4(convert_float4(exp(convert_half4(v - m))))));
+  }
+  red[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int off = WG / 2; off > 0; off >>= 1) {
+    if (lid < off) red[lid] = sm_combine(red[lid], red[lid + off]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float2 t = red[0];
+  const half inv = (half)(1.0f / t.y);
+  for (int s = lid; s < x_SLICES; s += WG)
+    y_STORE4(n, s, hw, convert_float4(exp(convert_half4(SM_SLICE(n, s, hw, scale) - t.x)) * inv));
+}
+#endif  // SD_HALF

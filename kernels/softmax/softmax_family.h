@@ -13,6 +13,7 @@ class SoftmaxFamily : public TokenRowFamily {
   std::string sourcePath() const override { return "softmax/softmax.cl"; }
   std::vector<ProblemPtr> checkProblems(bool full) const override;
   Tolerance tolerance(DType dtype) const override;
+  Tolerance tolerance(const VariantDef& v, DType dtype) const override;  // cooperative_f16: half's
   // softmax(scale * x) per element: scale 1, running max 1 (compare), subtract 1, exp 1,
   // sum 1, normalize 1 (* 1/sum) = 6; per token 1 (the reciprocal).
   double minFlops(const Problem& p) const override;
