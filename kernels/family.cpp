@@ -100,6 +100,12 @@ std::string VariantDef::deviceLimitReason(const ParamPoint& p, const DeviceCaps&
   for (const auto& ext : requiredExtensions) {
     // OpenCL 3.0 reports sub-groups as a device query, not always as the extension.
     const bool has = dev.hasExtension(ext) || (ext == "cl_khr_subgroups" && dev.subgroups);
+    // A half variant asks for cl_khr_fp16; on another API the same capability is
+    // DeviceCaps::fp16 (Vulkan: shaderFloat16, enabled at device creation).
+    if (ext == "cl_khr_fp16" && dev.api != "opencl") {
+      if (!dev.fp16) return "device lacks f16 arithmetic (shaderFloat16)";
+      continue;
+    }
     if (!has) return "device lacks " + ext;
   }
   if (workGroupSize) {

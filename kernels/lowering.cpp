@@ -52,7 +52,9 @@ std::string familySourceHash(Backend& backend, const Family& fam) {
   if (vulkan(backend))
     if (const VulkanLowering* l = findVulkanLowering(fam.name())) {
       Fnv1a h;
-      for (const auto* s : l->shaders) h.add(s->spirvString());
+      if (const VulkanModules* m = findVulkanModules(l->modules))
+        for (const auto* s : *m)
+          if (s) h.add(s->spirvString());
       return h.hex().substr(0, 12);
     }
 #endif

@@ -1,6 +1,7 @@
 // The one kernel harness on the Vulkan backend (lavapipe in CI, under the Khronos
 // validation layer): every family that has Vulkan kernels (kernels/vulkan/
-// vulkan_lowering.cpp) x variant x sampled point x storage format the device holds, over
+// vulkan_lowering.cpp) x variant x sampled point x storage format the device holds x the
+// arithmetic the variant computes in (f32, or f16 for the half twins), over
 // the family's quick problems, through the same checkCase as OpenCL (fresh random inputs,
 // poisoned output, canary, Eigen reference at the family's tolerance). Families without
 // Vulkan kernels must come back Unsupported, saying so, never as a pass. Any validation
@@ -53,7 +54,10 @@ std::vector<Case> allCases() {
       const auto points = samplePoints(v, be->caps(), 1, 7);
       for (const auto& p : points)
         for (const auto& f : StorageFormat::all())
-          if (f.storage == Storage::Buffer) cases.push_back({fam.get(), &v, p, f});
+          // Each arithmetic the variant computes in: the half twins (slices_f16, ...) run
+          // their float16_t modules (lavapipe has shaderFloat16).
+          for (DType a : v.arithmetic)
+            if (f.storage == Storage::Buffer) cases.push_back({fam.get(), &v, p, f.withArithmetic(a)});
     }
   }
   return cases;

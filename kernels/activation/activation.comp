@@ -7,9 +7,11 @@
 //   3 silu        x sigmoid(x)
 //   4 geglu       hidden * gelu(gate), hidden = channels [0, F), gate = [F, 2F)
 // An invocation per (ITEMS positions, stored output channel, sample); channels past F
-// (NC4HW4 padding lanes) are written 0. Arithmetic in float: GLSL has no erf, so GELU
-// uses erfc from Numerical Recipes' Chebyshev fit (fractional error < 1.2e-7 everywhere),
-// which keeps x * erfc(-x / sqrt 2) / 2 accurate to ~1e-7 relative in both tails.
+// (NC4HW4 padding lanes) are written 0. GLSL has no erf, so GELU uses erfc from
+// Numerical Recipes' Chebyshev fit (fractional error < 1.2e-7 everywhere), which keeps
+// x * erfc(-x / sqrt 2) / 2 accurate to ~1e-7 relative in both tails. Arithmetic in afp
+// (float, or float16_t in the slices_f16 modules), with one exception: that erfc fit is
+// evaluated in float, since its ten-term polynomial in half would lose about 1e-2.
 #include "../common/prelude.glsl"
 
 layout(local_size_x_id = 0) in;            // WG
@@ -29,19 +31,22 @@ float erfc_nr(float z) {
   return z >= 0.0 ? r : 2.0 - r;
 }
 
-float gelu(float v) { return 0.5 * v * erfc_nr(-v * 0.70710678118654752); }
+afp gelu(afp v) { return afp(0.5) * v * afp(erfc_nr(-float(v) * 0.70710678118654752)); }
 
-float sigmoid_times(float v, float a) { return v / (1.0 + exp(-a * v)); }
+// v sigmoid(a v). In half, exp(-a v) overflows to inf for a v < -11.1 and v / inf = -0,
+// where the true value is under 2e-4 in magnitude: benign.
+afp sigmoid_times(afp v, afp a) { return v / (afp(1.0) + exp(-a * v)); }
 
-float apply(float v, uint fn) {
+afp apply(afp v, uint fn) {
   if (fn == 0u) return gelu(v);
   if (fn == 1u) {
-    // tanh(u) = 1 - 2 / (exp(2u) + 1): exact at both ends, where GLSL's tanh is loosely specified.
-    const float u = 0.79788456080286536 * (v + 0.044715 * v * v * v);
-    return 0.5 * v * (2.0 - 2.0 / (exp(2.0 * u) + 1.0));
+    // tanh(u) = 1 - 2 / (exp(2u) + 1): exact at both ends, where GLSL's tanh is loosely
+    // specified (in half exp(2u) overflows for u > 5.5: 2 / inf = 0, tanh = 1, right).
+    const afp u = afp(0.79788456080286536) * (v + afp(0.044715) * v * v * v);
+    return afp(0.5) * v * (afp(2.0) - afp(2.0) / (exp(afp(2.0) * u) + afp(1.0)));
   }
-  if (fn == 2u) return sigmoid_times(v, 1.702);
-  return sigmoid_times(v, 1.0);
+  if (fn == 2u) return sigmoid_times(v, afp(1.702));
+  return sigmoid_times(v, afp(1.0));
 }
 
 void main() {
@@ -50,14 +55,14 @@ void main() {
   for (uint i = 0u; i < ITEMS; ++i) {
     const uint hw = first + i;
     if (hw >= p.HW) return;
-    float out_ = 0.0;
+    afp out_ = afp(0.0);
     if (c < p.F) {
       if (p.fn == 4u) {
-        const float hidden = float(x[sd_index(p.layout_, n, c, hw, p.C, p.HW)]);
-        const float gate = float(x[sd_index(p.layout_, n, p.F + c, hw, p.C, p.HW)]);
+        const afp hidden = afp(x[sd_index(p.layout_, n, c, hw, p.C, p.HW)]);
+        const afp gate = afp(x[sd_index(p.layout_, n, p.F + c, hw, p.C, p.HW)]);
         out_ = hidden * gelu(gate);
       } else {
-        out_ = apply(float(x[sd_index(p.layout_, n, c, hw, p.C, p.HW)]), p.fn);
+        out_ = apply(afp(x[sd_index(p.layout_, n, c, hw, p.C, p.HW)]), p.fn);
       }
     }
     y[sd_index(p.layout_, n, c, hw, p.F, p.HW)] = sfp(out_);

@@ -3,19 +3,8 @@
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
 
-SDSPEED_SPIRV_SHADER(activation_f32)
-#if SDSPEED_GLSLC_STORAGE_16BIT
-SDSPEED_SPIRV_SHADER(activation_f16s)
-#endif
 
 namespace sdspeed {
-
-const std::vector<const vk::SpirvShader*> kActivationShaders = {
-    &vk::shaders::activation_f32,
-#if SDSPEED_GLSLC_STORAGE_16BIT
-    &vk::shaders::activation_f16s,
-#endif
-};
 
 std::unique_ptr<PreparedOp> lowerActivationVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                   const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
@@ -30,7 +19,7 @@ std::unique_ptr<PreparedOp> lowerActivationVulkan(vk::VulkanBackend& be, const F
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = static_cast<uint32_t>(p["ITEMS"]);
   const uint32_t hw = static_cast<uint32_t>(sh[1].hw()), F = static_cast<uint32_t>(sh[1].c);
   const auto& pipe =
-      be.pipeline(vulkanShaderFor(f, kActivationShaders), 2, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, items)});
+      be.pipeline(vulkanModuleFor("activation", f), 2, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, items)});
   return std::make_unique<VkDispatchOp>(be, pipe,
                                         std::vector<uint32_t>{static_cast<uint32_t>(sh[0].c), hw, F, fn, layout},
                                         channelGrid(sh[1], layout, wg, items));

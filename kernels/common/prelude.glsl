@@ -16,6 +16,8 @@
 #else
 #define afp float
 #endif
+// Whatever the arithmetic type, reductions (sums, statistics, softmax's max and sum) stay
+// float in every shader: half's 11 bits would lose a sum of thousands of terms.
 
 const uint SD_NCHW = 0u;
 const uint SD_NC4HW4 = 1u;

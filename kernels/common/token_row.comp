@@ -9,7 +9,11 @@
 // Variants as in OpenCL, one module for both (specialization constant COOPERATIVE):
 //   per_item (0): an invocation per token, looping over the channels;
 //   cooperative (1): a work-group per token, partial results combined in shared memory.
-// Arithmetic and accumulation in float. NC4HW4 padding lanes are written 0.
+// Statistics (softmax's max and sum, layernorm's shifted sums) are float always; in the
+// f16-arithmetic modules (the cooperative_f16 variants) the per-element output math is
+// float16_t: softmax's exp(scale x - max) * (1 / sum), layernorm's normalized value
+// * gamma + beta (the value x - mean formed in float, as half's spacing at a mean of 1000
+// is 0.5). NC4HW4 padding lanes are written 0.
 #include "../common/prelude.glsl"
 
 layout(local_size_x_id = 0) in;  // WG, a power of two
@@ -75,9 +79,9 @@ void main() {
   vec2 acc = vec2(-1.0 / 0.0, 0.0);
   for (uint c = first; c < p.C; c += step) acc = combine(acc, vec2(p.attr * load(n, c, t), 1.0));
   if (COOPERATIVE != 0u) acc = reduceGroup(acc, true);
-  const float inv = 1.0 / acc.y;
+  const afp inv = afp(1.0 / acc.y);
   for (uint c = first; c < stored; c += step)
-    store(n, c, t, c < p.C ? exp(p.attr * load(n, c, t) - acc.x) * inv : 0.0);
+    store(n, c, t, c < p.C ? float(exp(afp(p.attr * load(n, c, t) - acc.x)) * inv) : 0.0);
 #else
   // Shifted by K = the token's first value: x - K is exact for the values near K a large
   // mean brings (Sterbenz), so the statistics and the output keep their accuracy.
@@ -92,8 +96,8 @@ void main() {
     sq += d * d;
   }
   if (COOPERATIVE != 0u) sq = reduceGroup(vec2(sq, 0.0), false).x;
-  const float rstd = inversesqrt(sq / float(p.C) + p.attr);
+  const afp rstd = afp(inversesqrt(sq / float(p.C) + p.attr));
   for (uint c = first; c < stored; c += step)
-    store(n, c, t, c < p.C ? ((load(n, c, t) - K) - shift) * rstd * gamma_[c] + beta_[c] : 0.0);
+    store(n, c, t, c < p.C ? float(afp((load(n, c, t) - K) - shift) * rstd * afp(gamma_[c]) + afp(beta_[c])) : 0.0);
 #endif
 }

@@ -6,27 +6,8 @@
 
 #include <cstring>
 
-SDSPEED_SPIRV_SHADER(softmax_f32)
-SDSPEED_SPIRV_SHADER(layernorm_f32)
-#if SDSPEED_GLSLC_STORAGE_16BIT
-SDSPEED_SPIRV_SHADER(softmax_f16s)
-SDSPEED_SPIRV_SHADER(layernorm_f16s)
-#endif
 
 namespace sdspeed {
-
-const std::vector<const vk::SpirvShader*> kSoftmaxShaders = {
-    &vk::shaders::softmax_f32,
-#if SDSPEED_GLSLC_STORAGE_16BIT
-    &vk::shaders::softmax_f16s,
-#endif
-};
-const std::vector<const vk::SpirvShader*> kLayerNormShaders = {
-    &vk::shaders::layernorm_f32,
-#if SDSPEED_GLSLC_STORAGE_16BIT
-    &vk::shaders::layernorm_f16s,
-#endif
-};
 
 std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                 const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
@@ -39,10 +20,10 @@ std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend& be, const Fam
                            dtypeName(fam.keyFormat(f).weights));
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t wg = static_cast<uint32_t>(p["WG"]);
-  const bool coop = v.name == "cooperative";
+  const bool coop = baseVariantName(v) == "cooperative";
   const Shape& s = rp->dims;
   const uint32_t N = static_cast<uint32_t>(s.n), C = static_cast<uint32_t>(s.c), HW = static_cast<uint32_t>(s.hw());
-  const auto& pipe = be.pipeline(vulkanShaderFor(f, layerNorm ? kLayerNormShaders : kSoftmaxShaders),
+  const auto& pipe = be.pipeline(vulkanModuleFor(fam.name(), f),
                                  layerNorm ? 4 : 2, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, coop ? 1 : 0)});
   float attr = static_cast<float>(rp->attr);
   uint32_t attrBits;

@@ -7,7 +7,10 @@
 // sums: K = the group's first element, sum (x - K), then sum ((x - K) - shift)^2 over the
 // (cached or re-read) values, a two-pass variance that keeps its accuracy for any mean.
 // NC4HW4 padding lanes (channels C .. stored C) are written 0 by the last group.
-// Arithmetic and accumulation in float; gamma and beta are f32.
+// Statistics in float always; in the f16-arithmetic modules (one_pass_f16) the
+// per-element math after them (normalize, affine, SiLU, residual) is float16_t, the value
+// x - mean formed in float first (half's spacing at a mean of 1000 is 0.5). gamma and
+// beta are f32 buffers.
 #include "../common/prelude.glsl"
 
 layout(local_size_x_id = 0) in;  // WG, a power of two
@@ -68,7 +71,7 @@ void main() {
                                     : float(x[sd_index(p.layout_, n, c0 + i / p.HW, i % p.HW, p.C, p.HW)]) - K;
       sq += (v - shift) * (v - shift);
     }
-  const float rstd = inversesqrt(reduceSum(sq) / float(E) + p.eps);
+  const afp rstd = afp(inversesqrt(reduceSum(sq) / float(E) + p.eps));
 
   chunk = 0u;
   for (uint base = lid * VEC; base < E; base += stride, ++chunk)
@@ -77,9 +80,9 @@ void main() {
       if (i >= E) break;
       const uint c = c0 + i / p.HW, hw = i % p.HW, at = sd_index(p.layout_, n, c, hw, p.C, p.HW);
       const float v = chunk < CACHE ? cached[chunk * VEC + j] : float(x[at]) - K;
-      float o = (v - shift) * rstd * gamma_[c] + beta_[c];
-      if ((p.flags & 1u) != 0u) o = o / (1.0 + exp(-o));
-      if ((p.flags & 2u) != 0u) o += float(res[at]);
+      afp o = afp(v - shift) * rstd * afp(gamma_[c]) + afp(beta_[c]);
+      if ((p.flags & 1u) != 0u) o = o / (afp(1.0) + exp(-o));  // -o > 11.1 in half: o / inf = -0, benign
+      if ((p.flags & 2u) != 0u) o += afp(res[at]);
       y[at] = sfp(o);
     }
 

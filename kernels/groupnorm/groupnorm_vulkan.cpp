@@ -7,23 +7,13 @@
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
 
-SDSPEED_SPIRV_SHADER(groupnorm_f32)
-#if SDSPEED_GLSLC_STORAGE_16BIT
-SDSPEED_SPIRV_SHADER(groupnorm_f16s)
-#endif
 
 namespace sdspeed {
 
-const std::vector<const vk::SpirvShader*> kGroupNormShaders = {
-    &vk::shaders::groupnorm_f32,
-#if SDSPEED_GLSLC_STORAGE_16BIT
-    &vk::shaders::groupnorm_f16s,
-#endif
-};
-
 std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                  const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
-  if (v.name != "one_pass") throw UnsupportedError("groupnorm " + v.name + " has no vulkan kernels (one_pass has)");
+  if (baseVariantName(v) != "one_pass")
+    throw UnsupportedError("groupnorm " + v.name + " has no vulkan kernels (one_pass has)");
   const auto* gp = dynamic_cast<const GroupNormProblem*>(&prob);
   if (!gp) throw Error("groupnorm given a problem of another family: " + prob.text());
   if (fam.keyFormat(f).weights != DType::F32)
@@ -31,7 +21,7 @@ std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend& be, const Fa
                            dtypeName(fam.keyFormat(f).weights));
   const Shape& s = gp->dims;
   const uint32_t layout = vulkanLayoutCode(f);
-  const auto& pipe = be.pipeline(vulkanShaderFor(f, kGroupNormShaders), 5, 6 * 4,
+  const auto& pipe = be.pipeline(vulkanModuleFor("groupnorm", f), 5, 6 * 4,
                                  {vk::specU32(0, static_cast<uint32_t>(p["WG"])),
                                   vk::specU32(1, static_cast<uint32_t>(p["VEC"])),
                                   vk::specU32(2, static_cast<uint32_t>(p["CACHE"]))});

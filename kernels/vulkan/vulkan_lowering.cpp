@@ -6,11 +6,11 @@ namespace sdspeed {
 
 const VulkanLowering* findVulkanLowering(const std::string& family) {
   static const std::vector<VulkanLowering> table = {
-      {"activation", &lowerActivationVulkan, kActivationShaders},
-      {"binary", &lowerBinaryVulkan, kBinaryShaders},
-      {"softmax", &lowerTokenRowVulkan, kSoftmaxShaders},
-      {"layernorm", &lowerTokenRowVulkan, kLayerNormShaders},
-      {"groupnorm", &lowerGroupNormVulkan, kGroupNormShaders},
+      {"activation", &lowerActivationVulkan, "activation"},
+      {"binary", &lowerBinaryVulkan, "binary"},
+      {"softmax", &lowerTokenRowVulkan, "softmax"},
+      {"layernorm", &lowerTokenRowVulkan, "layernorm"},
+      {"groupnorm", &lowerGroupNormVulkan, "groupnorm"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;
@@ -30,11 +30,24 @@ OpEvents VkDispatchOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
   return vk::eventsOf(rec.submit());
 }
 
-const vk::SpirvShader& vulkanShaderFor(const StorageFormat& f, const std::vector<const vk::SpirvShader*>& shaders) {
-  if (f.dtype == DType::F32) return *shaders.at(0);
-  if (f.dtype == DType::F16 && shaders.size() > 1) return *shaders[1];
-  throw UnsupportedError(std::string("no Vulkan shader for ") + dtypeName(f.dtype) +
-                         " storage in this build (glslc without 16-bit storage)");
+const vk::SpirvShader& vulkanModuleFor(const std::string& name, const StorageFormat& f) {
+  const VulkanModules* m = findVulkanModules(name);
+  if (!m) throw Error("no Vulkan modules named " + name);
+  if ((f.dtype != DType::F32 && f.dtype != DType::F16) || (f.arithmetic != DType::F32 && f.arithmetic != DType::F16))
+    throw UnsupportedError(std::string("no Vulkan module for ") + dtypeName(f.dtype) + " storage, " +
+                           dtypeName(f.arithmetic) + " arithmetic");
+  const size_t i = (f.dtype == DType::F16 ? 1 : 0) + (f.arithmetic == DType::F16 ? 2 : 0);
+  if (!(*m)[i])
+    throw UnsupportedError(std::string("this build's glslc made no ") + name + " module for " + dtypeName(f.dtype) +
+                           " storage with " + dtypeName(f.arithmetic) + " arithmetic");
+  return *(*m)[i];
+}
+
+std::string baseVariantName(const VariantDef& v) {
+  const std::string suffix = "_f16";
+  if (v.name.size() > suffix.size() && v.name.compare(v.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return v.name.substr(0, v.name.size() - suffix.size());
+  return v.name;
 }
 
 std::array<uint32_t, 3> channelGrid(const Shape& out, uint32_t layout, uint32_t wg, uint32_t items) {
