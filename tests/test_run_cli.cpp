@@ -304,4 +304,7 @@ TEST_F(QuantizeCli, WritesARunnableFolderAndNamesBadInput) {
   expectOneLineError({"quantize", "--model", kA, "--weights", "int8"}, {"-o"});
   expectOneLineError({"quantize", "--model", kA, "--weights", "int8", "-o", q}, {"-o", "not an empty folder"});
   expectOneLineError({"quantize", "--model", kA, "--weights", "int9", "-o", out_.path() + "/b"}, {"--weights", "int9"});
+  expectOneLineError({"quantize", "--model", kA, "--weights", "int4,convv=int8", "-o", out_.path() + "/c"},
+                     {"--weights", "convv"});
+  expectOneLineError({"run", "--model", kA, "--weights", "int4,unet.atn=int8", "--steps", "1"}, {"--weights", "atn"});
 }
