@@ -154,21 +154,18 @@ void parseWeightsSpec(const std::string& text, const std::string& what, ExecOpti
       const std::string key = item.substr(0, eq);
       const DType f = parseDType(item.substr(eq + 1), what);
       const size_t dot = key.find('.');
-      const bool component = known(comps, key);
-      std::map<std::string, DType>& into = component ? overrides : kindOverrides;
-      if (component) {
-        // COMPONENT=FORMAT, as before layer kinds
-      } else if (dot == std::string::npos) {
-        if (!known(kinds, key))
-          throw Error(what + ": unknown component or layer kind '" + key + "' in '" + text +
-                      "' (components: text_encoder, unet, vae_decoder; kinds: conv, attn, ff, proj, time_embed)");
-      } else {
+      const bool component = known(comps, key);  // COMPONENT=FORMAT; else KIND or COMPONENT.KIND
+      if (!component && dot == std::string::npos && !known(kinds, key))
+        throw Error(what + ": unknown component or layer kind '" + key + "' in '" + text +
+                    "' (components: text_encoder, unet, vae_decoder; kinds: conv, attn, ff, proj, time_embed)");
+      if (!component && dot != std::string::npos) {
         const std::string comp = key.substr(0, dot), kind = key.substr(dot + 1);
         if (!known(comps, comp))
           throw Error(what + ": unknown component '" + comp + "' in '" + key + "' (want text_encoder, unet or vae_decoder)");
         if (!known(kinds, kind))
           throw Error(what + ": unknown layer kind '" + kind + "' in '" + key + "' (want conv, attn, ff, proj or time_embed)");
       }
+      std::map<std::string, DType>& into = component ? overrides : kindOverrides;
       if (!into.emplace(key, f).second) throw Error(what + ": '" + key + "' given twice in '" + text + "'");
     }
     if (comma == std::string::npos) break;
