@@ -313,7 +313,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
     std::cout << "usage: sdspeed ablate (--model DIR | --random-weights --model configs/models/sd15) [-W -H] [--steps N]\n"
                  "       [--ablation configs/ablation/paper.yaml] [--out results/ablation/<device-key>]\n"
                  "       [--keep-resident] [run options]\n"
-                 "       (run options include --weights f32|f16[,COMPONENT=FORMAT] and --arithmetic f32|f16; a row's\n"
+                 "       (run options include --weights FORMAT[,KEY=FORMAT..] and --arithmetic f32|f16; a row's\n"
                  "       `weights` and `arithmetic` keys override them)\n"
                  "       sdspeed ablate --merge DIR... [--out DIR]\n"
                  "       sdspeed ablate --replot DIR        (the plot from DIR/ablation.json)\n"

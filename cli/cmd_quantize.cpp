@@ -15,16 +15,17 @@ int cmdQuantize(const std::vector<std::string>& argvIn) {
   Args a(argv, {"model", "config", "weights", "output"}, {"help"});
   if (a.has("help")) {
     std::cout << "usage: sdspeed quantize --model DIR | --model FILE.safetensors --config DIR\n"
-                 "                        --weights int8|int4[,COMPONENT=FORMAT..] -o OUT\n"
+                 "                        --weights int8|int4[,KEY=FORMAT..] -o OUT\n"
                  "Quantizes the model's Linear and convolution weights once (ggml's q8_0 / q4_0 blocks,\n"
                  "kernels/QUANTIZATION.md) and writes OUT, a diffusers-layout folder (configs, tokenizer,\n"
                  "scheduler copied; the weights sdspeed runs, blocks as U8 tensors with their format in the\n"
-                 "safetensors metadata, other weights F16, or F32 for a component given f32). Run it with\n"
+                 "safetensors metadata, other weights F16, or F32 for a component given f32). KEY: a component,\n"
+                 "a layer kind (conv, attn, ff, proj, time_embed) or COMPONENT.KIND, as for `sdspeed run`. Run it with\n"
                  "`sdspeed run --model OUT --weights` and the same spec: bit-identical to quantizing at load.\n";
     return 0;
   }
   if (!a.has("model")) throw Error("--model DIR (a diffusers folder) or --model FILE.safetensors --config DIR is required");
-  if (!a.has("weights")) throw Error("--weights int8|int4[,COMPONENT=FORMAT..] is required");
+  if (!a.has("weights")) throw Error("--weights int8|int4[,KEY=FORMAT..] is required");
   if (!a.has("output")) throw Error("-o OUT (the folder to write) is required");
   const std::string model = a.get("model"), out = a.get("output");
   if (!fs::exists(model)) throw Error(model + ": no such model folder or file");

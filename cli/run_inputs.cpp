@@ -188,7 +188,7 @@ RunSetup runSetup(const Args& a, const DeviceInfo* device) {
   if (precision != "f32" && precision != "f16") throw Error("--precision wants f32 or f16, got '" + precision + "'");
   s.exec.format = StorageFormat::parse(precision + ".buffer." + a.get("layout", "nc4hw4"));
   s.exec.format.arithmetic = runArithmetic(a.get("arithmetic", "f32"), "--arithmetic");
-  // --weights f32|f16[,COMPONENT=FORMAT..]: the weights' precision, per component.
+  // --weights FORMAT[,KEY=FORMAT..]: the weights' precision, per component and layer kind.
   if (a.has("weights")) parseWeightsSpec(a.get("weights"), "--weights", s.exec);
   s.exec.dbDir = a.get("db-dir", "configs/tuned");
   s.exec.variants = variantOverrides(a);

@@ -181,6 +181,13 @@ void RunReport::print(std::ostream& os) const {
     // int8/int4: which weights are blocks and which stayed f16, and why (kernels/QUANTIZATION.md).
     for (const auto& [fmt, g] : c.memory.weightGroups)
       os << "  weights " << fmt << ": " << g.tensors << " tensors, " << mib(g.bytes) << "\n";
+    // Per layer kind (--weights KIND=FORMAT): what each kind runs in and holds.
+    if (!c.memory.weightGroups.empty() || !exec.kindWeights.empty()) {
+      os << "  weights by kind:";
+      for (const auto& [kind, g] : c.memory.weightKinds)
+        os << " " << kind << " " << g.format << " (" << g.tensors << " tensors, " << mib(g.bytes) << ")";
+      os << "\n";
+    }
     if (c.memory.quantizedFromFileBytes)
       os << "  weights: " << mib(c.memory.quantizedFromFileBytes) << " of int8/int4 blocks uploaded as the file holds them (sdspeed quantize or GGUF)\n";
     if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
@@ -289,6 +296,12 @@ nlohmann::json RunReport::json() const {
               {"weights_by_format", [&] {
                  json g = json::object();
                  for (const auto& [fmt, w] : c.memory.weightGroups) g[fmt] = {{"tensors", w.tensors}, {"bytes", w.bytes}};
+                 return g;
+               }()},
+              {"weights_by_kind", [&] {
+                 json g = json::object();
+                 for (const auto& [kind, w] : c.memory.weightKinds)
+                   g[kind] = {{"format", w.format}, {"tensors", w.tensors}, {"bytes", w.bytes}};
                  return g;
                }()},
               {"scratch_bytes", c.memory.scratchBytes},

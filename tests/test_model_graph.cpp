@@ -8,6 +8,7 @@
 #include <map>
 
 #include "pipeline/exec/graph_executor.h"
+#include "pipeline/exec/weight_kinds.h"
 #include "pipeline/model/sd_graphs.h"
 #include "pipeline/run/sd_pipeline.h"
 #include "pipeline/weights.h"
@@ -42,6 +43,37 @@ TEST_F(Sd15, GraphsHaveTheArchitecturesOps) {
   const auto t = familyCounts(buildTextEncoderGraph(clip, 2, 77, "text_model."));
   EXPECT_EQ(t.at("attention"), 12);  // 12 layers
   EXPECT_EQ(t.at("layernorm"), 25);  // 2 per layer + the final one
+}
+
+// Every GEMM and convolution of SD 1.5 has a layer kind (--weights KIND=FORMAT reaches
+// it; nodeWeightKind throws for one it cannot place), in the counts the architecture
+// gives, fused or not; ops without a matrix weight have none.
+TEST_F(Sd15, EveryMatrixWeightHasALayerKind) {
+  auto kinds = [](const Graph& g) {
+    std::map<std::string, int> n;
+    for (const auto& node : g.nodes()) {
+      const std::string k = nodeWeightKind(node);
+      const std::string fam = node.family->name();
+      EXPECT_EQ(k.empty(), fam != "conv" && fam != "gemm") << node.label;
+      if (!k.empty()) ++n[k];
+    }
+    return n;
+  };
+  for (const bool fuse : {true, false}) {
+    SCOPED_TRACE(fuse ? "fused" : "unfused");
+    const GraphOptions o{fuse};
+    const auto u = kinds(buildUNetGraph(unet, 2, 64, 64, 77, o));
+    EXPECT_EQ(u.at("attn"), 128);       // 16 transformer blocks x (attn1 + attn2) x q, k, v, out
+    EXPECT_EQ(u.at("ff"), 32);          // GEGLU proj + ff.net.2 per block
+    EXPECT_EQ(u.at("proj"), 32);        // proj_in + proj_out per transformer
+    EXPECT_EQ(u.at("time_embed"), 24);  // linear_1, linear_2 and the 22 resnets' time_emb_proj
+    EXPECT_EQ(u.at("conv"), familyCounts(buildUNetGraph(unet, 2, 64, 64, 77, o)).at("conv"));
+    const auto t = kinds(buildTextEncoderGraph(clip, 2, 77, "text_model.", o));
+    EXPECT_EQ(t, (std::map<std::string, int>{{"attn", 48}, {"ff", 24}}));  // 12 layers: q, k, v, out; fc1, fc2
+    const auto v = kinds(buildVaeDecoderGraph(vae, 1, 64, 64, o));
+    EXPECT_EQ(v.at("attn"), 4);  // the mid block's single attention
+    EXPECT_EQ(v.size(), 2u);     // and convolutions
+  }
 }
 
 TEST_F(Sd15, UnfusedGraphsSplitTheActivations) {

@@ -142,6 +142,25 @@ TEST(MemoryCheck, Sd15AgainstTheDevice) {
   EXPECT_CONTAINS(refusal(m, resident, capacity(3800ull << 20, 64ull << 30)), "kept resident");
 }
 
+// The estimate's weight bytes per element follow --weights per layer kind: a kind kept
+// f32 in an f16 component counts the component at 4 bytes (an upper bound), so
+// `f16,unet.conv=f32` does not fit where `f16` does.
+TEST(MemoryCheck, WeightBytesFollowLayerKinds) {
+  ExecOptions e;
+  parseWeightsSpec("f16", "--weights", e);
+  const FitRequest f16 = fitRequest(e, 2, 64, 64);
+  for (const char* c : {"text_encoder", "unet", "vae_decoder"}) EXPECT_EQ(f16.weightBytes.at(c), 2u) << c;
+  parseWeightsSpec("f16,unet.conv=f32", "--weights", e);
+  const FitRequest kind = fitRequest(e, 2, 64, 64);
+  EXPECT_EQ(kind.weightBytes.at("unet"), 4u);
+  EXPECT_EQ(kind.weightBytes.at("vae_decoder"), 2u);
+  parseWeightsSpec("f16,conv=f32", "--weights", e);
+  EXPECT_EQ(fitRequest(e, 2, 64, 64).weightBytes.at("vae_decoder"), 4u);
+  const ModelConfigs m = configs(kSd15);
+  EXPECT_EQ(refusal(m, f16, capacity(2ull << 30, 64ull << 30)), "");
+  EXPECT_NE(refusal(m, kind, capacity(2ull << 30, 64ull << 30)), "");
+}
+
 // The value to blame is the one whose reduction would make the run fit.
 TEST(MemoryCheck, NamesTheKeyOrFlag) {
   ModelConfigs m = configs(kA);

@@ -300,8 +300,22 @@ TEST_F(QuantizeCli, WritesARunnableFolderAndNamesBadInput) {
   EXPECT_NE(r.out.find("weights int8:"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(slurp(rep));
   EXPECT_GT(j.at("memory").at("components").at("unet").at("weights_quantized_from_file_bytes").get<uint64_t>(), 0u);
+  // A layer kind override: the report says per component what each kind runs in.
+  const std::string rep2 = out_.path() + "/r2.json";
+  r = run({"run", "--model", kA, "--weights", "int4,conv=int8", "--steps", "1", "--no-decode", "--input-ids",
+           kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--report", rep2});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("weights by kind: attn int4"), std::string::npos) << r.out;
+  const auto k = nlohmann::json::parse(slurp(rep2)).at("memory").at("components");
+  EXPECT_EQ(k.at("unet").at("weights_by_kind").at("conv").at("format"), "int8");
+  EXPECT_EQ(k.at("unet").at("weights_by_kind").at("attn").at("format"), "int4");
+  EXPECT_EQ(k.at("text_encoder").at("weights_by_kind").count("conv"), 0u);  // CLIP has no convolutions
+  EXPECT_EQ(k.at("text_encoder").at("weights_format").get<std::string>(), "int4");
   expectOneLineError({"quantize", "--model", kA, "-o", out_.path() + "/a"}, {"--weights"});
   expectOneLineError({"quantize", "--model", kA, "--weights", "int8"}, {"-o"});
   expectOneLineError({"quantize", "--model", kA, "--weights", "int8", "-o", q}, {"-o", "not an empty folder"});
   expectOneLineError({"quantize", "--model", kA, "--weights", "int9", "-o", out_.path() + "/b"}, {"--weights", "int9"});
+  expectOneLineError({"quantize", "--model", kA, "--weights", "int4,convv=int8", "-o", out_.path() + "/c"},
+                     {"--weights", "convv"});
+  expectOneLineError({"run", "--model", kA, "--weights", "int4,unet.atn=int8", "--steps", "1"}, {"--weights", "atn"});
 }

@@ -13,6 +13,7 @@
 
 #include "kernels/lowering.h"
 #include "kernels/registry.h"
+#include "pipeline/exec/weight_kinds.h"
 #include "pipeline/finite.h"
 #include "runtime/opencl/cl_error.h"
 #include "runtime/host_memory.h"
@@ -92,20 +93,22 @@ std::optional<TunedChoice> runnablePoint(const TunedChooser& chooser, const Fami
 // the last allowed one that can (lists end with the newest variant); when nothing
 // chosen can run the instance, the first variant, in the family's order, whose tuned
 // point or defaults can (marked as a fallback).
-NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOptions& opt, const DeviceInfo& dev) {
+// `format`: the node's (its layer kind's weight format).
+NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const StorageFormat& format, const ExecOptions& opt,
+                  const DeviceInfo& dev) {
   const Family& fam = *n.family;
-  const OpInstance inst = OpInstance::of(fam, *n.problem, opt.format);
+  const OpInstance inst = OpInstance::of(fam, *n.problem, format);
   auto allowed = opt.variants.find(fam.name());
   std::string refused;
   if (allowed == opt.variants.end()) {
     TunedChoice c = chooseForWeights(chooser, fam, inst);
-    const std::string why = whyNot(fam, c, n, opt.format, dev);
+    const std::string why = whyNot(fam, c, n, format, dev);
     if (why.empty()) return {inst.text(), c.variant, c.params, c.source};
     refused = c.variant + " " + c.params + ": " + why;
   } else {
     std::vector<TunedChoice> candidates;  // one per allowed variant that can run the instance
     for (const auto& v : allowed->second)
-      if (auto c = runnablePoint(chooser, fam, inst, v, n, opt.format, dev, refused)) candidates.push_back(*c);
+      if (auto c = runnablePoint(chooser, fam, inst, v, n, format, dev, refused)) candidates.push_back(*c);
     if (!candidates.empty()) {
       // All timed: the fastest. Otherwise the last allowed one (lists put the newest
       // variant last, so an ablation row runs what it adds unless it is slower).
@@ -122,7 +125,7 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
   }
   std::string ignored;
   for (const auto& v : fam.variants())
-    if (auto a = runnablePoint(chooser, fam, inst, v.name, n, opt.format, dev, ignored))
+    if (auto a = runnablePoint(chooser, fam, inst, v.name, n, format, dev, ignored))
       return {inst.text(), a->variant, a->params, a->source + "; fallback, " + refused};
   throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.name + " (" +
               refused + ")");
@@ -131,7 +134,14 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const ExecOpt
 }  // namespace
 
 void parseWeightsSpec(const std::string& text, const std::string& what, ExecOptions& opt) {
-  std::map<std::string, DType> overrides;
+  const std::string want = " (want FORMAT[,KEY=FORMAT..]: FORMAT f32|f16|int8|int4, KEY a component, a layer kind or "
+                           "COMPONENT.KIND; kernels/QUANTIZATION.md)";
+  const auto& comps = pipelineComponents();
+  const auto& kinds = weightKinds();
+  auto known = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  std::map<std::string, DType> overrides, kindOverrides;
   std::optional<DType> all;
   size_t start = 0;
   while (true) {
@@ -139,27 +149,55 @@ void parseWeightsSpec(const std::string& text, const std::string& what, ExecOpti
     const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      if (all) throw Error(what + ": more than one default weight format in '" + text + "' (want f32|f16|int8|int4[,COMPONENT=FORMAT..])");
+      if (all) throw Error(what + ": more than one default weight format in '" + text + "' ('" + item + "')" + want);
       all = parseDType(item, what);
     } else {
-      const std::string comp = item.substr(0, eq);
-      const auto& known = pipelineComponents();
-      if (std::find(known.begin(), known.end(), comp) == known.end())
-        throw Error(what + ": unknown component '" + comp + "' in '" + text + "' (want text_encoder, unet or vae_decoder)");
-      overrides[comp] = parseDType(item.substr(eq + 1), what);
+      const std::string key = item.substr(0, eq);
+      const DType f = parseDType(item.substr(eq + 1), what);
+      const size_t dot = key.find('.');
+      const bool component = known(comps, key);  // COMPONENT=FORMAT; else KIND or COMPONENT.KIND
+      if (!component && dot == std::string::npos && !known(kinds, key))
+        throw Error(what + ": unknown component or layer kind '" + key + "' in '" + text +
+                    "' (components: text_encoder, unet, vae_decoder; kinds: conv, attn, ff, proj, time_embed)");
+      if (!component && dot != std::string::npos) {
+        const std::string comp = key.substr(0, dot), kind = key.substr(dot + 1);
+        if (!known(comps, comp))
+          throw Error(what + ": unknown component '" + comp + "' in '" + key + "' (want text_encoder, unet or vae_decoder)");
+        if (!known(kinds, kind))
+          throw Error(what + ": unknown layer kind '" + kind + "' in '" + key + "' (want conv, attn, ff, proj or time_embed)");
+      }
+      std::map<std::string, DType>& into = component ? overrides : kindOverrides;
+      if (!into.emplace(key, f).second) throw Error(what + ": '" + key + "' given twice in '" + text + "'");
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   opt.format.weights = all.value_or(DType::F32);
   opt.componentWeights = overrides;
+  opt.kindWeights = kindOverrides;
 }
 
 std::string weightsSpecText(const ExecOptions& opt) {
   std::string s = dtypeName(opt.format.weights);
   for (const auto& c : pipelineComponents())
     if (componentWeightFormat(opt, c) != opt.format.weights) s += "," + c + "=" + dtypeName(componentWeightFormat(opt, c));
+  // Kinds before component.kind (the order of precedence, least specific first).
+  for (const bool scoped : {false, true})
+    for (const auto& [key, f] : opt.kindWeights)
+      if ((key.find('.') != std::string::npos) == scoped) s += "," + key + "=" + dtypeName(f);
   return s;
+}
+
+std::vector<StorageFormat> graphNodeFormats(const Graph& graph, const StorageFormat& format, const ExecOptions& opt) {
+  std::vector<StorageFormat> out;
+  for (const GraphNode& n : graph.nodes()) {
+    const std::string kind = nodeWeightKind(n);
+    // No override for this node: the format given (the component's, as the caller set it).
+    const bool overridden = !kind.empty() && (opt.kindWeights.count(graph.component() + "." + kind) ||
+                                              opt.kindWeights.count(kind));
+    out.push_back(overridden ? format.withWeights(weightFormatFor(opt, graph.component(), kind)) : format);
+  }
+  return out;
 }
 
 void checkFitsF16(const std::vector<float>& values, const std::string& component, const std::string& tensor) {
@@ -309,16 +347,16 @@ void GraphExecutor::lessScratch(const TunedChooser& chooser, bool convolutions) 
   for (size_t i : order) {
     const GraphNode& n = graph_.nodes()[i];
     const Family& fam = *n.family;
-    const OpInstance inst = OpInstance::of(fam, *n.problem, opt_.format);
+    const OpInstance inst = OpInstance::of(fam, *n.problem, nodeFormat_[i]);
     const uint64_t now = ops_[i]->scratchBytes();
     std::unique_ptr<PreparedOp> best;
     TunedChoice bestChoice;
     for (const auto& v : fam.variants()) {
       if (v.name == choices_[i].variant) continue;
       std::string ignored;
-      const auto c = runnablePoint(chooser, fam, inst, v.name, n, opt_.format, ctx_.device(), ignored);
+      const auto c = runnablePoint(chooser, fam, inst, v.name, n, nodeFormat_[i], ctx_.device(), ignored);
       if (!c) continue;
-      auto op = prepareOp(ctx_, fam, v, v.parsePoint(c->params), *n.problem, opt_.format);
+      auto op = prepareOp(ctx_, fam, v, v.parsePoint(c->params), *n.problem, nodeFormat_[i]);
       if (opt_.derivedWeightsPerCall || ops_[i]->derivedWeightsPerCall())
         if (op->derivedWeightBytes() > 0) op->setDerivedWeightsPerCall(true);
       const uint64_t bytes = op->scratchBytes() + (op->derivedWeightsPerCall() ? 0 : op->derivedWeightBytes());
@@ -432,12 +470,14 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
   for (const GraphTensor& t : ts)
     if (t.kind == GraphTensor::Kind::Weight && !weights.has(t.name)) weights.load(t.name, t.diskShape);
   streamed_.assign(ts.size(), false);
+  nodeFormat_ = graphNodeFormats(graph_, opt_.format, opt_);
   assignWeightFormats();
   const TunedChooser chooser(opt_.dbDir, ctx.device());
-  for (const GraphNode& n : graph_.nodes()) {
-    NodeChoice c = choose(chooser, n, opt_, ctx.device());
+  for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+    const GraphNode& n = graph_.nodes()[i];
+    NodeChoice c = choose(chooser, n, nodeFormat_[i], opt_, ctx.device());
     const VariantDef& v = n.family->variant(c.variant);
-    ops_.push_back(prepareOp(ctx, *n.family, v, v.parsePoint(c.params), *n.problem, opt_.format));
+    ops_.push_back(prepareOp(ctx, *n.family, v, v.parsePoint(c.params), *n.problem, nodeFormat_[i]));
     if (opt_.derivedWeightsPerCall && ops_.back()->derivedWeightBytes() > 0) ops_.back()->setDerivedWeightsPerCall(true);
     choices_.push_back(std::move(c));
   }
@@ -502,10 +542,11 @@ void GraphExecutor::checkDeviceFits() const {
                 where + ": lower -W/-H, give --memory-budget SIZE" + (opt_.planner == "none" ? " or a planner" : ""));
   // Weights (and with --planner none every tensor) are buffers of their own; a planned
   // arena's size is checked against maxAllocBytes where it is made.
-  for (const GraphTensor& t : graph_.tensors()) {
+  for (size_t id = 0; id < graph_.tensors().size(); ++id) {
+    const GraphTensor& t = graph_.tensors()[id];
     if (t.kind == GraphTensor::Kind::HostInput || t.viewOf >= 0) continue;
     if (t.kind == GraphTensor::Kind::Activation && opt_.planner != "none") continue;
-    const uint64_t bytes = TensorDesc{t.shape, t.kind == GraphTensor::Kind::Weight ? opt_.format.params() : opt_.format}.bytes();
+    const uint64_t bytes = TensorDesc{t.shape, t.kind == GraphTensor::Kind::Weight ? weightFormat_[id] : opt_.format}.bytes();
     if (bytes > dev.maxAllocBytes)
       throw Error("the " + graph_.component() + " tensor " + t.name + " " + t.shape.text() + " needs " + gib(bytes) +
                   ", more than " + dev.name + "'s largest allocation (" + gib(dev.maxAllocBytes) + "): lower -W/-H");
@@ -684,11 +725,19 @@ bool GraphExecutor::uploadQuantizedFromFile(const WeightSource& weights, size_t 
 
 std::vector<StorageFormat> graphWeightFormats(const Graph& graph, const StorageFormat& format,
                                               std::vector<std::string>* why) {
+  return graphWeightFormats(graph, std::vector<StorageFormat>(graph.nodes().size(), format), why);
+}
+
+std::vector<StorageFormat> graphWeightFormats(const Graph& graph, const std::vector<StorageFormat>& nodeFormats,
+                                              std::vector<std::string>* why) {
   const auto& ts = graph.tensors();
-  std::vector<StorageFormat> out(ts.size(), format.params());
+  // A weight no op reads: in the first node's format (all nodes' activations agree).
+  std::vector<StorageFormat> out(ts.size(), nodeFormats.empty() ? StorageFormat{}.params() : nodeFormats[0].params());
   std::vector<bool> seen(ts.size(), false);
   if (why) why->assign(ts.size(), "read by no op");
-  for (const GraphNode& n : graph.nodes()) {
+  for (size_t i = 0; i < graph.nodes().size(); ++i) {
+    const GraphNode& n = graph.nodes()[i];
+    const StorageFormat& format = nodeFormats.at(i);
     const auto slots = n.family->slots();
     for (size_t s = 0; s < slots.size(); ++s) {
       if (n.args[s] < 0 || !slots[s].weight()) continue;
@@ -712,9 +761,25 @@ std::vector<StorageFormat> graphWeightFormats(const Graph& graph, const StorageF
 void GraphExecutor::assignWeightFormats() {
   // Under int8/int4 the report counts the blocks and the f16 weights, with the reason.
   std::vector<std::string> why;
-  weightFormat_ = graphWeightFormats(graph_, opt_.format, &why);
-  if (!isQuantized(opt_.format.weights)) return;
+  weightFormat_ = graphWeightFormats(graph_, nodeFormat_, &why);
   const auto& ts = graph_.tensors();
+  // Per layer kind, in any format: the node's weights (its matrix and bias).
+  std::vector<bool> counted(ts.size(), false);
+  for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+    const GraphNode& n = graph_.nodes()[i];
+    const std::string kind = nodeWeightKind(n);
+    if (kind.empty()) continue;
+    auto& k = memory_.weightKinds[kind];
+    k.format = dtypeName(nodeFormat_[i].weights);
+    for (int a : n.args) {
+      if (a < 0 || ts[static_cast<size_t>(a)].kind != GraphTensor::Kind::Weight || counted[static_cast<size_t>(a)]) continue;
+      counted[static_cast<size_t>(a)] = true;
+      ++k.tensors;
+      k.bytes += TensorDesc{ts[static_cast<size_t>(a)].shape, weightFormat_[static_cast<size_t>(a)]}.bytes();
+    }
+  }
+  if (std::none_of(nodeFormat_.begin(), nodeFormat_.end(), [](const StorageFormat& f) { return isQuantized(f.weights); }))
+    return;
   for (size_t id = 0; id < ts.size(); ++id) {
     if (ts[id].kind != GraphTensor::Kind::Weight) continue;
     const TensorDesc d{ts[id].shape, weightFormat_[id]};
@@ -731,12 +796,13 @@ void GraphExecutor::assignWeightFormats() {
 // map), made once the footprint has been checked against the device.
 void GraphExecutor::makePlaceholders(bool create) {
   std::set<std::pair<std::string, std::string>> seen;
-  for (const GraphNode& n : graph_.nodes()) {
+  for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+    const GraphNode& n = graph_.nodes()[i];
     const auto slots = n.family->slots();
     const auto shapes = n.family->shapes(*n.problem);
     for (size_t s = 0; s < slots.size(); ++s) {
       if (n.args[s] >= 0) continue;
-      const StorageFormat f = slotFormat(slots[s], opt_.format);  // what the kernel was built to read
+      const StorageFormat f = slotFormat(slots[s], nodeFormat_[i]);  // what the kernel was built to read
       const std::pair<std::string, std::string> key{shapes[s].text(), f.name()};
       if (!seen.insert(key).second) continue;
       const TensorDesc desc{shapes[s], f};
@@ -753,7 +819,9 @@ void GraphExecutor::makePlaceholders(bool create) {
 
 // Each node's tensors in slot order, resolved once (run() is the hot path).
 void GraphExecutor::bindArguments() {
-  for (const GraphNode& n : graph_.nodes()) {
+  for (size_t i = 0; i < graph_.nodes().size(); ++i) {
+    const GraphNode& n = graph_.nodes()[i];
+    const StorageFormat& format = nodeFormat_[i];
     const auto slots = n.family->slots();
     const auto shapes = n.family->shapes(*n.problem);
     std::vector<DeviceTensor*> args;
@@ -761,13 +829,13 @@ void GraphExecutor::bindArguments() {
       if (n.args[s] >= 0) {
         DeviceTensor* t = tensors_[static_cast<size_t>(n.args[s])].get();
         // A weight bound to a host-input slot (or the reverse) would be read in the wrong dtype.
-        if (!slots[s].activation && !(t->desc().format == slotFormat(slots[s], opt_.format)))
+        if (!slots[s].activation && !(t->desc().format == slotFormat(slots[s], format)))
           throw Error(n.label + ": slot " + slots[s].name + " holds " + t->desc().format.name() + ", the kernel reads " +
-                      slotFormat(slots[s], opt_.format).name());
+                      slotFormat(slots[s], format).name());
         args.push_back(t);
         continue;
       }
-      args.push_back(placeholders_.at({shapes[s].text(), slotFormat(slots[s], opt_.format).name()}).get());
+      args.push_back(placeholders_.at({shapes[s].text(), slotFormat(slots[s], format).name()}).get());
     }
     args_.push_back(std::move(args));
   }

@@ -31,6 +31,10 @@ struct ExecOptions {
   // Per-component weight format ("text_encoder", "unet", "vae_decoder"), from
   // --weights f16,vae_decoder=f32.
   std::map<std::string, DType> componentWeights;
+  // Per layer kind (weight_kinds.h), every component's ("conv") or one component's
+  // ("unet.attn"), from --weights int4,conv=int8,unet.attn=f16. Most specific wins:
+  // component.kind > kind > component > format.weights (weightFormatFor).
+  std::map<std::string, DType> kindWeights;
   std::string dbDir = "configs/tuned";             // the tuning databases
   // family -> the variants allowed (a --variant override is a list of one): among
   // them the database's fastest for each instance when it times all of them exactly,
@@ -84,17 +88,32 @@ inline DType componentWeightFormat(const ExecOptions& opt, const std::string& co
   auto it = opt.componentWeights.find(component);
   return it == opt.componentWeights.end() ? opt.format.weights : it->second;
 }
+// The weight format of the ops of layer kind `kind` (weight_kinds.h; "" for ops of no
+// kind) in `component`: "component.kind", else "kind", else the component's format.
+inline DType weightFormatFor(const ExecOptions& opt, const std::string& component, const std::string& kind) {
+  if (!kind.empty()) {
+    if (auto it = opt.kindWeights.find(component + "." + kind); it != opt.kindWeights.end()) return it->second;
+    if (auto it = opt.kindWeights.find(kind); it != opt.kindWeights.end()) return it->second;
+  }
+  return componentWeightFormat(opt, component);
+}
 // The pipeline's components, for --weights COMPONENT=FORMAT.
 inline const std::vector<std::string>& pipelineComponents() {
   static const std::vector<std::string> c{"text_encoder", "unet", "vae_decoder"};
   return c;
 }
-// Parses "f32|f16[,COMPONENT=f32|f16...]" (--weights, the ablation's `weights` key) into
-// opt.format.weights and opt.componentWeights; throws Error naming `what` for an
-// unknown format or component.
+// Parses "FORMAT[,KEY=FORMAT..]" (--weights, the ablation's `weights` key; FORMAT
+// f32|f16|int8|int4, KEY a component, a layer kind or component.kind) into
+// opt.format.weights, opt.componentWeights and opt.kindWeights; throws one Error naming
+// `what` and the bad part for an unknown format, component or kind, a key given twice
+// or a second default.
 void parseWeightsSpec(const std::string& text, const std::string& what, ExecOptions& opt);
-// The spec back as text, components in pipeline order, only those that differ.
+// The spec back as text: the default, then components in pipeline order (only those
+// that differ), then the kind keys (kinds, then component.kind, each in key order).
 std::string weightsSpecText(const ExecOptions& opt);
+// Each node's format in `component`: `format` with the node's weight format
+// (weightFormatFor its kind). The executor and `sdspeed quantize` share it.
+std::vector<StorageFormat> graphNodeFormats(const Graph& graph, const StorageFormat& format, const ExecOptions& opt);
 
 // The tensor's values fit f16 (|x| <= 65504, the largest finite half): else one Error
 // naming the component, the tensor and the value, suggesting --weights COMPONENT=f32.
@@ -114,6 +133,9 @@ void checkFiniteWeight(const std::vector<float>& values, const std::string& comp
 // `sdspeed quantize` share it, so a quantized file holds blocks exactly where a run
 // quantizes at load. Throws Error for a weight two slots read in different formats.
 std::vector<StorageFormat> graphWeightFormats(const Graph& graph, const StorageFormat& format,
+                                              std::vector<std::string>* why = nullptr);
+// The same with each node's own format (graphNodeFormats: per layer kind).
+std::vector<StorageFormat> graphWeightFormats(const Graph& graph, const std::vector<StorageFormat>& nodeFormats,
                                               std::vector<std::string>* why = nullptr);
 
 // What one node runs with, and why.
@@ -160,6 +182,14 @@ struct ExecMemory {
     uint64_t bytes = 0;
   };
   std::map<std::string, WeightGroup> weightGroups;
+  // Every op's matrix weight (and its bias) by layer kind (weight_kinds.h), in any weight
+  // format: what a --weights KIND=FORMAT override changes.
+  struct KindGroup {
+    std::string format;  // the kind's weight format (its matrix weights')
+    int tensors = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<std::string, KindGroup> weightKinds;
   uint64_t quantizedFromFileBytes = 0;  // int8/int4 blocks uploaded as `sdspeed quantize` wrote them
 };
 
@@ -237,6 +267,7 @@ class GraphExecutor {
   std::optional<MemoryPlan> plan_;
   std::vector<bool> streamed_;                  // by graph tensor id: a streamed weight
   std::vector<StorageFormat> weightFormat_;     // by graph tensor id: a weight's format (the slot reading it)
+  std::vector<StorageFormat> nodeFormat_;       // by node: opt_.format with the node's layer kind's weight format
   // Streamed weights' bytes by tensor id: a packed copy (hostCopies_), or the checkpoint's
   // mapped pages when they already hold the packed bytes.
   std::vector<std::vector<uint8_t>> hostCopies_;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <vector>
 
+#include "pipeline/exec/weight_kinds.h"
 #include "pipeline/model/model_size.h"
 #include "runtime/error.h"
 
@@ -125,8 +126,13 @@ FitRequest fitRequest(const ExecOptions& exec, int64_t batch, int64_t latentH, i
   r.latentW = latentW;
   r.fuse = exec.fuseActivations;
   r.activationBytes = exec.format.dtype == DType::F16 ? 2 : 4;
-  for (const std::string& c : pipelineComponents())
-    r.weightBytes[c] = componentWeightFormat(exec, c) == DType::F16 ? 2 : 4;
+  // Per element, the component's widest weight format among its own and its layer
+  // kinds' (--weights f16,conv=f32: 4), so the estimate stays an upper bound.
+  for (const std::string& c : pipelineComponents()) {
+    bool f16 = componentWeightFormat(exec, c) == DType::F16;
+    for (const auto& k : weightKinds()) f16 = f16 && weightFormatFor(exec, c, k) == DType::F16;
+    r.weightBytes[c] = f16 ? 2 : 4;
+  }
   r.weightsMayStream = exec.memoryBudget > 0;
   r.vaeMayTile = exec.memoryBudget > 0 || exec.vaeTile > 0;
   return r;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "pipeline/exec/graph_executor.h"
+#include "pipeline/exec/weight_kinds.h"
 #include "pipeline/model/model_config.h"
 #include "pipeline/model/sd_graphs.h"
 #include "pipeline/quantized_file.h"
@@ -45,15 +46,26 @@ struct ComponentSummary {
   uint64_t bytes = 0;
 };
 
-// One component: every weight its graph reads, in the format the run would give it.
-ComponentSummary writeComponent(const Graph& graph, const WeightSource& src, DType weights, const std::string& path,
-                                const std::string& model) {
+// The component's part of the spec: its format, then the layer kinds that differ in it
+// (int4,conv=int8: "int4,conv=int8" for each component).
+std::string componentSpec(const ExecOptions& exec, const std::string& component) {
+  const DType w = componentWeightFormat(exec, component);
+  std::string s = dtypeName(w);
+  for (const auto& k : weightKinds())
+    if (weightFormatFor(exec, component, k) != w) s += "," + k + "=" + dtypeName(weightFormatFor(exec, component, k));
+  return s;
+}
+
+// One component: every weight its graph reads, in the format the run would give it (per
+// layer kind: the executor's graphNodeFormats).
+ComponentSummary writeComponent(const Graph& graph, const WeightSource& src, const ExecOptions& exec,
+                                const std::string& path, const std::string& model) {
   StorageFormat f;
-  f.weights = weights;
-  const auto formats = graphWeightFormats(graph, f);
+  f.weights = componentWeightFormat(exec, graph.component());
+  const auto formats = graphWeightFormats(graph, graphNodeFormats(graph, f, exec));
   SafetensorsWriter w;
   w.setMetadata(kQuantizedVersionKey, kQuantizedVersion);
-  w.setMetadata("sdspeed.weights", dtypeName(weights));
+  w.setMetadata("sdspeed.weights", componentSpec(exec, graph.component()));
   w.setMetadata("sdspeed.source", model);
   ComponentSummary sum;
   const auto& ts = graph.tensors();
@@ -115,11 +127,10 @@ void quantizeModel(const ModelSource& src, const ExecOptions& exec, const std::s
                                               gopt)
                   : p.component == "unet" ? buildUNetGraph(unet, 1, latent, latent, clip.positions, gopt)
                                           : buildVaeDecoderGraph(vae, 1, latent, latent, gopt);
-    const DType w = componentWeightFormat(exec, p.component);
     const std::string path = out + "/" + p.dir + "/" + p.file;
-    const ComponentSummary s = writeComponent(graph, *weights, w, path, model);
-    log << p.component << ": " << dtypeName(w) << ", " << s.quantized << " tensors quantized, " << s.kept
-              << " kept " << (w == DType::F32 ? "f32" : "f16") << ", " << s.bytes << " bytes -> " << path << "\n";
+    const ComponentSummary s = writeComponent(graph, *weights, exec, path, model);
+    log << p.component << ": " << componentSpec(exec, p.component) << ", " << s.quantized << " tensors quantized, "
+        << s.kept << " kept (f16, or f32 where the format is f32), " << s.bytes << " bytes -> " << path << "\n";
   }
   // The rest of a runnable model folder: configs, scheduler, tokenizer, model_index.json.
   for (const char* c : {"unet/config.json", "vae/config.json", "text_encoder/config.json", "model_index.json"})
