@@ -48,9 +48,8 @@ std::unique_ptr<Backend> backendFromArgs(const Args& args) {
 #ifdef SDSPEED_WITH_VULKAN
   if (!args.get("kernel-dir").empty())
     throw Error("--kernel-dir: Vulkan shaders are compiled into the binary at build time; rebuild instead");
-  std::string sel = args.get("device");
-  if (isVulkanSelector(sel)) sel = sel.substr(7);
-  return std::make_unique<vk::VulkanBackend>(sel, contextOptionsFromArgs(args).cacheDir);
+  // selectVulkanDevice reads "vulkan:N" itself (and refuses "vulkan:" or "vulkan:abc").
+  return std::make_unique<vk::VulkanBackend>(args.get("device"), contextOptionsFromArgs(args).cacheDir);
 #else
   throw Error("--backend vulkan: this build has no Vulkan backend (it needs libvulkan-dev and glslc at configure time)");
 #endif

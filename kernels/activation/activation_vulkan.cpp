@@ -19,7 +19,7 @@ std::unique_ptr<PreparedOp> lowerActivationVulkan(vk::VulkanBackend& be, const F
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = static_cast<uint32_t>(p["ITEMS"]);
   const uint32_t hw = static_cast<uint32_t>(sh[1].hw()), F = static_cast<uint32_t>(sh[1].c);
   const auto& pipe =
-      be.pipeline(vulkanModuleFor("activation", f), 2, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, items)});
+      be.pipeline(vulkanModuleFor("activation", f), 2, 5 * 4, {vulkanLocalSizeX(be, wg), vk::specU32(1, items)});
   return std::make_unique<VkDispatchOp>(be, pipe,
                                         std::vector<uint32_t>{static_cast<uint32_t>(sh[0].c), hw, F, fn, layout},
                                         channelGrid(sh[1], layout, wg, items));

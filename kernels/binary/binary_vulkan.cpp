@@ -13,7 +13,7 @@ std::unique_ptr<PreparedOp> lowerBinaryVulkan(vk::VulkanBackend& be, const Famil
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = static_cast<uint32_t>(p["ITEMS"]);
   const uint32_t C = static_cast<uint32_t>(y.c), hw = static_cast<uint32_t>(y.hw());
-  const auto& pipe = be.pipeline(vulkanModuleFor("binary", f), 3, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, items)});
+  const auto& pipe = be.pipeline(vulkanModuleFor("binary", f), 3, 5 * 4, {vulkanLocalSizeX(be, wg), vk::specU32(1, items)});
   return std::make_unique<VkDispatchOp>(
       be, pipe,
       std::vector<uint32_t>{C, hw, b.attrs.at("fn") == "mul" ? 1u : 0u, b.attrs.at("broadcast") == "1" ? 1u : 0u,

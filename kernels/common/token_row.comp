@@ -62,7 +62,10 @@ vec2 reduceGroup(vec2 v, bool softmaxPair) {
 void main() {
   uint n, t, first, step;
   if (COOPERATIVE != 0u) {
-    const uint row = gl_WorkGroupID.x;
+    // Rows over x and y (65535 groups per dimension guaranteed); the last line's spare
+    // groups leave as a whole, before any barrier.
+    const uint row = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    if (row >= p.N * p.HW) return;
     n = row / p.HW;
     t = row % p.HW;
     first = gl_LocalInvocationID.x;

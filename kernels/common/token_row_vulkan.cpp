@@ -4,6 +4,7 @@
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
 
+#include <algorithm>
 #include <cstring>
 
 
@@ -24,12 +25,15 @@ std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend& be, const Fam
   const Shape& s = rp->dims;
   const uint32_t N = static_cast<uint32_t>(s.n), C = static_cast<uint32_t>(s.c), HW = static_cast<uint32_t>(s.hw());
   const auto& pipe = be.pipeline(vulkanModuleFor(fam.name(), f),
-                                 layerNorm ? 4 : 2, 5 * 4, {vk::specU32(0, wg), vk::specU32(1, coop ? 1 : 0)});
+                                 layerNorm ? 4 : 2, 5 * 4, {vulkanLocalSizeX(be, wg), vk::specU32(1, coop ? 1 : 0)});
   float attr = static_cast<float>(rp->attr);
   uint32_t attrBits;
   std::memcpy(&attrBits, &attr, 4);
   const std::array<uint32_t, 3> groups =
-      coop ? std::array<uint32_t, 3>{N * HW, 1, 1} : std::array<uint32_t, 3>{(HW + wg - 1) / wg, N, 1};
+      // Cooperative: a work-group per row, the rows laid over x and y, since Vulkan only
+      // guarantees 65535 groups per dimension (SD 1.5's self-attention softmax has 65536).
+      coop ? std::array<uint32_t, 3>{std::min(N * HW, 65535u), (N * HW + 65534u) / 65535u, 1}
+           : std::array<uint32_t, 3>{(HW + wg - 1) / wg, N, 1};
   return std::make_unique<VkDispatchOp>(be, pipe, std::vector<uint32_t>{N, C, HW, layout, attrBits}, groups);
 }
 

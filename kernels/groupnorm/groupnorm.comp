@@ -47,7 +47,7 @@ void main() {
   const uint cpg = p.C / p.G, E = cpg * p.HW, c0 = g * cpg;
   const uint lid = gl_LocalInvocationID.x, stride = gl_WorkGroupSize.x * VEC;
   const float K = float(x[sd_index(p.layout_, n, c0, 0u, p.C, p.HW)]);
-  float cached[64];
+  float cached[VEC * CACHE + 1u];  // sized by the specialization constants (+1: CACHE = 0)
 
   float sum = 0.0;
   uint chunk = 0u;

@@ -22,7 +22,7 @@ std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend& be, const Fa
   const Shape& s = gp->dims;
   const uint32_t layout = vulkanLayoutCode(f);
   const auto& pipe = be.pipeline(vulkanModuleFor("groupnorm", f), 5, 6 * 4,
-                                 {vk::specU32(0, static_cast<uint32_t>(p["WG"])),
+                                 {vulkanLocalSizeX(be, static_cast<uint32_t>(p["WG"])),
                                   vk::specU32(1, static_cast<uint32_t>(p["VEC"])),
                                   vk::specU32(2, static_cast<uint32_t>(p["CACHE"]))});
   const float eps = static_cast<float>(gp->attrs.eps);

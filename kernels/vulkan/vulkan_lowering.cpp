@@ -43,6 +43,14 @@ const vk::SpirvShader& vulkanModuleFor(const std::string& name, const StorageFor
   return *(*m)[i];
 }
 
+vk::SpecConstant vulkanLocalSizeX(vk::VulkanBackend& be, uint32_t wg) {
+  const uint32_t limit = be.info().maxWorkGroupSize[0];
+  if (wg > limit)
+    throw UnsupportedError("work-group of " + std::to_string(wg) + " exceeds the device's maxComputeWorkGroupSize[0] " +
+                           std::to_string(limit));
+  return vk::specU32(0, wg);
+}
+
 std::string baseVariantName(const VariantDef& v) {
   const std::string suffix = "_f16";
   if (v.name.size() > suffix.size() && v.name.compare(v.name.size() - suffix.size(), suffix.size(), suffix) == 0)

@@ -34,6 +34,10 @@ const VulkanModules* findVulkanModules(const std::string& name);
 // The module of `name` for f's storage dtype and arithmetic; UnsupportedError naming what
 // this build lacks.
 const vk::SpirvShader& vulkanModuleFor(const std::string& name, const StorageFormat& f);
+// The specialization constant 0 of every sdspeed shader (local_size_x_id = 0): `wg`,
+// checked against the device's maxComputeWorkGroupSize[0] (the family rules check only
+// the invocation count); UnsupportedError above it.
+vk::SpecConstant vulkanLocalSizeX(vk::VulkanBackend& be, uint32_t wg);
 // A variant's name without its half twin's "_f16" (kernels/common/half_variant.h): the
 // Vulkan lowerings serve both twins with one shader, its arithmetic chosen by the format.
 std::string baseVariantName(const VariantDef& v);

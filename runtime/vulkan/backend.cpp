@@ -56,6 +56,11 @@ VulkanBackend::VulkanBackend(const std::string& selector, const std::string& cac
   // What creation enabled is what shaders may use, whatever the device reports.
   caps_.fp16 = device_->float16Enabled();
   caps_.storage16 = device_->storage16Enabled();
+  // Vulkan has no query for the last-level cache, and timeOp rotates inputs past it so
+  // that an op is timed cache-cold, as on OpenCL. Assume 64 MiB, above every GPU sdspeed
+  // targets (the H200's L2 is 60 MB; phones' system caches are at most a few MB):
+  // rotating past too much costs memory, never accuracy. `--llc-mib` overrides it.
+  if (caps_.globalCacheBytes == 0) caps_.globalCacheBytes = 64ull << 20;
   cache_ = std::make_unique<PipelineCache>(cacheDir);  // entries under cacheDir/vulkan-pipelines/
   recorder_ = std::make_unique<OpRecorder>(*device_, 64, 8);
 }
@@ -69,11 +74,10 @@ const ComputePipeline& VulkanBackend::pipeline(const SpirvShader& shader, uint32
                                                const std::vector<SpecConstant>& spec) {
   std::string key = std::string(shader.name) + "/" + std::to_string(storageBuffers) + "/" + std::to_string(pushBytes);
   for (const auto& s : spec) key += "/" + std::to_string(s.id) + "=" + std::to_string(s.bits);
-  auto& slot = pipelines_[key];
-  if (!slot) {
-    slot = std::make_unique<ComputePipeline>(*device_, shader, storageBuffers, pushBytes, spec, cache_.get());
-  }
-  return *slot;
+  if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
+  // Made first, inserted after: a creation that throws leaves no empty entry behind.
+  auto made = std::make_unique<ComputePipeline>(*device_, shader, storageBuffers, pushBytes, spec, cache_.get());
+  return *pipelines_.emplace(key, std::move(made)).first->second;
 }
 
 std::string VulkanBackend::describe() const {
