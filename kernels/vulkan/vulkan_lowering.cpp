@@ -11,6 +11,8 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"softmax", &lowerTokenRowVulkan, "softmax"},
       {"layernorm", &lowerTokenRowVulkan, "layernorm"},
       {"groupnorm", &lowerGroupNormVulkan, "groupnorm"},
+      {"upsample", &lowerUpsampleVulkan, "upsample"},
+      {"concat", &lowerConcatVulkan, "concat"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;

@@ -74,6 +74,10 @@ std::unique_ptr<PreparedOp> lowerBinaryVulkan(vk::VulkanBackend&, const Family&,
                                               const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
                                                 const ParamPoint&, const Problem&, const StorageFormat&);
+std::unique_ptr<PreparedOp> lowerUpsampleVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
+                                                const ParamPoint&, const Problem&, const StorageFormat&);
+std::unique_ptr<PreparedOp> lowerConcatVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&,
+                                              const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
                                                  const ParamPoint&, const Problem&, const StorageFormat&);
 
