@@ -13,6 +13,8 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"groupnorm", &lowerGroupNormVulkan, "groupnorm"},
       {"upsample", &lowerUpsampleVulkan, "upsample"},
       {"concat", &lowerConcatVulkan, "concat"},
+      {"reshape", &lowerReshapeVulkan, "reshape"},
+      {"embedding", &lowerEmbeddingVulkan, "embedding"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;

@@ -78,6 +78,10 @@ std::unique_ptr<PreparedOp> lowerUpsampleVulkan(vk::VulkanBackend&, const Family
                                                 const ParamPoint&, const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerConcatVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&,
                                               const Problem&, const StorageFormat&);
+std::unique_ptr<PreparedOp> lowerReshapeVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&,
+                                               const Problem&, const StorageFormat&);
+std::unique_ptr<PreparedOp> lowerEmbeddingVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
+                                                 const ParamPoint&, const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
                                                  const ParamPoint&, const Problem&, const StorageFormat&);
 
