@@ -15,6 +15,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"concat", &lowerConcatVulkan, "concat"},
       {"reshape", &lowerReshapeVulkan, "reshape"},
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
+      {"gemm", &lowerGemmVulkan, "gemm"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;

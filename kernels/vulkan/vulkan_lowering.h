@@ -82,6 +82,8 @@ std::unique_ptr<PreparedOp> lowerReshapeVulkan(vk::VulkanBackend&, const Family&
                                                const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerEmbeddingVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
                                                  const ParamPoint&, const Problem&, const StorageFormat&);
+std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&,
+                                            const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
                                                  const ParamPoint&, const Problem&, const StorageFormat&);
 
