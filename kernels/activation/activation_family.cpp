@@ -7,14 +7,6 @@
 namespace sdspeed {
 namespace {
 
-const char* kFns[] = {"gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};  // the kernel's fn codes
-
-int fnCode(const std::string& fn) {
-  for (int i = 0; i < 5; ++i)
-    if (fn == kFns[i]) return i;
-  throw Error("unknown activation '" + fn + "' (known: gelu, gelu_tanh, quick_gelu, silu, geglu)");
-}
-
 const ActivationProblem& asActivation(const Problem& p) {
   auto* a = dynamic_cast<const ActivationProblem*>(&p);
   if (!a) throw Error("activation given a problem of another family: " + p.text());
@@ -22,6 +14,13 @@ const ActivationProblem& asActivation(const Problem& p) {
 }
 
 }  // namespace
+
+int ActivationFamily::fnCode(const std::string& fn) {
+  static const char* kFns[] = {"gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};  // the kernels' fn codes
+  for (int i = 0; i < 5; ++i)
+    if (fn == kFns[i]) return i;
+  throw Error("unknown activation '" + fn + "' (known: gelu, gelu_tanh, quick_gelu, silu, geglu)");
+}
 
 ActivationFamily::ActivationFamily() {
   VariantDef v;

@@ -37,6 +37,9 @@ class ActivationFamily : public Family {
                                       const StorageFormat& f) const override;
 
   static ProblemPtr problem(Shape s, const std::string& fn);
+  // The kernels' code of a function (activation.cl and activation.comp): 0 gelu,
+  // 1 gelu_tanh, 2 quick_gelu, 3 silu, 4 geglu; throws Error for an unknown one.
+  static int fnCode(const std::string& fn);
 
  private:
   std::vector<VariantDef> variants_;

@@ -11,10 +11,7 @@ std::unique_ptr<PreparedOp> lowerActivationVulkan(vk::VulkanBackend& be, const F
   (void)v;
   const auto& a = dynamic_cast<const ActivationProblem&>(prob);
   const auto sh = fam.shapes(prob);
-  static const char* kFns[] = {"gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};
-  uint32_t fn = 0;
-  while (fn < 5 && a.fn != kFns[fn]) ++fn;
-  if (fn == 5) throw Error("unknown activation '" + a.fn + "'");
+  const uint32_t fn = static_cast<uint32_t>(ActivationFamily::fnCode(a.fn));
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = static_cast<uint32_t>(p["ITEMS"]);
   const uint32_t hw = static_cast<uint32_t>(sh[1].hw()), F = static_cast<uint32_t>(sh[1].c);

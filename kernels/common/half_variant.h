@@ -15,8 +15,11 @@
 
 namespace sdspeed {
 
+// The suffix of a half twin's name.
+inline constexpr const char* kHalfSuffix = "_f16";
+
 inline VariantDef halfVariant(VariantDef base, const std::string& summary) {
-  base.name += "_f16";
+  base.name += kHalfSuffix;
   base.summary = summary;
   base.arithmetic = {DType::F16};
   base.requiredExtensions.push_back("cl_khr_fp16");
@@ -27,6 +30,15 @@ inline VariantDef halfVariant(VariantDef base, const std::string& summary) {
 // True for a variant whose kernels compute in half (its tolerance is the f16 one).
 inline bool computesInHalf(const VariantDef& v) {
   return std::find(v.arithmetic.begin(), v.arithmetic.end(), DType::F16) != v.arithmetic.end();
+}
+
+// The name of the f32 variant a half twin was made from (`v`'s own name otherwise): the
+// Vulkan lowerings serve both twins with one shader, its arithmetic chosen by the format.
+inline std::string baseVariantName(const VariantDef& v) {
+  const std::string suffix = kHalfSuffix;
+  if (v.name.size() > suffix.size() && v.name.compare(v.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return v.name.substr(0, v.name.size() - suffix.size());
+  return v.name;
 }
 
 // Half's unit roundoff: 11 significant bits, round to nearest, u = 2^-11 = 4.9e-4 (f32's

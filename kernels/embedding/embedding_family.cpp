@@ -10,21 +10,12 @@ namespace {
 
 int64_t attr(const ShapeAttrProblem& p, const char* name) { return std::stoll(p.attrs.at(name)); }
 
-// Checks the ids on the host, then launches the gather.
-class EmbeddingOp : public PreparedOp {
- public:
-  EmbeddingOp(std::unique_ptr<PreparedOp> gather, int64_t vocab) : gather_(std::move(gather)), vocab_(vocab) {}
-  OpEvents enqueue(const std::vector<DeviceTensor*>& tensors) override {
-    checkTokenIds(tensors[0]->download(), vocab_);
-    return gather_->enqueue(tensors);
-  }
-
- private:
-  std::unique_ptr<PreparedOp> gather_;
-  int64_t vocab_;
-};
-
 }  // namespace
+
+OpEvents EmbeddingOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
+  checkTokenIds(tensors.at(0)->download(), vocab_);
+  return gather_->enqueue(tensors);
+}
 
 EmbeddingFamily::EmbeddingFamily()
     : ElementwiseFamily("embedding", {slicesVariant("a work-item per (sample, output slice, ITEMS tokens)")}) {}

@@ -10,6 +10,18 @@
 
 namespace sdspeed {
 
+// The embedding op on any backend: checks the ids on the host (throws Error for one
+// outside [0, vocab)), then runs the backend's gather.
+class EmbeddingOp : public PreparedOp {
+ public:
+  EmbeddingOp(std::unique_ptr<PreparedOp> gather, int64_t vocab) : gather_(std::move(gather)), vocab_(vocab) {}
+  OpEvents enqueue(const std::vector<DeviceTensor*>& tensors) override;
+
+ private:
+  std::unique_ptr<PreparedOp> gather_;
+  int64_t vocab_;
+};
+
 class EmbeddingFamily : public ElementwiseFamily {
  public:
   EmbeddingFamily();

@@ -1,28 +1,12 @@
-// The embedding family's Vulkan lowering: embedding.comp, one dispatch after the token
-// ids are checked on the host (as the OpenCL op does: the gather has no bounds check).
+// The embedding family's Vulkan lowering: embedding.comp, one dispatch inside the
+// family's EmbeddingOp, which checks the token ids on the host first (the gather has no
+// bounds check), as on OpenCL.
 #include "kernels/common/elementwise.h"
 #include "kernels/embedding/embedding_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
-#include "reference/elementwise.h"
 #include "runtime/error.h"
 
 namespace sdspeed {
-namespace {
-
-class VkEmbeddingOp : public PreparedOp {
- public:
-  VkEmbeddingOp(std::unique_ptr<PreparedOp> gather, int64_t vocab) : gather_(std::move(gather)), vocab_(vocab) {}
-  OpEvents enqueue(const std::vector<DeviceTensor*>& tensors) override {
-    checkTokenIds(tensors.at(0)->download(), vocab_);
-    return gather_->enqueue(tensors);
-  }
-
- private:
-  std::unique_ptr<PreparedOp> gather_;
-  int64_t vocab_;
-};
-
-}  // namespace
 
 std::unique_ptr<PreparedOp> lowerEmbeddingVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                  const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
@@ -39,7 +23,7 @@ std::unique_ptr<PreparedOp> lowerEmbeddingVulkan(vk::VulkanBackend& be, const Fa
   auto gather = std::make_unique<VkDispatchOp>(
       be, pipe, std::vector<uint32_t>{static_cast<uint32_t>(y.c), static_cast<uint32_t>(y.hw()), layout},
       channelGrid(y, layout, wg, items));
-  return std::make_unique<VkEmbeddingOp>(std::move(gather), sh[1].n);
+  return std::make_unique<EmbeddingOp>(std::move(gather), sh[1].n);
 }
 
 }  // namespace sdspeed

@@ -11,14 +11,6 @@ namespace sdspeed {
 namespace {
 
 // The kernel's epi codes; geglu is the GEGLU #define instead.
-const char* kEpilogues[] = {"none", "gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};
-
-int epilogueCode(const std::string& e) {
-  for (int i = 0; i < 6; ++i)
-    if (e == kEpilogues[i]) return i;
-  throw Error("unknown gemm epilogue '" + e + "' (known: none, gelu, gelu_tanh, quick_gelu, silu, geglu)");
-}
-
 const GemmProblem& asGemm(const Problem& p) {
   auto* g = dynamic_cast<const GemmProblem*>(&p);
   if (!g) throw Error("gemm given a problem of another family: " + p.text());
@@ -45,6 +37,13 @@ std::string GemmProblem::text() const {
 size_t GemmFamily::tiledLocalBytes(const ParamPoint& p, bool geglu) {
   const size_t kwg = p["KWG"], mwg = p["MWG"], nwg = p["NWG"];
   return sizeof(float) * kwg * (mwg + (p["SB"] ? (geglu ? 2 : 1) * nwg : 0));
+}
+
+int GemmFamily::epilogueCode(const std::string& e) {
+  static const char* kEpilogues[] = {"none", "gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};
+  for (int i = 0; i < 6; ++i)
+    if (e == kEpilogues[i]) return i;
+  throw Error("unknown gemm epilogue '" + e + "' (known: none, gelu, gelu_tanh, quick_gelu, silu, geglu)");
 }
 
 GemmFamily::GemmFamily() {

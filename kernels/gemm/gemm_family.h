@@ -61,6 +61,9 @@ class GemmFamily : public Family {
 
   static ProblemPtr problem(Shape x, int64_t rows, const std::string& epilogue, bool bias = true,
                             bool residual = false);
+  // The kernels' code of an epilogue (gemm.cl and gemm.comp): 0 none, 1 gelu,
+  // 2 gelu_tanh, 3 quick_gelu, 4 silu, 5 geglu; throws Error for an unknown one.
+  static int epilogueCode(const std::string& e);
   // Local memory of a tiled point, with the w tile doubled under GEGLU.
   static size_t tiledLocalBytes(const ParamPoint& p, bool geglu);
 

@@ -15,10 +15,7 @@ std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family&
                            dtypeName(fam.keyFormat(f).weights));
   const auto* g = dynamic_cast<const GemmProblem*>(&prob);
   if (!g) throw Error("gemm given a problem of another family: " + prob.text());
-  static const char* kEpilogues[] = {"none", "gelu", "gelu_tanh", "quick_gelu", "silu", "geglu"};
-  uint32_t epi = 0;
-  while (epi < 6 && g->epilogue != kEpilogues[epi]) ++epi;
-  if (epi == 6) throw Error("unknown gemm epilogue '" + g->epilogue + "'");
+  const uint32_t epi = static_cast<uint32_t>(GemmFamily::epilogueCode(g->epilogue));
   const Shape y = g->outShape();
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = 1;

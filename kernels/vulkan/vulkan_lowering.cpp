@@ -23,10 +23,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
 }
 
 OpEvents VkDispatchOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
-  if (tensors.size() != pipeline_.storageBuffers())
-    throw Error(std::string("shader ") + pipeline_.shader().name + " binds " +
-                std::to_string(pipeline_.storageBuffers()) + " buffers, given " + std::to_string(tensors.size()) +
-                " tensors");
+  // OpRecorder::dispatch checks the count against the pipeline's bindings.
   std::vector<const vk::Buffer*> buffers;
   for (DeviceTensor* t : tensors) buffers.push_back(&vk::asVk(*t).buffer());
   auto& rec = backend_.recorder();
@@ -56,12 +53,7 @@ vk::SpecConstant vulkanLocalSizeX(vk::VulkanBackend& be, uint32_t wg) {
   return vk::specU32(0, wg);
 }
 
-std::string baseVariantName(const VariantDef& v) {
-  const std::string suffix = "_f16";
-  if (v.name.size() > suffix.size() && v.name.compare(v.name.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return v.name.substr(0, v.name.size() - suffix.size());
-  return v.name;
-}
+
 
 std::array<uint32_t, 3> channelGrid(const Shape& out, uint32_t layout, uint32_t wg, uint32_t items) {
   const uint32_t hw = static_cast<uint32_t>(out.hw()), C = static_cast<uint32_t>(out.c);

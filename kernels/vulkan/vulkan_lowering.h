@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/half_variant.h"
 #include "kernels/family.h"
 #include "runtime/vulkan/backend.h"
 #include "runtime/vulkan/spirv.h"
@@ -38,9 +39,7 @@ const vk::SpirvShader& vulkanModuleFor(const std::string& name, const StorageFor
 // checked against the device's maxComputeWorkGroupSize[0] (the family rules check only
 // the invocation count); UnsupportedError above it.
 vk::SpecConstant vulkanLocalSizeX(vk::VulkanBackend& be, uint32_t wg);
-// A variant's name without its half twin's "_f16" (kernels/common/half_variant.h): the
-// Vulkan lowerings serve both twins with one shader, its arithmetic chosen by the format.
-std::string baseVariantName(const VariantDef& v);
+
 
 // The family's Vulkan lowering, or null when it has none.
 const VulkanLowering* findVulkanLowering(const std::string& family);

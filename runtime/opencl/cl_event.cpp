@@ -5,12 +5,14 @@
 namespace sdspeed {
 
 void ClDeviceEvent::wait() const {
+  if (done_) return;  // eventSpanNs reads start and end: one wait serves both
   cl_event ev = event_.get();
   clCheck(clWaitForEvents(1, &ev), "clWaitForEvents");
   cl_int status = CL_COMPLETE;
   clCheck(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, nullptr),
           "clGetEventInfo");
   if (status < 0) throw ClError("kernel execution", status);
+  done_ = true;
 }
 
 uint64_t ClDeviceEvent::profile(cl_profiling_info what) const {

@@ -10,13 +10,14 @@ class ClDeviceEvent : public DeviceEvent {
  public:
   explicit ClDeviceEvent(ClEvent e) : event_(std::move(e)) {}
   cl_event handle() const { return event_.get(); }
-  void wait() const override;  // throws ClError when the command failed
+  void wait() const override;  // throws ClError when the command failed; once
   uint64_t startNs() const override;
   uint64_t endNs() const override;
 
  private:
   uint64_t profile(cl_profiling_info what) const;
   ClEvent event_;
+  mutable bool done_ = false;  // waited for, and completed without error
 };
 
 inline EventPtr clEvent(ClEvent e) { return std::make_shared<ClDeviceEvent>(std::move(e)); }
