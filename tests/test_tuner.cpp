@@ -134,7 +134,10 @@ TEST(TuneCli, ConcurrentTunesKeepEveryEntryAndNeverShareASweepCache) {
   EXPECT_NE(db.find("layernorm"), std::string::npos) << db;
 
   // The same op twice: the second fails naming the sweep cache, while the first holds it.
-  const std::string slow = gn + " --budget 6 >" + dir.path() + "/c.log 2>&1 & sleep 1; " + gn + " 2>&1 >/dev/null; wait";
+  // The first times each point for 500 ms (about 3 s in all): with warm program caches a
+  // 6-point tune at --min-ms 1 ends in 0.15 s, before the second even starts.
+  const std::string slow =
+      gn + " --budget 6 --min-ms 500 >" + dir.path() + "/c.log 2>&1 & sleep 1; " + gn + " 2>&1 >/dev/null; wait";
   FILE* p = ::popen(slow.c_str(), "r");
   ASSERT_TRUE(p);
   std::string err;
