@@ -63,7 +63,7 @@ void addComponent(const ComponentStats& st, AblationMeasurement& m) {
 }
 
 // keepResident: the command's --keep-resident, for rows without a release key.
-AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRow& row, const std::string& layout,
+AblationMeasurement runRow(Backend& ctx, const RunSetup& setup, const AblationRow& row, const std::string& layout,
                            bool keepResident, const std::vector<float>* baseline, std::vector<float>& decoded) {
   ExecOptions exec = setup.exec;
   exec.format = StorageFormat::parse(row.precision + ".buffer." + layout);
@@ -88,6 +88,7 @@ AblationMeasurement runRow(Context& ctx, const RunSetup& setup, const AblationRo
     throw Error("ablation row " + row.name + ": a budget holds one component at a time: it needs release: true");
   m.weights = weightsSpecText(exec);
   m.arithmetic = dtypeName(exec.format.arithmetic);
+  m.backend = ctx.api();
   ctx.resetPeak();
   {
     SdPipeline pipe(ctx, setup.src, exec, setup.latentH, setup.latentW, setup.batch);
@@ -131,7 +132,7 @@ json rowJson(const AblationMeasurement& m) {
           {"precision", m.row.precision},
           {"weights", m.weights},
           {"arithmetic", m.arithmetic},
-          {"backend", "opencl"},
+          {"backend", m.backend},
           {"allowed", m.row.variants},
           {"unet_ms_median", m.unetMedianMs},
           {"unet_ms_min", m.unetMinMs},
@@ -160,7 +161,7 @@ std::string markdown(const json& j) {
   o << "# Ablation `" << j["plan"].get<std::string>() << "` on " << j["device"].get<std::string>() << "\n\n";
   o << "Command: `" << j["command"].get<std::string>() << "`  \n";
   o << "Model: " << j["model"].get<std::string>() << "; " << j["run"].get<std::string>() << "; sdspeed "
-    << j["commit"].get<std::string>() << ". Times are device time (OpenCL events); UNet = median per iteration "
+    << j["commit"].get<std::string>() << ". Times are device time (OpenCL events or Vulkan timestamp queries); UNet = median per iteration "
     << "over the steps; pipeline = text encoder + all UNet steps + VAE decoder. Memory: planned (or, without "
        "planner, allocated) activations of all three components; peak = every allocation sdspeed made during the row.\n\n";
   o << "| row | UNet ms/iter | vs previous | vs baseline | pipeline ms | activations MiB | scratch MiB | peak MiB | "
@@ -345,11 +346,19 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
   const AblationPlan plan = loadAblationPlan(a.get("ablation", "configs/ablation/paper.yaml"));
-  const DeviceInfo dev = deviceFromArgs(a);
+  // One backend per API the rows name (`backend:`), made when a row first needs it.
+  const std::string defaultApi = backendNameFromArgs(a);
+  std::map<std::string, std::unique_ptr<Backend>> backends;
+  auto backendOf = [&](const std::string& api) -> Backend& {
+    auto& b = backends[api.empty() ? defaultApi : api];
+    if (!b) b = backendForApi(a, api.empty() ? defaultApi : api);
+    return *b;
+  };
+  Backend& ctx = backendOf("");
+  const DeviceCaps& dev = ctx.caps();
   const RunSetup setup = runSetup(a, &dev);
-  noteMissingDatabase("ablate", setup.exec, dev);
-  Context ctx(dev, contextOptionsFromArgs(a));
-  const std::string out = a.get("out", "results/ablation/" + dev.key());
+  noteMissingDatabase("ablate", setup.exec, ctx);
+  const std::string out = a.get("out", "results/ablation/" + ctx.deviceKey());
   checkWritable(out + "/ablation.json", "--out");  // before the runs, not after them
   fs::create_directories(out);
   std::string command = "sdspeed ablate";
@@ -358,7 +367,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   json j;
   j["plan"] = plan.name;
   j["device"] = dev.name;
-  j["device_key"] = dev.key();
+  j["device_key"] = ctx.deviceKey();
   j["driver"] = dev.driverVersion;
   j["commit"] = sdspeedCommit();
   j["command"] = command;
@@ -371,7 +380,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     const AblationRow& row = plan.rows[i];
     std::cout << "row " << i + 1 << "/" << plan.rows.size() << ": " << row.name << std::flush;
-    const AblationMeasurement m = runRow(ctx, setup, row, a.get("layout", "nc4hw4"), a.has("keep-resident"),
+    const AblationMeasurement m = runRow(backendOf(row.backend), setup, row, a.get("layout", "nc4hw4"), a.has("keep-resident"),
                                           i ? &baseline : nullptr, decoded);
     if (i == 0) baseline = decoded;
     failures += !m.withinTolerance;

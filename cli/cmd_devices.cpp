@@ -55,6 +55,16 @@ std::unique_ptr<Backend> backendFromArgs(const Args& args) {
 #endif
 }
 
+std::unique_ptr<Backend> backendForApi(const Args& args, const std::string& api) {
+  if (api == backendNameFromArgs(args)) return backendFromArgs(args);
+  // The other API: its first device (--device names one device of one API).
+  if (api == "opencl") return std::make_unique<Context>(selectDevice(listDevices(), ""), contextOptionsFromArgs(args));
+#ifdef SDSPEED_WITH_VULKAN
+  if (api == "vulkan") return std::make_unique<vk::VulkanBackend>("", contextOptionsFromArgs(args).cacheDir);
+#endif
+  throw Error("backend " + api + ": this build has no such backend (Vulkan needs libvulkan-dev and glslc at configure time)");
+}
+
 ContextOptions contextOptionsFromArgs(const Args& args) {
   ContextOptions o;
   o.kernelDir = args.get("kernel-dir");

@@ -59,14 +59,14 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   flags.insert({"profile", "no-decode", "no-warmup", "keep-resident"});
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
-  const DeviceInfo dev = deviceFromArgs(a);
-  const RunSetup s = runSetup(a, &dev);
+  std::unique_ptr<Backend> backend = backendFromArgs(a);
+  Backend& ctx = *backend;
+  const RunSetup s = runSetup(a, &ctx.caps());
   // Output paths fail before the run, not after minutes of it.
   for (const char* opt : {"output", "report", "save-latents", "save-decoded"})
     if (a.has(opt)) checkWritable(a.get(opt), std::string(opt == std::string("output") ? "-o" : "--") + (opt == std::string("output") ? "" : opt));
   auto scheduler = loadScheduler(s.schedulerName, s.schedulerPath);
-  noteMissingDatabase("run", s.exec, dev);
-  Context ctx(dev, contextOptionsFromArgs(a));
+  noteMissingDatabase("run", s.exec, ctx);
   SdPipeline pipe(ctx, s.src, s.exec, s.latentH, s.latentW, s.batch);
   RunReport report;
   report.source = s.src.describe();
@@ -107,10 +107,12 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   report.height = height;
   report.batch = batch;
   report.seed = seed;
-  report.device = dev;
+  report.device = ctx.caps();
+  report.deviceKey = ctx.deviceKey();
+  report.apiVersion = ctx.apiVersion();
   report.exec = exec;
   report.peakBytes = ctx.memoryStats().peakBytes;
-  report.dbPath = resolveKeyedPath(exec.dbDir, dev.key(), ".yaml");
+  report.dbPath = resolveKeyedPath(exec.dbDir, ctx.deviceKey(), ".yaml");
   report.dbExists = fs::exists(report.dbPath);
   report.collect(pipe);
   if (const std::string note = fallbackNote(pipe); !note.empty()) std::cerr << "sdspeed run: note: " << note << "\n";

@@ -34,6 +34,11 @@ DeviceInfo deviceFromArgs(const Args& args);
 // The backend (runtime/backend.h) --backend and --device choose, for the verbs that run
 // on either API (check, bench, tune).
 std::unique_ptr<Backend> backendFromArgs(const Args& args);
+// The API --backend and --device name: "opencl" or "vulkan" (one error line on a mismatch).
+std::string backendNameFromArgs(const Args& args);
+// The backend of `api` ("opencl", "vulkan"): backendFromArgs when --backend names it,
+// else that API's first device (an ablation row's `backend` key).
+std::unique_ptr<Backend> backendForApi(const Args& args, const std::string& api);
 // --attrs NAME=VALUE,.. as a map; throws Error for an item without '='.
 std::map<std::string, std::string> attrsFromArgs(const Args& args);
 // --min-ms, --warmup, --llc-mib (bench and tune).

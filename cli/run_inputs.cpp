@@ -135,7 +135,7 @@ std::set<std::string> runSetupOptions() {
 
 std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite", "allow-extra-weights"}; }
 
-RunSetup runSetup(const Args& a, const DeviceInfo* device) {
+RunSetup runSetup(const Args& a, const DeviceCaps* device) {
   RunSetup s;
   if (!a.has("model")) throw Error("--model DIR (a diffusers folder) or --model FILE.safetensors --config DIR is required");
   s.model = a.get("model");
@@ -258,12 +258,13 @@ RunSetup runSetup(const Args& a, const DeviceInfo* device) {
   return s;
 }
 
-void noteMissingDatabase(const std::string& verb, const ExecOptions& exec, const DeviceInfo& device) {
-  const fs::path db = fs::path(exec.dbDir) / (device.key() + ".yaml");
+void noteMissingDatabase(const std::string& verb, const ExecOptions& exec, const Backend& device) {
+  const std::string key = device.deviceKey();
+  const fs::path db = fs::path(exec.dbDir) / (key + ".yaml");
   std::error_code ec;
   if (fs::exists(db, ec)) return;
   const std::string where = fs::absolute(db, ec).lexically_normal().string();
-  std::cerr << "sdspeed " << verb << ": note: no tuning database for " << device.name << " (key " << device.key()
+  std::cerr << "sdspeed " << verb << ": note: no tuning database for " << device.caps().name << " (key " << key
             << "): " << where << (fs::is_directory(exec.dbDir, ec) ? " does not exist" : " (no such --db-dir folder)")
             << "; ops run vendor or generic default points, often several times slower (sdspeed tune makes one)\n";
 }

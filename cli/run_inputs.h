@@ -35,11 +35,11 @@ std::set<std::string> runSetupFlags();
 // Throws Error naming the option or file for anything wrong. With `device`, the model's
 // memory lower bounds are checked against its global memory too (else the host's only),
 // before the initial latents are drawn.
-RunSetup runSetup(const Args& a, const DeviceInfo* device = nullptr);
+RunSetup runSetup(const Args& a, const DeviceCaps* device = nullptr);
 // One stderr line when the device has no tuning database under exec.dbDir (saying where
 // it looked): every op then runs a fallback point (vendor or generic defaults), often
 // several times slower, which the report alone said before.
-void noteMissingDatabase(const std::string& verb, const ExecOptions& exec, const DeviceInfo& device);
+void noteMissingDatabase(const std::string& verb, const ExecOptions& exec, const Backend& device);
 // A one-line progress bar on a terminal, a line per step otherwise.
 void printProgress(int done, int total, double unetMs);
 

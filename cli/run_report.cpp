@@ -136,7 +136,7 @@ void RunReport::print(std::ostream& os) const {
     os << "RANDOM WEIGHTS (seeded): the image is noise; this run measures time and memory only"
        << (seededTokens ? " (seeded token ids: the model has no tokenizer)" : "") << "\n";
   os << "model: " << source << "\n";
-  os << "device: " << device.name << " (" << device.driverVersion << ", " << device.openclVersion << ")"
+  os << "device: " << device.name << " (" << device.driverVersion << ", " << apiVersion << ")"
      << ", activations " << exec.format.withWeights(DType::F32).withArithmetic(DType::F32).name() << ", weights "
      << weightsSpecText(exec) << ", arithmetic " << dtypeName(exec.format.arithmetic) << ", planner " << exec.planner
      << "\n";
@@ -260,14 +260,14 @@ nlohmann::json RunReport::json() const {
   j["model"] = source;
   j["provenance"] = {{"sdspeed_commit", sdspeedCommit()},
                      {"device", device.name},
-                     {"device_key", device.key()},
+                     {"device_key", deviceKey},
                      {"driver", device.driverVersion},
-                     {"opencl", device.openclVersion},
+                     {device.api == "opencl" ? "opencl" : "api_version", apiVersion},
                      {"tuning_database", dbPath},
                      {"tuning_database_found", dbExists}};
   j["run"] = {{"width", width}, {"height", height}, {"steps", steps}, {"scheduler", scheduler}, {"batch", batch},
               {"seed", seed}, {"format", exec.format.withWeights(DType::F32).withArithmetic(DType::F32).name()},
-              {"weights", weightsSpecText(exec)}, {"arithmetic", dtypeName(exec.format.arithmetic)}, {"backend", "opencl"},
+              {"weights", weightsSpecText(exec)}, {"arithmetic", dtypeName(exec.format.arithmetic)}, {"backend", device.api},
               {"planner", exec.planner}, {"image", image},
               {"scratch", exec.planScratch ? "planned" : "own"},
               {"derived_weights", exec.derivedWeightsPerCall ? "per-call" : "resident"},

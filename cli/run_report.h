@@ -35,7 +35,9 @@ struct RunReport {
   int steps = 0;
   int64_t width = 0, height = 0, batch = 0;
   uint64_t seed = 0;
-  DeviceInfo device;
+  DeviceCaps device;       // the backend's device (Backend::caps)
+  std::string deviceKey;   // Backend::deviceKey
+  std::string apiVersion;  // Backend::apiVersion
   ExecOptions exec;
   uint64_t peakBytes = 0;
   std::string dbPath;

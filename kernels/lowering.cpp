@@ -45,6 +45,19 @@ void prebuildOp(Backend& backend, const Family& fam, const VariantDef& v, const 
   noLowering(backend, fam);
 }
 
+std::string loweringGap(Backend& backend, const Family& fam, const VariantDef& v, const ParamPoint& p,
+                        const Problem& prob, const StorageFormat& f) {
+  if (openCl(backend)) return "";
+  // Other backends say what they lack when an op is prepared; the pipelines made here are
+  // kept in the backend's map, so preparing the chosen point again costs nothing.
+  try {
+    prepareOp(backend, fam, v, p, prob, f);
+    return "";
+  } catch (const UnsupportedError& e) {
+    return e.what();
+  }
+}
+
 std::string familySourceHash(Backend& backend, const Family& fam) {
   if (Context* cl = openCl(backend))
     return Fnv1a().add(cl->sources().get("common/prelude.cl")).add(fam.sourceText(*cl)).hex().substr(0, 12);

@@ -23,6 +23,12 @@ std::unique_ptr<PreparedOp> prepareOp(Backend& backend, const Family& fam, const
 // Builds only the program(s) the point will use, so a tuner can compile ahead in threads.
 void prebuildOp(Backend& backend, const Family& fam, const VariantDef& v, const ParamPoint& p,
                 const StorageFormat& f);
+// Why the backend cannot run this point although the family's rules allow it ("" when it
+// can): OpenCL lowers every variant; another backend may lack some variant's kernels
+// (Vulkan's GEMM has no `tiled`). The executor asks before it settles on a tuned
+// variant, so that it falls back visibly instead of failing at prepare.
+std::string loweringGap(Backend& backend, const Family& fam, const VariantDef& v, const ParamPoint& p,
+                        const Problem& prob, const StorageFormat& f);
 // A hash of the kernel source the backend builds the family from: a tuning database's
 // entries are stale when it changes (tuning/database.h).
 std::string familySourceHash(Backend& backend, const Family& fam);

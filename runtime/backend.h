@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "runtime/device_caps.h"
+#include "runtime/memory_tracker.h"
 #include "runtime/device_tensor.h"
 #include "runtime/tensor_desc.h"
 
@@ -34,6 +35,20 @@ using EventPtr = std::shared_ptr<const DeviceEvent>;
 // the earliest start to the latest end (runtime/timing.h), on every backend.
 using OpEvents = std::vector<EventPtr>;
 
+// One device allocation that the graph executor places planned tensors and scratch in
+// (runtime/memory_planner.h): the activation arena. Tensors made in it share its memory;
+// offsets are multiples of Backend::subBufferAlignment().
+class DeviceArena {
+ public:
+  virtual ~DeviceArena() = default;
+  virtual uint64_t bytes() const = 0;
+  // A tensor of desc at offset bytes into the arena (it keeps the arena's memory alive).
+  virtual std::unique_ptr<DeviceTensor> tensorAt(uint64_t offset, const TensorDesc& desc) = 0;
+  // The arena's opaque buffer handle, for an op's scratch region (kernels/launch.h's
+  // BufferRegion::mem): valid while the arena lives.
+  virtual void* handle() const = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -49,6 +64,8 @@ class Backend {
   virtual void flush() = 0;
   virtual void finish() = 0;
 
+  // The API and its version as the driver reports it ("OpenCL 3.0 CUDA", "Vulkan 1.3.230").
+  virtual std::string apiVersion() const = 0;
   // One line naming the device for a report: "NAME (selector, driver, API version)".
   virtual std::string describe() const = 0;
   // What building kernels cost so far: "programs: 3 built, 1 from disk cache, 9 reused".
@@ -56,6 +73,30 @@ class Backend {
   // --dump-kernels: writes the source (and, where there is one, the binary) of every
   // program or pipeline made so far into dir; returns one line saying how many.
   virtual std::string dumpKernels(const std::string& dir) const = 0;
+
+  // What the graph executor (pipeline/exec) needs beyond single tensors.
+  // The alignment of an arena offset a tensor may start at (OpenCL's
+  // CL_DEVICE_MEM_BASE_ADDR_ALIGN, Vulkan's minStorageBufferOffsetAlignment), in bytes.
+  virtual uint64_t subBufferAlignment() const = 0;
+  // An arena of `bytes`; subBuffers asks OpenCL for a sub-buffer per tensor rather than
+  // the arena with an offset (ExecOptions::arenaSubBuffers; Vulkan binds ranges anyway).
+  virtual std::unique_ptr<DeviceArena> makeArena(uint64_t bytes, bool subBuffers) = 0;
+  // A tensor sharing base's memory and offset, seen as desc (a reshape's output).
+  virtual std::unique_ptr<DeviceTensor> makeView(const DeviceTensor& base, const TensorDesc& desc) = 0;
+  // Waits for all work and for the driver to let go of what its last commands used, so
+  // that freed memory has left the live count (OpenCL: a marker then finish()).
+  virtual void settle() { finish(); }
+
+  // Device memory this backend allocated (runtime/memory_tracker.h).
+  MemoryStats memoryStats() const { return tracker_->stats(); }
+  void resetPeak() { tracker_->resetPeak(); }
+  bool waitForLiveBytes(uint64_t bytes, std::chrono::milliseconds timeout) {
+    return tracker_->waitForLiveBytes(bytes, timeout);
+  }
+  const std::shared_ptr<MemoryTracker>& memoryTracker() const { return tracker_; }
+
+ protected:
+  std::shared_ptr<MemoryTracker> tracker_ = std::make_shared<MemoryTracker>();
 };
 
 }  // namespace sdspeed

@@ -245,12 +245,13 @@ std::optional<TunedChoice> TuningDatabase::deviceDefault(const OpInstance& inst,
   return TunedChoice{top->first.first, top->first.second, "device default", 0, TunedStep::DeviceDefault};
 }
 
-TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) {
-  const std::string key = dev.key();
+TunedChooser::TunedChooser(const std::string& dbDir, const DeviceInfo& dev) : TunedChooser(dbDir, dev.key(), dev) {}
+
+TunedChooser::TunedChooser(const std::string& dbDir, const std::string& key, const DeviceCaps& dev) {
   // The file of this key, or the one written under its legacy name (device_key.h).
   ownPath_ = resolveKeyedPath(dbDir, key, ".yaml");
   ownExists_ = std::filesystem::exists(ownPath_);
-  own_ = TuningDatabase::loadOrEmpty(ownPath_, dev);
+  own_ = TuningDatabase::loadOrEmpty(ownPath_, key, dev);
   // Vendor default: the other databases of this API and vendor, in file-name order. Keys
   // are compared migrated, so legacy-named files take part and no other API's does.
   const std::string vendor = keyVendorPrefix(key);  // "opencl-nvidia-", "opencl-pocl-"

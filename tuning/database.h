@@ -95,6 +95,8 @@ class TuningDatabase {
 class TunedChooser {
  public:
   TunedChooser(const std::string& dbDir, const DeviceInfo& dev);
+  // Any backend's device: its key (Backend::deviceKey) and capabilities.
+  TunedChooser(const std::string& dbDir, const std::string& key, const DeviceCaps& dev);
   TunedChoice choose(const Family& fam, const OpInstance& inst, const std::string& variant = "") const;
   const std::string& ownPath() const { return ownPath_; }
   bool ownExists() const { return ownExists_; }

@@ -24,8 +24,8 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
 
 OpEvents VkDispatchOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
   // OpRecorder::dispatch checks the count against the pipeline's bindings.
-  std::vector<const vk::Buffer*> buffers;
-  for (DeviceTensor* t : tensors) buffers.push_back(&vk::asVk(*t).buffer());
+  std::vector<vk::BufferRange> buffers;
+  for (DeviceTensor* t : tensors) buffers.push_back(vk::asVk(*t).range());
   auto& rec = backend_.recorder();
   rec.begin();
   rec.dispatch(pipeline_, buffers, push_.data(), push_.size() * 4, groups_[0], groups_[1], groups_[2]);

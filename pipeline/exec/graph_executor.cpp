@@ -15,7 +15,6 @@
 #include "kernels/registry.h"
 #include "pipeline/exec/weight_kinds.h"
 #include "pipeline/finite.h"
-#include "runtime/opencl/cl_error.h"
 #include "runtime/host_memory.h"
 #include "runtime/timing.h"
 
@@ -25,29 +24,15 @@ namespace {
 // Host inputs (token ids, timesteps) are f32 NCHW whatever the weight format.
 const StorageFormat kHostInputFormat{DType::F32, Storage::Buffer, Layout::NCHW};
 
-// The pinned staging ring's slots (ExecOptions::pinnedStaging, GraphExecutor::ringSlotBytes).
-constexpr int kRingSlots = 3;
-
-// memcpy by several threads: one host thread copies ~5-10 GB/s, too slow to keep up
-// with a PCIe DMA (and with the kernels) when a gigabyte streams per UNet call.
-void parallelCopy(uint8_t* dst, const uint8_t* src, size_t bytes) {
-  const size_t threads = bytes < (4u << 20) ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4);
-  const size_t part = (bytes + threads - 1) / threads;
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) {
-    const size_t at = t * part;
-    if (at < bytes) pool.emplace_back([=] { std::memcpy(dst + at, src + at, std::min(part, bytes - at)); });
-  }
-  std::memcpy(dst, src, std::min(part, bytes));
-  for (auto& th : pool) th.join();
-}
-
 // The chosen point if the family can run it here, else why not.
 std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, const StorageFormat& f,
-                   const DeviceInfo& dev) {
+                   Backend& be) {
   try {
     const VariantDef& v = fam.variant(c.variant);
-    return fam.unsupportedReason(v, v.parsePoint(c.params), *n.problem, f, dev);
+    const ParamPoint p = v.parsePoint(c.params);
+    if (std::string why = fam.unsupportedReason(v, p, *n.problem, f, be.caps()); !why.empty()) return why;
+    // A variant the rules allow but this backend has no kernels for (Vulkan's gaps).
+    return loweringGap(be, fam, v, p, *n.problem, f);
   } catch (const Error& e) {
     // A database row naming a variant or parameter this build no longer has.
     return std::string("stale tuned point: ") + e.what();
@@ -78,7 +63,7 @@ TunedChoice chooseForWeights(const TunedChooser& chooser, const Family& fam, con
 // first refusal goes into `refused`).
 std::optional<TunedChoice> runnablePoint(const TunedChooser& chooser, const Family& fam, const OpInstance& inst,
                                          const std::string& variant, const GraphNode& n, const StorageFormat& f,
-                                         const DeviceInfo& dev, std::string& refused) {
+                                         Backend& dev, std::string& refused) {
   for (TunedChoice c :
        {chooseForWeights(chooser, fam, inst, variant), TunedChoice{variant, fam.variant(variant).defaults().text(), "defaults"}}) {
     const std::string why = whyNot(fam, c, n, f, dev);
@@ -95,7 +80,7 @@ std::optional<TunedChoice> runnablePoint(const TunedChooser& chooser, const Fami
 // point or defaults can (marked as a fallback).
 // `format`: the node's (its layer kind's weight format).
 NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const StorageFormat& format, const ExecOptions& opt,
-                  const DeviceInfo& dev) {
+                  Backend& dev) {
   const Family& fam = *n.family;
   const OpInstance inst = OpInstance::of(fam, *n.problem, format);
   auto allowed = opt.variants.find(fam.name());
@@ -127,7 +112,7 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const Storage
   for (const auto& v : fam.variants())
     if (auto a = runnablePoint(chooser, fam, inst, v.name, n, format, dev, ignored))
       return {inst.text(), a->variant, a->params, a->source + "; fallback, " + refused};
-  throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.name + " (" +
+  throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.caps().name + " (" +
               refused + ")");
 }
 
@@ -310,7 +295,7 @@ uint64_t GraphExecutor::footprint() const {
   for (size_t id = 0; id < ts.size(); ++id)
     if (ts[id].kind == GraphTensor::Kind::Weight && !streamed_[id])
       total += TensorDesc{ts[id].shape, weightFormat_[id]}.bytes();
-  total += kRingSlots * ringSlotBytes();
+  total += kWeightStreamSlots * ringSlotBytes();
   uint64_t ownScratch = 0;
   for (const auto& op : ops_) {
     if (!op->derivedWeightsPerCall()) total += op->derivedWeightBytes();
@@ -321,7 +306,7 @@ uint64_t GraphExecutor::footprint() const {
     for (const auto& r : l.records) total += r.bytes;
     return total + ownScratch;
   }
-  const MemoryPlan plan = planMemory(l.records, parsePlanStrategy(opt_.planner), ctx_.subBufferAlignment());
+  const MemoryPlan plan = planMemory(l.records, parsePlanStrategy(opt_.planner), be_.subBufferAlignment());
   total += plan.arenaOffsets().back();
   return opt_.planScratch ? total : total + ownScratch;
 }
@@ -354,9 +339,9 @@ void GraphExecutor::lessScratch(const TunedChooser& chooser, bool convolutions) 
     for (const auto& v : fam.variants()) {
       if (v.name == choices_[i].variant) continue;
       std::string ignored;
-      const auto c = runnablePoint(chooser, fam, inst, v.name, n, nodeFormat_[i], ctx_.device(), ignored);
+      const auto c = runnablePoint(chooser, fam, inst, v.name, n, nodeFormat_[i], be_, ignored);
       if (!c) continue;
-      auto op = prepareOp(ctx_, fam, v, v.parsePoint(c->params), *n.problem, nodeFormat_[i]);
+      auto op = prepareOp(be_, fam, v, v.parsePoint(c->params), *n.problem, nodeFormat_[i]);
       if (opt_.derivedWeightsPerCall || ops_[i]->derivedWeightsPerCall())
         if (op->derivedWeightBytes() > 0) op->setDerivedWeightsPerCall(true);
       const uint64_t bytes = op->scratchBytes() + (op->derivedWeightsPerCall() ? 0 : op->derivedWeightBytes());
@@ -459,8 +444,9 @@ void GraphExecutor::fitBudget(const TunedChooser& chooser) {
                                   gib(streamed) + " uploaded per run)");
 }
 
-GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSource& weights, const ExecOptions& options)
-    : ctx_(ctx), graph_(graph), opt_(options) {
+GraphExecutor::GraphExecutor(Backend& backend, const Graph& graph, const WeightSource& weights,
+                             const ExecOptions& options)
+    : be_(backend), graph_(graph), opt_(options) {
   if (opt_.format.storage != Storage::Buffer)
     throw Error("the pipeline runs on buffer storage (views reshape tensors in place); got " + opt_.format.name());
   for (const auto& [fam, list] : opt_.variants)
@@ -472,12 +458,12 @@ GraphExecutor::GraphExecutor(Context& ctx, const Graph& graph, const WeightSourc
   streamed_.assign(ts.size(), false);
   nodeFormat_ = graphNodeFormats(graph_, opt_.format, opt_);
   assignWeightFormats();
-  const TunedChooser chooser(opt_.dbDir, ctx.device());
+  const TunedChooser chooser(opt_.dbDir, be_.deviceKey(), be_.caps());
   for (size_t i = 0; i < graph_.nodes().size(); ++i) {
     const GraphNode& n = graph_.nodes()[i];
-    NodeChoice c = choose(chooser, n, nodeFormat_[i], opt_, ctx.device());
+    NodeChoice c = choose(chooser, n, nodeFormat_[i], opt_, be_);
     const VariantDef& v = n.family->variant(c.variant);
-    ops_.push_back(prepareOp(ctx, *n.family, v, v.parsePoint(c.params), *n.problem, nodeFormat_[i]));
+    ops_.push_back(prepareOp(be_, *n.family, v, v.parsePoint(c.params), *n.problem, nodeFormat_[i]));
     if (opt_.derivedWeightsPerCall && ops_.back()->derivedWeightBytes() > 0) ops_.back()->setDerivedWeightsPerCall(true);
     choices_.push_back(std::move(c));
   }
@@ -505,17 +491,15 @@ GraphExecutor::~GraphExecutor() {
   // and views), the arena last, after the queue has drained: the order drivers expect,
   // whatever the members' declaration order.
   try {
-    ctx_.finish();
+    be_.finish();
   } catch (const std::exception&) {
   }
-  uploadDone_.clear();
-  ringBusy_.clear();
-  ring_.clear();  // unmapped while the context's queues are idle
+  stream_.reset();
   ops_.clear();
   args_.clear();
   placeholders_.clear();
   tensors_.clear();
-  arena_ = ClMem();
+  arena_.reset();
 }
 
 // The footprint fitBudget estimated (weights, the arena or every tensor's own buffer,
@@ -524,8 +508,8 @@ GraphExecutor::~GraphExecutor() {
 // driver (PoCL aborts when its malloc fails) or the OOM killer. A CPU device's buffers
 // are host memory, so the host's available memory bounds it too.
 void GraphExecutor::checkDeviceFits() const {
-  const DeviceInfo& dev = ctx_.device();
-  const uint64_t live = ctx_.memoryStats().liveBytes;
+  const DeviceCaps& dev = be_.caps();
+  const uint64_t live = be_.memoryStats().liveBytes;
   uint64_t free = dev.globalMemBytes > live ? dev.globalMemBytes - live : 0;
   std::string where = dev.name + " has " + gib(free) + " free of " + gib(dev.globalMemBytes) + " global memory";
   if (dev.isCpu()) {
@@ -585,16 +569,16 @@ void GraphExecutor::allocate(const WeightSource& weights) {
         }
         continue;
       }
-      auto d = std::make_unique<ClTensor>(ctx_, desc);
+      auto d = be_.makeTensor(desc);
       d->upload(values);  // quantized at upload (packTensor) when the format is int8/int4
       memory_.weightBytes += desc.bytes();
       tensors_[id] = std::move(d);
     } else if (t.kind == GraphTensor::Kind::HostInput) {
-      tensors_[id] = std::make_unique<ClTensor>(ctx_, desc);
+      tensors_[id] = be_.makeTensor(desc);
     }
   }
 
-  const uint64_t align = ctx_.subBufferAlignment();
+  const uint64_t align = be_.subBufferAlignment();
   const Layout l = layout();
   {
     ActivationUsage usage;
@@ -605,7 +589,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   if (opt_.planner == "none") {
     for (const auto& o : l.owners) {
       const GraphTensor& t = ts[static_cast<size_t>(o.id)];
-      tensors_[static_cast<size_t>(o.id)] = std::make_unique<ClTensor>(ctx_, TensorDesc{t.shape, formatOf(o.id)});
+      tensors_[static_cast<size_t>(o.id)] = be_.makeTensor(TensorDesc{t.shape, formatOf(o.id)});
       memory_.activationBytes += tensors_[static_cast<size_t>(o.id)]->desc().bytes();
     }
   } else {
@@ -614,31 +598,22 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     const MemoryPlan& plan = *plan_;
     const auto bases = plan.arenaOffsets();
     const uint64_t arenaBytes = bases.back();
-    if (arenaBytes > ctx_.device().maxAllocBytes)
+    if (arenaBytes > be_.caps().maxAllocBytes)
       throw Error("the " + graph_.component() + " activation arena needs " + std::to_string(arenaBytes >> 20) +
                   " MiB, more than the device's largest allocation (" +
-                  std::to_string(ctx_.device().maxAllocBytes >> 20) + " MiB); try --planner none");
-    arena_ = ctx_.createBuffer(std::max<uint64_t>(arenaBytes, 4));
+                  std::to_string(be_.caps().maxAllocBytes >> 20) + " MiB); try --planner none");
+    arena_ = be_.makeArena(arenaBytes, opt_.arenaSubBuffers);
     memory_.activationBytes = arenaBytes;
     std::vector<std::vector<BufferRegion>> scratch(ops_.size());
     for (size_t k = 0; k < l.owners.size(); ++k) {
       const auto& o = l.owners[k];
       const uint64_t offset = bases[plan.placements[k].buffer] + plan.placements[k].offset;
       if (o.kind == Layout::Owner::Kind::Scratch) {
-        scratch[static_cast<size_t>(o.id)].push_back({arena_.get(), offset});
+        scratch[static_cast<size_t>(o.id)].push_back({arena_->handle(), offset});
         continue;
       }
       const TensorDesc desc{ts[static_cast<size_t>(o.id)].shape, formatOf(o.id)};
-      ClMem m;
-      uint64_t at = offset;
-      if (opt_.arenaSubBuffers) {
-        m = ctx_.createSubBuffer(arena_.get(), offset, desc.bytes());
-        at = 0;
-      } else {
-        clCheck(clRetainMemObject(arena_.get()), "clRetainMemObject");
-        m = ClMem(arena_.get());
-      }
-      tensors_[static_cast<size_t>(o.id)] = std::make_unique<ClTensor>(ctx_, desc, std::move(m), at);
+      tensors_[static_cast<size_t>(o.id)] = arena_->tensorAt(offset, desc);
     }
     for (size_t i = 0; i < ops_.size(); ++i)
       if (!scratch[i].empty()) ops_[i]->bindScratch(scratch[i]);
@@ -652,10 +627,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
   for (size_t id = 0; id < ts.size(); ++id) {
     const GraphTensor& t = ts[id];
     if (t.viewOf < 0 || !tensors_[static_cast<size_t>(t.viewOf)]) continue;
-    const ClTensor& base = asCl(*tensors_[static_cast<size_t>(t.viewOf)]);
-    cl_mem m = base.mem();
-    clCheck(clRetainMemObject(m), "clRetainMemObject");
-    tensors_[id] = std::make_unique<ClTensor>(ctx_, TensorDesc{t.shape, opt_.format}, ClMem(m), base.offsetBytes());
+    tensors_[id] = be_.makeView(*tensors_[static_cast<size_t>(t.viewOf)], TensorDesc{t.shape, opt_.format});
   }
   // Streaming schedule: a weight's upload starts with the op before its first reader
   // (its arena region is free from then on: the plan keeps it apart from everything
@@ -674,25 +646,20 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     readyBy_[static_cast<size_t>(firstReader)].push_back(o.id);
     choices_[static_cast<size_t>(firstReader)].streamedBytes += hostWeights_[static_cast<size_t>(o.id)].size();
   }
-  uploadDone_.clear();
-  uploadDone_.resize(ts.size());
-  ring_.clear();
-  if (const uint64_t slot = ringSlotBytes())
-    for (int k = 0; k < kRingSlots; ++k) ring_.push_back(std::make_unique<Context::HostStaging>(ctx_, slot));
-  ringBusy_.assign(ring_.size(), ClEvent());
-  memory_.stagingRingBytes = ring_.size() * ringSlotBytes();
+  stream_.reset();
+  stream_ = makeWeightStream(be_, ringSlotBytes(), ts.size());
+  memory_.stagingRingBytes = stream_->stagingBytes();
 }
 
 // Slots of at most ExecOptions::stagingSlotBytes, 32 MiB (a 1280x1280 3x3 f16 weight is
 // 28 MiB: one slot; the largest f32 ones take two), as large as the largest streamed weight below that; three, so one
 // fills while one uploads and one is read by nothing yet.
 uint64_t GraphExecutor::ringSlotBytes() const {
-  if (!opt_.pinnedStaging) return 0;
   uint64_t largest = 0;
   const auto& ts = graph_.tensors();
   for (size_t id = 0; id < ts.size(); ++id)
     if (streamed_[id]) largest = std::max(largest, TensorDesc{ts[id].shape, weightFormat_[id]}.bytes());
-  return std::min<uint64_t>(largest, opt_.stagingSlotBytes);
+  return weightStreamSlotBytes(be_, opt_.pinnedStaging, largest, opt_.stagingSlotBytes);
 }
 
 // Zero placeholders for unused slots, one per (shape, kind), shared by nodes; made
@@ -716,7 +683,7 @@ bool GraphExecutor::uploadQuantizedFromFile(const WeightSource& weights, size_t 
     memory_.streamedMappedBytes += mapped.size();
     return true;
   }
-  auto d = std::make_unique<ClTensor>(ctx_, desc);
+  auto d = be_.makeTensor(desc);
   d->uploadBytes(std::vector<uint8_t>(bytes, bytes + mapped.size()));
   memory_.weightBytes += desc.bytes();
   tensors_[id] = std::move(d);
@@ -811,7 +778,7 @@ void GraphExecutor::makePlaceholders(bool create) {
         continue;
       }
       auto& p = placeholders_[key];
-      p = std::make_unique<ClTensor>(ctx_, desc);
+      p = be_.makeTensor(desc);
       p->upload(std::vector<float>(static_cast<size_t>(shapes[s].elements()), 0.0f));
     }
   }
@@ -875,46 +842,6 @@ std::vector<float> GraphExecutor::output(const std::string& name) const {
   return tensors_[static_cast<size_t>(it->second)]->download();
 }
 
-// Streamed weights whose upload starts with `node`: on the copy queue, after every op
-// before `node` has finished (opBefore: a marker behind them; null for node 0, when the
-// queue is idle), so each upload overlaps `node`'s kernels. Through the ring: each
-// chunk waits for its slot's last upload, is copied into it on the host and uploaded
-// from it; the host thread runs ahead of the device by at most the ring.
-void GraphExecutor::enqueueUploads(int node, cl_event opBefore) {
-  cl_command_queue q = ctx_.copyQueue();
-  for (int id : uploadsAt_[static_cast<size_t>(node)]) {
-    const auto& bytes = hostWeights_[static_cast<size_t>(id)];
-    const ClTensor& t = asCl(*tensors_[static_cast<size_t>(id)]);
-    cl_event done = nullptr;
-    if (ring_.empty()) {
-      clCheck(clEnqueueWriteBuffer(q, t.mem(), CL_FALSE, t.offsetBytes(), bytes.size(), bytes.data(), opBefore ? 1 : 0,
-                                   opBefore ? &opBefore : nullptr, &done),
-              "clEnqueueWriteBuffer (weight stream)");
-    } else {
-      const size_t slotBytes = ring_.front()->size();
-      for (size_t at = 0; at < bytes.size(); at += slotBytes) {
-        const size_t k = ringNext_++ % ring_.size();
-        if (ringBusy_[k]) {
-          cl_event e = ringBusy_[k].get();
-          clCheck(clWaitForEvents(1, &e), "clWaitForEvents (staging slot)");
-        }
-        const size_t n = std::min(slotBytes, bytes.size() - at);
-        parallelCopy(ring_[k]->data(), bytes.data() + at, n);
-        if (done) clReleaseEvent(done);
-        done = nullptr;
-        clCheck(clEnqueueWriteBuffer(q, t.mem(), CL_FALSE, t.offsetBytes() + at, n, ring_[k]->data(), opBefore ? 1 : 0,
-                                     opBefore ? &opBefore : nullptr, &done),
-                "clEnqueueWriteBuffer (weight stream)");
-        clCheck(clRetainEvent(done), "clRetainEvent");
-        ringBusy_[k] = ClEvent(done);
-        clCheck(clFlush(q), "clFlush (copy queue)");  // its event is waited for on the host
-      }
-    }
-    uploadDone_[static_cast<size_t>(id)] = ClEvent(done);
-  }
-  clCheck(clFlush(q), "clFlush (copy queue)");
-}
-
 // --check-finite: op by op, each finished before its output is read back, rather than
 // downloading every output after the run: the planner reuses arena memory, so by the
 // end of the run most ops' outputs have been overwritten by later ones. Earlier ops'
@@ -938,23 +865,18 @@ RunTiming GraphExecutor::run(bool profile) {
   std::vector<OpEvents> events(profile ? nodes.size() : 0);
   EventPtr firstEvent, lastEvent;
   for (size_t i = 0; i < nodes.size(); ++i) {
+    // Streamed weights (weight_stream.h): the uploads starting with this op, then the
+    // ones it reads.
     if (!uploadsAt_[i].empty()) {
-      ClEvent marker;
-      if (i > 0) {
-        cl_event m = nullptr;
-        clCheck(clEnqueueMarkerWithWaitList(ctx_.queue(), 0, nullptr, &m), "clEnqueueMarkerWithWaitList");
-        marker = ClEvent(m);
-        clCheck(clFlush(ctx_.queue()), "clFlush");
-      }
-      enqueueUploads(static_cast<int>(i), marker.get());
+      std::vector<WeightStream::Upload> ups;
+      for (int id : uploadsAt_[i])
+        ups.push_back({id, tensors_[static_cast<size_t>(id)].get(), hostWeights_[static_cast<size_t>(id)]});
+      stream_->start(i, ups);
     }
-    for (int id : readyBy_[i]) {
-      cl_event e = uploadDone_[static_cast<size_t>(id)].get();
-      clCheck(clEnqueueBarrierWithWaitList(ctx_.queue(), 1, &e, nullptr), "clEnqueueBarrierWithWaitList");
-    }
+    if (!readyBy_[i].empty()) stream_->waitFor(readyBy_[i]);
     OpEvents ev = ops_[i]->enqueue(args_[i]);
     if (opt_.checkFinite) {
-      ctx_.finish();
+      be_.finish();
       checkOutputFinite(i);
     }
     if (ev.empty()) continue;
@@ -962,7 +884,7 @@ RunTiming GraphExecutor::run(bool profile) {
     lastEvent = ev.back();
     if (profile) events[i] = std::move(ev);
   }
-  ctx_.finish();
+  be_.finish();
   t.wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (firstEvent) t.deviceMs = eventSpanNs({firstEvent, lastEvent}) * 1e-6;
   if (profile)

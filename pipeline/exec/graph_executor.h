@@ -18,7 +18,8 @@
 #include "pipeline/weights.h"
 #include "runtime/memory_planner.h"
 #include "runtime/memory_size.h"
-#include "runtime/opencl/tensor.h"
+#include "pipeline/exec/weight_stream.h"
+#include "runtime/backend.h"
 #include "tuning/database.h"
 
 namespace sdspeed {
@@ -216,7 +217,7 @@ class GraphExecutor {
   // Prepares every op (programs come from the cache) and uploads the weights. `weights`
   // must outlive the executor: streamed weights stored on disk as the run's weight dtype
   // are uploaded from its memory-mapped pages (WeightSource::mappedBytes).
-  GraphExecutor(Context& ctx, const Graph& graph, const WeightSource& weights, const ExecOptions& options);
+  GraphExecutor(Backend& backend, const Graph& graph, const WeightSource& weights, const ExecOptions& options);
   ~GraphExecutor();
 
   // One run on zero inputs: what the first run of an op pays once (Winograd weight
@@ -250,10 +251,9 @@ class GraphExecutor {
   bool uploadQuantizedFromFile(const WeightSource& weights, size_t id, const TensorDesc& desc);
   void makePlaceholders(bool create);
   void bindArguments();
-  void enqueueUploads(int node, cl_event opBefore);
   void checkOutputFinite(size_t node) const;  // ExecOptions::checkFinite, after the node has finished
 
-  Context& ctx_;
+  Backend& be_;
   const Graph& graph_;
   ExecOptions opt_;
   std::vector<NodeChoice> choices_;
@@ -261,7 +261,7 @@ class GraphExecutor {
   std::vector<std::unique_ptr<DeviceTensor>> tensors_;  // by graph tensor id (null for unused)
   std::map<std::pair<std::string, std::string>, std::unique_ptr<DeviceTensor>> placeholders_;  // (shape, format) -> zeros for unused slots
   std::vector<std::vector<DeviceTensor*>> args_;             // per node, in slot order
-  ClMem arena_;
+  std::unique_ptr<DeviceArena> arena_;
   ExecMemory memory_;
   std::vector<TensorUsage> planRecords_;
   std::optional<MemoryPlan> plan_;
@@ -272,15 +272,10 @@ class GraphExecutor {
   // mapped pages when they already hold the packed bytes.
   std::vector<std::vector<uint8_t>> hostCopies_;
   std::vector<std::span<const uint8_t>> hostWeights_;
-  // The pinned staging ring (ExecOptions::pinnedStaging): slots used in turn, each busy
-  // until the upload reading it has finished.
   uint64_t ringSlotBytes() const;  // 0 when nothing streams through a ring
-  std::vector<std::unique_ptr<Context::HostStaging>> ring_;
-  std::vector<ClEvent> ringBusy_;
-  size_t ringNext_ = 0;
+  std::unique_ptr<WeightStream> stream_;  // made by allocate() (weight_stream.h)
   std::vector<std::vector<int>> uploadsAt_;    // per node: streamed weights whose upload starts with it
   std::vector<std::vector<int>> readyBy_;      // per node: streamed weights it must wait for
-  std::vector<ClEvent> uploadDone_;            // by tensor id, during run()
   bool warmingUp_ = false;                     // run() is warmUp's (error lines say so)
 };
 

@@ -39,10 +39,10 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
     if (!r.IsMap()) fail(r, "", "a row is a map");
     for (const auto& kv : r) {
       const std::string k = kv.first.as<std::string>();
-      if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "weights" && k != "arithmetic" && k != "max_abs" &&
+      if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "weights" && k != "arithmetic" && k != "backend" && k != "max_abs" &&
           k != "variants" && k != "release" && k != "scratch" && k != "derived_weights" && k != "budget")
         fail(kv.first, k,
-             "unknown key (name, fused, planner, precision, weights, arithmetic, max_abs, variants, release, scratch, "
+             "unknown key (name, fused, planner, precision, weights, arithmetic, backend, max_abs, variants, release, scratch, "
              "derived_weights, budget)");
     }
     if (!r["name"]) fail(r, "name", "every row needs a name");
@@ -69,6 +69,10 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
       if (r["arithmetic"]) {
         cur.arithmetic = r["arithmetic"].as<std::string>();
         if (cur.arithmetic != "f32" && cur.arithmetic != "f16") fail(r["arithmetic"], "arithmetic", "want f32 or f16");
+      }
+      if (r["backend"]) {
+        cur.backend = r["backend"].as<std::string>();
+        if (cur.backend != "opencl" && cur.backend != "vulkan") fail(r["backend"], "backend", "want opencl or vulkan");
       }
       if (r["max_abs"]) cur.maxAbs = r["max_abs"].as<double>();
       if (const YAML::Node rel = r["release"]) {

@@ -22,6 +22,9 @@ struct AblationRow {
   std::string weights;
   // What kernels compute in ("f32", "f16"); empty: the run's --arithmetic.
   std::string arithmetic;
+  // The GPU API the row runs through ("opencl", "vulkan"); empty: the run's --backend.
+  // Inherited like every key, so `backend: vulkan` on one row moves the rows after it.
+  std::string backend;
   double maxAbs = 0;  // allowed |decoded - baseline decoded|
   // `release: true|false`: each component freed once its output exists (true) or all
   // kept resident (false); unset: the ablate command's choice (released, unless
@@ -48,6 +51,7 @@ struct AblationMeasurement {
   AblationRow row;
   std::string weights;                     // the weight format the row ran, resolved (weightsSpecText)
   std::string arithmetic = "f32";          // what its kernels computed in
+  std::string backend = "opencl";          // the API it ran through
   double unetMedianMs = 0, unetMinMs = 0;  // per UNet iteration (device time)
   double pipelineMs = 0;                   // text encoder + every UNet step + VAE decoder (device time)
   double wallMs = 0;

@@ -77,7 +77,7 @@ struct SdPipeline::Part {
   int loads = 0;
 };
 
-SdPipeline::SdPipeline(Context& ctx, ModelSource source, ExecOptions exec, int64_t latentH, int64_t latentW,
+SdPipeline::SdPipeline(Backend& ctx, ModelSource source, ExecOptions exec, int64_t latentH, int64_t latentW,
                        int64_t batch)
     : ctx_(ctx), src_(std::move(source)), exec_(std::move(exec)), latentH_(latentH), latentW_(latentW), batch_(batch) {
   unet_ = loadUNetConfig(src_.configDir + "/unet/config.json");
@@ -102,9 +102,9 @@ SdPipeline::SdPipeline(Context& ctx, ModelSource source, ExecOptions exec, int64
   }
   // The run's lower bounds against this device and the host, before any graph is built.
   MemoryCapacity cap = hostCapacity();
-  cap.deviceBytes = ctx_.device().globalMemBytes;
-  cap.device = ctx_.device().name;
-  cap.deviceIsHost = ctx_.device().isCpu();
+  cap.deviceBytes = ctx_.caps().globalMemBytes;
+  cap.device = ctx_.caps().name;
+  cap.deviceIsHost = ctx_.caps().isCpu();
   checkModelFits({unet_, vae_, clip_}, fitRequest(exec_, batch_, latentH_, latentW_), cap);
 }
 
@@ -138,7 +138,7 @@ SdPipeline::Part& SdPipeline::part(const std::string& component) {
   if (component != "text_encoder" && component != "unet" && component != "vae_decoder")
     throw Error("unknown pipeline component '" + component + "' (text_encoder, unet, vae_decoder)");
   closeWindow();
-  window_ = std::make_unique<Context::PeakWindow>(ctx_);
+  window_ = std::make_unique<PeakWindow>(ctx_);
   windowOwner_ = component;
   parts_.push_back(build(component));
   auto k = kept_.find(component);

@@ -81,7 +81,7 @@ void requireWeightsExplained(const Graph& g, const WeightSource& w, const std::s
 class SdPipeline {
  public:
   // batch: the UNet's and text encoder's batch (2 with classifier-free guidance).
-  SdPipeline(Context& ctx, ModelSource source, ExecOptions exec, int64_t latentH, int64_t latentW, int64_t batch);
+  SdPipeline(Backend& ctx, ModelSource source, ExecOptions exec, int64_t latentH, int64_t latentW, int64_t batch);
   ~SdPipeline();
 
   const UNetConfig& unetConfig() const { return unet_; }
@@ -131,7 +131,7 @@ class SdPipeline {
   void closeWindow();
   std::unique_ptr<WeightSource> weightsFor(const std::string& component) const;
 
-  Context& ctx_;
+  Backend& ctx_;  // the device it runs on, whatever the API
   ModelSource src_;
   ExecOptions exec_;
   int64_t latentH_, latentW_, batch_;
@@ -142,7 +142,7 @@ class SdPipeline {
   std::map<std::string, ComponentStats> kept_;  // released components' last stats
   // The footprint window of the component that began loading last (one at a time: a
   // new load closes the previous one's).
-  std::unique_ptr<Context::PeakWindow> window_;
+  std::unique_ptr<PeakWindow> window_;
   std::string windowOwner_;
 };
 

@@ -13,9 +13,7 @@
 namespace sdspeed {
 
 Context::Context(const DeviceInfo& device, const ContextOptions& options)
-    : device_(device),
-      sources_(options.kernelDir.empty() ? KernelSources() : KernelSources(options.kernelDir)),
-      tracker_(std::make_shared<Tracker>()) {
+    : device_(device), sources_(options.kernelDir.empty() ? KernelSources() : KernelSources(options.kernelDir)) {
   cl_int err = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM,
                                    reinterpret_cast<cl_context_properties>(device_.platform), 0};
@@ -35,41 +33,44 @@ ClKernel Context::createKernel(cl_program program, const std::string& name) {
   return k;
 }
 
-struct Context::Tracker {
-  std::mutex mutex;
-  std::condition_variable released;  // a tracked object was destroyed
-  uint64_t live = 0, peak = 0;
-  std::map<int, uint64_t> windows;  // open PeakWindow id -> its high-water mark
-  int nextWindow = 0;
-};
-
 namespace {
 
 // What a destructor callback needs; `keep` holds the tracker alive until the last
 // tracked object is released, even past the Context.
 struct Release {
-  std::shared_ptr<void> keep;
+  std::shared_ptr<MemoryTracker> keep;
   uint64_t bytes = 0;
+};
+
+// The arena of the graph executor: one buffer; tensors are sub-buffers of it, or the
+// buffer itself (retained) with an offset.
+class ClArena : public DeviceArena {
+ public:
+  ClArena(Context& ctx, uint64_t bytes, bool subBuffers)
+      : ctx_(ctx), mem_(ctx.createBuffer(std::max<uint64_t>(bytes, 4))), bytes_(bytes), subBuffers_(subBuffers) {}
+  uint64_t bytes() const override { return bytes_; }
+  void* handle() const override { return mem_.get(); }
+  std::unique_ptr<DeviceTensor> tensorAt(uint64_t offset, const TensorDesc& desc) override {
+    if (subBuffers_) return std::make_unique<ClTensor>(ctx_, desc, ctx_.createSubBuffer(mem_.get(), offset, desc.bytes()), 0);
+    clCheck(clRetainMemObject(mem_.get()), "clRetainMemObject");
+    return std::make_unique<ClTensor>(ctx_, desc, ClMem(mem_.get()), offset);
+  }
+
+ private:
+  Context& ctx_;
+  ClMem mem_;
+  uint64_t bytes_;
+  bool subBuffers_;
 };
 
 }  // namespace
 
 void Context::track(cl_mem m, size_t bytes) {
-  {
-    std::lock_guard<std::mutex> lock(tracker_->mutex);
-    tracker_->live += bytes;
-    tracker_->peak = std::max(tracker_->peak, tracker_->live);
-    for (auto& [id, peak] : tracker_->windows) peak = std::max(peak, tracker_->live);
-  }
+  tracker_->allocated(bytes);
   auto* r = new Release{tracker_, bytes};
   auto callback = [](cl_mem, void* data) {
     auto* rel = static_cast<Release*>(data);
-    auto* t = static_cast<Tracker*>(rel->keep.get());
-    {
-      std::lock_guard<std::mutex> lock(t->mutex);
-      t->live -= rel->bytes;
-    }
-    t->released.notify_all();
+    rel->keep->released(rel->bytes);
     delete rel;
   };
   if (clSetMemObjectDestructorCallback(m, callback, r) != CL_SUCCESS) {
@@ -78,36 +79,14 @@ void Context::track(cl_mem m, size_t bytes) {
   }
 }
 
-Context::MemoryStats Context::memoryStats() const {
-  std::lock_guard<std::mutex> lock(tracker_->mutex);
-  return {tracker_->live, tracker_->peak};
+std::unique_ptr<DeviceArena> Context::makeArena(uint64_t bytes, bool subBuffers) {
+  return std::make_unique<ClArena>(*this, bytes, subBuffers);
 }
 
-bool Context::waitForLiveBytes(uint64_t bytes, std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(tracker_->mutex);
-  return tracker_->released.wait_for(lock, timeout, [&] { return tracker_->live <= bytes; });
-}
-
-void Context::resetPeak() {
-  std::lock_guard<std::mutex> lock(tracker_->mutex);
-  tracker_->peak = tracker_->live;
-}
-
-Context::PeakWindow::PeakWindow(Context& ctx) : tracker_(ctx.tracker_) {
-  std::lock_guard<std::mutex> lock(tracker_->mutex);
-  id_ = tracker_->nextWindow++;
-  start_ = tracker_->live;
-  tracker_->windows[id_] = start_;
-}
-
-Context::PeakWindow::~PeakWindow() {
-  std::lock_guard<std::mutex> lock(tracker_->mutex);
-  tracker_->windows.erase(id_);
-}
-
-uint64_t Context::PeakWindow::peakBytes() const {
-  std::lock_guard<std::mutex> lock(tracker_->mutex);
-  return tracker_->windows.at(id_);
+std::unique_ptr<DeviceTensor> Context::makeView(const DeviceTensor& base, const TensorDesc& desc) {
+  const ClTensor& b = asCl(base);
+  clCheck(clRetainMemObject(b.mem()), "clRetainMemObject");
+  return std::make_unique<ClTensor>(*this, desc, ClMem(b.mem()), b.offsetBytes());
 }
 
 ClMem Context::createBuffer(size_t bytes, cl_mem_flags flags) {
@@ -130,11 +109,11 @@ ClMem Context::createSubBuffer(cl_mem parent, size_t offset, size_t bytes, cl_me
   return m;  // no new memory: not tracked
 }
 
-size_t Context::subBufferAlignment() const {
+uint64_t Context::subBufferAlignment() const {
   cl_uint bits = 0;
   clCheck(clGetDeviceInfo(device_.id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(bits), &bits, nullptr),
           "clGetDeviceInfo(CL_DEVICE_MEM_BASE_ADDR_ALIGN)");
-  return std::max<size_t>(bits / 8, 4);
+  return std::max<uint64_t>(bits / 8, 4);
 }
 
 ClMem Context::createImage2D(size_t width, size_t height, cl_channel_type type, cl_mem_flags flags) {

@@ -22,8 +22,6 @@ struct ContextOptions {
 };
 
 class Context : public Backend {
-  struct Tracker;
-
  public:
   explicit Context(const DeviceInfo& device, const ContextOptions& options = {});
 
@@ -33,6 +31,7 @@ class Context : public Backend {
   std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
   void flush() override;
   std::string describe() const override;
+  std::string apiVersion() const override { return device_.openclVersion; }
   std::string buildSummary() const override;
   std::string dumpKernels(const std::string& dir) const override;
   cl_context handle() const { return context_.get(); }
@@ -51,38 +50,13 @@ class Context : public Backend {
 
   // A region of `parent` (a buffer): offset must be a multiple of subBufferAlignment().
   ClMem createSubBuffer(cl_mem parent, size_t offset, size_t bytes, cl_mem_flags flags = CL_MEM_READ_WRITE);
-  // CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (the device reports bits).
-  size_t subBufferAlignment() const;
+  // subBufferAlignment(): CL_DEVICE_MEM_BASE_ADDR_ALIGN in bytes (the device reports bits).
 
-  // Every buffer and image this context allocated: OpenCL cannot report a device's
-  // peak memory, so the context counts its own (released objects are subtracted
-  // through clSetMemObjectDestructorCallback).
-  struct MemoryStats {
-    uint64_t liveBytes = 0, peakBytes = 0;
-  };
-  MemoryStats memoryStats() const;
-  void resetPeak();
-
-  // The high-water mark of live bytes from its construction on, kept apart from the
-  // context's own peak (which resetPeak() moves): how much one phase (a component's
-  // load, warm-up and runs) needed on top of what was live when it began. Holds the
-  // tracker, so it may outlive the Context.
-  class PeakWindow {
-   public:
-    explicit PeakWindow(Context& ctx);
-    ~PeakWindow();
-    PeakWindow(const PeakWindow&) = delete;
-    PeakWindow& operator=(const PeakWindow&) = delete;
-    uint64_t startBytes() const { return start_; }  // live when it began
-    uint64_t peakBytes() const;                      // the high-water mark since
-    uint64_t addedBytes() const { return peakBytes() - start_; }
-
-   private:
-    std::shared_ptr<Tracker> tracker_;
-    int id_ = 0;
-    uint64_t start_ = 0;
-  };
-
+  // Every buffer and image this context allocated is counted in the backend's
+  // MemoryTracker (released objects are subtracted through
+  // clSetMemObjectDestructorCallback).
+  using MemoryStats = sdspeed::MemoryStats;
+  using PeakWindow = sdspeed::PeakWindow;
   // Host memory the device copies from at the bus's full speed: a CL_MEM_ALLOC_HOST_PTR
   // buffer, mapped once for the object's life. Drivers back such buffers with
   // page-locked host memory (NVIDIA's and AMD's OpenCL guides give this as the way to
@@ -116,11 +90,10 @@ class Context : public Backend {
   // finish() after a marker command: a driver may hold the objects its last commands
   // used until a later command replaces them (PoCL keeps the queue's last event and
   // its buffers), so freed memory leaves the live count only after this.
-  void settle();
-  // Waits (at most `timeout`) until the live count is at most `bytes`: a driver may
-  // destroy released objects on its own thread a little later (PoCL does). False if
-  // the count did not get there in time.
-  bool waitForLiveBytes(uint64_t bytes, std::chrono::milliseconds timeout);
+  void settle() override;
+  uint64_t subBufferAlignment() const override;
+  std::unique_ptr<DeviceArena> makeArena(uint64_t bytes, bool subBuffers) override;
+  std::unique_ptr<DeviceTensor> makeView(const DeviceTensor& base, const TensorDesc& desc) override;
 
  private:
   DeviceInfo device_;
@@ -129,7 +102,6 @@ class Context : public Backend {
   ClQueue queue_;
   ClQueue copyQueue_;
   std::unique_ptr<ProgramCache> programs_;
-  std::shared_ptr<Tracker> tracker_;
   void track(cl_mem m, size_t bytes);
 };
 

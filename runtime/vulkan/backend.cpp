@@ -11,26 +11,43 @@ VkTensor::VkTensor(Device& device, const TensorDesc& desc, bool withCanary)
   if (desc.format.storage != Storage::Buffer)
     throw UnsupportedError("Vulkan tensors are storage buffers: " + desc.text() + " is image2d storage");
   // Vulkan has no zero-sized buffers; a 4-byte floor keeps every binding valid.
-  buffer_ = Buffer(device, std::max<size_t>(4, desc.bytes() + (withCanary ? kCanaryBytes : 0)));
+  buffer_ = std::make_shared<Buffer>(device, std::max<size_t>(4, desc.bytes() + (withCanary ? kCanaryBytes : 0)));
+}
+
+VkTensor::VkTensor(Device& device, const TensorDesc& desc, std::shared_ptr<Buffer> buffer, uint64_t offsetBytes)
+    : DeviceTensor(desc, false, offsetBytes), device_(device), buffer_(std::move(buffer)) {
+  if (desc.format.storage != Storage::Buffer)
+    throw UnsupportedError("Vulkan tensors are storage buffers: " + desc.text() + " is image2d storage");
+  if (offsetBytes + desc.bytes() > buffer_->bytes())
+    throw Error("a Vulkan tensor of " + std::to_string(desc.bytes()) + " bytes at offset " + std::to_string(offsetBytes) +
+                " does not fit its buffer of " + std::to_string(buffer_->bytes()) + " bytes");
+}
+
+BufferRange VkTensor::range() const {
+  // Whole own buffers as before; a placed tensor is its own bytes, rounded up to 4 (the
+  // arena's plan keeps tensors apart by the alignment, at least 4) but within the buffer.
+  if (offset_ == 0 && !canary_ && desc_.bytes() + 4 > buffer_->bytes()) return {buffer_.get(), 0, 0};
+  const uint64_t want = std::max<uint64_t>(4, (desc_.bytes() + (canary_ ? kCanaryBytes : 0) + 3) / 4 * 4);
+  return {buffer_.get(), offset_, std::min<uint64_t>(want, buffer_->bytes() - offset_)};
 }
 
 void VkTensor::writePhysical(const std::vector<uint8_t>& bytes) {
-  if (!bytes.empty()) vk::upload(device_, buffer_, bytes.data(), bytes.size(), 0);
+  if (!bytes.empty()) vk::upload(device_, *buffer_, bytes.data(), bytes.size(), offset_);
 }
 
 std::vector<uint8_t> VkTensor::readPhysical() const {
   std::vector<uint8_t> bytes(desc_.bytes());
-  if (!bytes.empty()) vk::download(device_, buffer_, bytes.data(), bytes.size(), 0);
+  if (!bytes.empty()) vk::download(device_, *buffer_, bytes.data(), bytes.size(), offset_);
   return bytes;
 }
 
 void VkTensor::writeTail(const std::vector<uint8_t>& bytes) {
-  vk::upload(device_, buffer_, bytes.data(), bytes.size(), desc_.bytes());
+  vk::upload(device_, *buffer_, bytes.data(), bytes.size(), offset_ + desc_.bytes());
 }
 
 std::vector<uint8_t> VkTensor::readTail(size_t n) const {
   std::vector<uint8_t> bytes(n);
-  vk::download(device_, buffer_, bytes.data(), n, desc_.bytes());
+  vk::download(device_, *buffer_, bytes.data(), n, offset_ + desc_.bytes());
   return bytes;
 }
 
@@ -52,6 +69,7 @@ VulkanBackend::VulkanBackend(const std::string& selector, const std::string& cac
   const auto devices = listVulkanDevices(*instance_);
   if (devices.empty()) throw Error("--backend vulkan: the Vulkan loader lists no devices");
   device_ = std::make_unique<Device>(instance_, selectVulkanDevice(devices, selector));
+  device_->setMemoryTracker(tracker_);
   caps_ = device_->info().caps();
   // What creation enabled is what shaders may use, whatever the device reports.
   caps_.fp16 = device_->float16Enabled();
@@ -68,6 +86,39 @@ VulkanBackend::VulkanBackend(const std::string& selector, const std::string& cac
 std::unique_ptr<DeviceTensor> VulkanBackend::makeTensor(const TensorDesc& desc, bool withCanary) {
   if (std::string why = desc.unsupportedReason(caps_); !why.empty()) throw UnsupportedError(why);
   return std::make_unique<VkTensor>(*device_, desc, withCanary);
+}
+
+namespace {
+
+// The executor's arena: one storage buffer, tensors bound as ranges of it.
+class VkArena : public DeviceArena {
+ public:
+  VkArena(Device& device, uint64_t bytes) : device_(device), buffer_(std::make_shared<Buffer>(device, std::max<uint64_t>(bytes, 4))) {}
+  uint64_t bytes() const override { return buffer_->bytes(); }
+  void* handle() const override { return buffer_.get(); }
+  std::unique_ptr<DeviceTensor> tensorAt(uint64_t offset, const TensorDesc& desc) override {
+    return std::make_unique<VkTensor>(device_, desc, buffer_, offset);
+  }
+
+ private:
+  Device& device_;
+  std::shared_ptr<Buffer> buffer_;
+};
+
+}  // namespace
+
+uint64_t VulkanBackend::subBufferAlignment() const {
+  // At least 16 bytes, so an NC4HW4 texel (a vec4 of f32) never straddles the offset.
+  return std::max<uint64_t>(16, info().minStorageBufferOffsetAlignment);
+}
+
+std::unique_ptr<DeviceArena> VulkanBackend::makeArena(uint64_t bytes, bool) {
+  return std::make_unique<VkArena>(*device_, bytes);
+}
+
+std::unique_ptr<DeviceTensor> VulkanBackend::makeView(const DeviceTensor& base, const TensorDesc& desc) {
+  const VkTensor& b = asVk(base);
+  return std::make_unique<VkTensor>(*device_, desc, b.sharedBuffer(), b.offsetBytes());
 }
 
 const ComputePipeline& VulkanBackend::pipeline(const SpirvShader& shader, uint32_t storageBuffers, uint32_t pushBytes,

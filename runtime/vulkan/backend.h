@@ -27,7 +27,13 @@ namespace sdspeed::vk {
 class VkTensor : public DeviceTensor {
  public:
   VkTensor(Device& device, const TensorDesc& desc, bool withCanary);
-  const Buffer& buffer() const { return buffer_; }
+  // A tensor in a buffer someone else made (the executor's arena, or another tensor's
+  // memory seen with another shape), offsetBytes into it.
+  VkTensor(Device& device, const TensorDesc& desc, std::shared_ptr<Buffer> buffer, uint64_t offsetBytes);
+  const Buffer& buffer() const { return *buffer_; }
+  const std::shared_ptr<Buffer>& sharedBuffer() const { return buffer_; }
+  // What a shader binds: the tensor's bytes (and canary) from its offset.
+  BufferRange range() const;
 
  protected:
   void writePhysical(const std::vector<uint8_t>& bytes) override;
@@ -37,7 +43,7 @@ class VkTensor : public DeviceTensor {
 
  private:
   Device& device_;
-  Buffer buffer_;
+  std::shared_ptr<Buffer> buffer_;
 };
 
 // The Vulkan tensor behind `t`; throws Error for another backend's tensor.
@@ -69,8 +75,12 @@ class VulkanBackend : public Backend {
   void flush() override {}
   void finish() override {}
   std::string describe() const override;
+  std::string apiVersion() const override { return "Vulkan " + info().apiVersionText(); }
   std::string buildSummary() const override;
   std::string dumpKernels(const std::string& dir) const override;
+  uint64_t subBufferAlignment() const override;
+  std::unique_ptr<DeviceArena> makeArena(uint64_t bytes, bool subBuffers) override;
+  std::unique_ptr<DeviceTensor> makeView(const DeviceTensor& base, const TensorDesc& desc) override;
 
   Device& device() { return *device_; }
   const VulkanDeviceInfo& info() const { return device_->info(); }

@@ -41,6 +41,11 @@ Buffer::Buffer(Device& device, size_t bytes, Kind kind) : device_(&device), byte
       throw VkError("vkAllocateMemory", r, std::to_string(req.size) + " bytes");
     vkCheck(vkBindBufferMemory(d, buffer_, memory_, 0), "vkBindBufferMemory");
     if (kind == Kind::Staging) vkCheck(vkMapMemory(d, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
+    // Storage counts as the run's device memory (staging buffers live for one copy).
+    if (kind == Kind::Storage && device.memoryTracker()) {
+      tracked_ = req.size;
+      device.memoryTracker()->allocated(tracked_);
+    }
   } catch (...) {
     release();
     throw;
@@ -53,6 +58,8 @@ void Buffer::release() {
   if (mapped_) vkUnmapMemory(d, memory_);
   if (buffer_) vkDestroyBuffer(d, buffer_, nullptr);
   if (memory_) vkFreeMemory(d, memory_, nullptr);
+  if (tracked_ && device_->memoryTracker()) device_->memoryTracker()->released(tracked_);
+  tracked_ = 0;
   mapped_ = nullptr;
   buffer_ = VK_NULL_HANDLE;
   memory_ = VK_NULL_HANDLE;
@@ -71,6 +78,7 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
     memory_ = std::exchange(o.memory_, VK_NULL_HANDLE);
     mapped_ = std::exchange(o.mapped_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
+    tracked_ = std::exchange(o.tracked_, 0);
     kind_ = o.kind_;
   }
   return *this;

@@ -14,6 +14,7 @@
 #include <vulkan/vulkan.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace sdspeed::vk {
 
@@ -46,6 +47,7 @@ class Buffer {
   size_t bytes_ = 0;
   Kind kind_ = Kind::Storage;
   void* mapped_ = nullptr;
+  uint64_t tracked_ = 0;  // storage bytes counted in the device's MemoryTracker
 };
 
 // Copies bytes host -> dst at offset (through a staging buffer and a transfer command);

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 
+#include "runtime/memory_tracker.h"
 #include "runtime/vulkan/device_info.h"
 #include "runtime/vulkan/instance.h"
 
@@ -31,7 +32,10 @@ class Device {
   // Which optional features creation enabled (a shader using one needs it enabled).
   bool float16Enabled() const { return float16_; }
   bool storage16Enabled() const { return storage16_; }
-  bool creationFeedback() const { return creationFeedback_; }  // VK_EXT_pipeline_creation_feedback / 1.3
+  bool creationFeedback() const { return creationFeedback_; }
+  // Where storage buffers count their device memory (the backend's tracker); none: not counted.
+  void setMemoryTracker(std::shared_ptr<MemoryTracker> t) { tracker_ = std::move(t); }
+  const std::shared_ptr<MemoryTracker>& memoryTracker() const { return tracker_; }  // VK_EXT_pipeline_creation_feedback / 1.3
 
   // A memory type index allowed by typeBits with all `required` flags, preferring one
   // that also has `preferred`; throws Error when none has the required flags.
@@ -53,6 +57,7 @@ class Device {
   VkFence fence_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
   bool float16_ = false, storage16_ = false, creationFeedback_ = false;
+  std::shared_ptr<MemoryTracker> tracker_;
   std::mutex poolMu_, queueMu_;
 };
 

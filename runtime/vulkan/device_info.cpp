@@ -188,6 +188,7 @@ VulkanDeviceInfo describe(const Instance& inst, VkPhysicalDevice pd, int index) 
   info.maxSharedMemoryBytes = lim.maxComputeSharedMemorySize;
   info.maxPushConstantsBytes = lim.maxPushConstantsSize;
   info.maxStorageBufferRange = lim.maxStorageBufferRange;
+  info.minStorageBufferOffsetAlignment = lim.minStorageBufferOffsetAlignment;
   info.maxAllocationBytes = m3.maxMemoryAllocationSize;
   info.timestampPeriodNs = lim.timestampPeriod;
 

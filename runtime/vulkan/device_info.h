@@ -59,6 +59,7 @@ struct VulkanDeviceInfo {
   uint32_t maxSharedMemoryBytes = 0;
   uint32_t maxPushConstantsBytes = 0;
   uint32_t maxStorageBufferRange = 0;
+  uint64_t minStorageBufferOffsetAlignment = 0;  // a bound range's offset is a multiple of it
   uint64_t maxAllocationBytes = 0;  // VkPhysicalDeviceMaintenance3Properties (1.1)
   uint64_t deviceLocalBytes = 0;    // the largest DEVICE_LOCAL heap
 

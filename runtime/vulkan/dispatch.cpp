@@ -80,6 +80,13 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, std::initializer_list
 
 void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<const Buffer*>& buffers,
                           const void* push, size_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
+  std::vector<BufferRange> ranges;
+  for (const Buffer* b : buffers) ranges.push_back({b, 0, 0});
+  dispatch(pipeline, ranges, push, pushBytes, gx, gy, gz);
+}
+
+void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<BufferRange>& buffers,
+                          const void* push, size_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
   const std::string what = std::string("dispatch of ") + pipeline.shader().name;
   if (!recording_) throw Error(what + ": OpRecorder::begin() was not called");
   if (recorded_ == maxDispatches_)
@@ -108,9 +115,13 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<con
   std::vector<VkWriteDescriptorSet> writes;
   infos.reserve(buffers.size());
   uint32_t binding = 0;
-  for (const Buffer* b : buffers) {
+  for (const BufferRange& r : buffers) {
+    const Buffer* b = r.buffer;
     if (!b || !b->handle()) throw Error(what + ": buffer " + std::to_string(binding) + " is empty");
-    infos.push_back({b->handle(), 0, VK_WHOLE_SIZE});
+    if (r.offset >= b->bytes() || r.bytes > b->bytes() - r.offset)
+      throw Error(what + ": binding " + std::to_string(binding) + " (" + std::to_string(r.bytes) + " bytes at " +
+                  std::to_string(r.offset) + ") outside its buffer of " + std::to_string(b->bytes()) + " bytes");
+    infos.push_back({b->handle(), r.offset, r.bytes ? r.bytes : VK_WHOLE_SIZE});
     VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     w.dstSet = set;
     w.dstBinding = binding++;

@@ -23,6 +23,16 @@ class Buffer;
 class ComputePipeline;
 class Device;
 
+// A storage-buffer binding: bytes from offset (a multiple of the device's
+// minStorageBufferOffsetAlignment); bytes 0 binds to the buffer's end. Tensors placed
+// in the executor's arena are bound as ranges of it, each within maxStorageBufferRange
+// even when the arena is not.
+struct BufferRange {
+  const Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t bytes = 0;
+};
+
 struct DispatchTime {
   uint64_t startNs = 0, endNs = 0;  // ns after the op's earliest start timestamp
 };
@@ -50,6 +60,8 @@ class OpRecorder {
   void dispatch(const ComputePipeline& pipeline, std::initializer_list<const Buffer*> buffers, const void* push,
                 size_t pushBytes, uint32_t groupsX, uint32_t groupsY = 1, uint32_t groupsZ = 1);
   void dispatch(const ComputePipeline& pipeline, const std::vector<const Buffer*>& buffers, const void* push,
+                size_t pushBytes, uint32_t groupsX, uint32_t groupsY = 1, uint32_t groupsZ = 1);
+  void dispatch(const ComputePipeline& pipeline, const std::vector<BufferRange>& buffers, const void* push,
                 size_t pushBytes, uint32_t groupsX, uint32_t groupsY = 1, uint32_t groupsZ = 1);
   // Ends the recording, submits it, waits, and reads the timestamps.
   OpTiming submit();
