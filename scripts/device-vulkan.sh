@@ -60,7 +60,7 @@ fi
 step 60 devices $S devices
 
 # Every family through Vulkan on the H200 (the lavapipe command of results/vulkan/README.md).
-step 300 check $S check --backend vulkan --arithmetic f32,f16 \
+step 240 check $S check --backend vulkan --arithmetic f32,f16 \
   --storage f32.buffer.nchw,f32.buffer.nc4hw4,f16.buffer.nchw,f16.buffer.nc4hw4 \
   --csv "$R/check.csv"
 tail -5 "$R/check.txt"
