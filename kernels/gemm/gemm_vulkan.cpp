@@ -1,6 +1,7 @@
-// GEMM's Vulkan lowering: gemm.comp, the direct variant and its half twin (one dispatch).
-// tiled has no Vulkan kernel yet (refused in one line); w and bias are read as f32, so
-// f16 and quantized weights are refused on Vulkan too, visibly.
+// GEMM's Vulkan lowering: gemm.comp (the direct variant and its half twin) and
+// gemm_tiled.comp (the tiled variant, the tuner's parameters as specialization
+// constants), one dispatch each. w and bias are read as f32, so f16 and quantized
+// weights are refused on Vulkan, visibly.
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
@@ -9,7 +10,9 @@ namespace sdspeed {
 
 std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                             const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
-  if (baseVariantName(v) != "direct") throw UnsupportedError("gemm " + v.name + " has no vulkan kernels (direct has)");
+  const std::string base = baseVariantName(v);
+  if (base != "direct" && base != "tiled")
+    throw UnsupportedError("gemm " + v.name + " has no vulkan kernels (direct and tiled have)");
   if (fam.keyFormat(f).weights != DType::F32)
     throw UnsupportedError(std::string("gemm on Vulkan reads f32 weights only, not ") +
                            dtypeName(fam.keyFormat(f).weights));
@@ -18,16 +21,27 @@ std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family&
   const uint32_t epi = static_cast<uint32_t>(GemmFamily::epilogueCode(g->epilogue));
   const Shape y = g->outShape();
   const uint32_t layout = vulkanLayoutCode(f);
+  const uint32_t flags = (g->bias ? 1u : 0u) | (g->residual ? 2u : 0u);
+  std::vector<uint32_t> push{static_cast<uint32_t>(g->x.c), static_cast<uint32_t>(y.c), static_cast<uint32_t>(y.hw()),
+                             epi, flags, layout};
+  if (base == "tiled") {
+    auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
+    const uint32_t wg = (u("MWG") / u("MWI")) * (u("NWG") / u("NWI"));
+    const auto& pipe = be.pipeline(
+        vulkanModuleFor("gemm_tiled", f), 5, 6 * 4,
+        {vulkanLocalSizeX(be, wg), vk::specU32(1, u("MWG")), vk::specU32(2, u("NWG")), vk::specU32(3, u("KWG")),
+         vk::specU32(4, u("MWI")), vk::specU32(5, u("NWI")), vk::specU32(6, u("SB")),
+         vk::specU32(7, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(8, u("PF"))});
+    const auto groups = [](int64_t n, uint32_t tile) { return static_cast<uint32_t>((n + tile - 1) / tile); };
+    return std::make_unique<VkDispatchOp>(
+        be, pipe, std::move(push),
+        std::array<uint32_t, 3>{groups(y.hw(), u("MWG")), groups(y.c, u("NWG")), static_cast<uint32_t>(y.n)});
+  }
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = 1;
   const uint32_t hk = v.param("HK") ? static_cast<uint32_t>(p["HK"]) : 4u;
   const auto& pipe = be.pipeline(vulkanModuleFor("gemm", f), 5, 6 * 4,
                                  {vulkanLocalSizeX(be, wg), vk::specU32(1, items), vk::specU32(2, hk)});
-  const uint32_t flags = (g->bias ? 1u : 0u) | (g->residual ? 2u : 0u);
-  return std::make_unique<VkDispatchOp>(
-      be, pipe,
-      std::vector<uint32_t>{static_cast<uint32_t>(g->x.c), static_cast<uint32_t>(y.c), static_cast<uint32_t>(y.hw()),
-                            epi, flags, layout},
-      channelGrid(y, layout, wg, items));
+  return std::make_unique<VkDispatchOp>(be, pipe, std::move(push), channelGrid(y, layout, wg, items));
 }
 
 }  // namespace sdspeed
