@@ -15,7 +15,7 @@ int cmdRoofline(const std::vector<std::string>& argv) {
   flags.insert({"help"});
   Args args(argv, options, flags);
   if (args.has("help")) {
-    std::cout << "usage: sdspeed roofline [--device D] [--mib N] [--devices-dir DIR] [--min-ms MS]\n"
+    std::cout << "usage: sdspeed roofline [--backend opencl|vulkan] [--device D] [--mib N] [--devices-dir DIR] [--min-ms MS]\n"
                  "Measures the device's copy bandwidth (two N MiB buffers, default 1024, bytes read +\n"
                  "written) and fp32 FMA rate, checks both kernels' results, and writes them to\n"
                  "DIR/<device-key>.yaml (default configs/devices) for bench to report % of ceiling.\n";
@@ -23,8 +23,8 @@ int cmdRoofline(const std::vector<std::string>& argv) {
   }
   const int mib = args.getInt("mib", 1024);
   if (mib <= 0) throw Error("--mib must be positive");
-  Context ctx(deviceFromArgs(args), contextOptionsFromArgs(args));
-  Ceilings c = measureCeilings(ctx, static_cast<size_t>(mib) << 20, timingPolicyFromArgs(args));
+  std::unique_ptr<Backend> backend = backendFromArgs(args);
+  Ceilings c = measureCeilings(*backend, static_cast<size_t>(mib) << 20, timingPolicyFromArgs(args));
   const std::string dir = args.get("devices-dir", "configs/devices");
   migrateKeyedPath(dir, c.deviceKey, ".yaml");  // a legacy-named file becomes this one (device_key.h)
   const std::string path = dir + "/" + c.deviceKey + ".yaml";

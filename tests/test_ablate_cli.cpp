@@ -94,6 +94,33 @@ TEST_F(Cli, AblateReleaseRowLowersThePeakOnly) {
   for (const auto& row : sdspeed::loadAblationPlan(kPlan).rows) EXPECT_FALSE(row.release.value_or(true)) << row.name;
 }
 
+// The ablation format's `backend` key (issue #21): one table whose rows run through
+// OpenCL, then Vulkan at f32, then Vulkan at f16 arithmetic and storage, each checked
+// against the OpenCL baseline (f32 on either API: summation orders only; f16: the f16
+// storage row's bound of paper.yaml).
+TEST_F(Cli, AblateRowsAcrossBackends) {
+  const Result devices = run({"devices", "--device", "vulkan:0"});
+  if (devices.exitCode != 0) GTEST_SKIP() << "no Vulkan device: " << devices.describe();
+  TempDir d;
+  const std::string plan = d.path() + "/backends.yaml";
+  std::ofstream(plan) << "format: 1\nname: backends\nrows:\n  - name: opencl\n    max_abs: 0\n"
+                         "  - name: + vulkan\n    backend: vulkan\n    max_abs: 1.0e-3\n"
+                         "  - name: + f16 arithmetic\n    precision: f16\n    arithmetic: f16\n    max_abs: 5.0e-2\n";
+  const Result r = run({"ablate", "--model", kA, "--steps", "1", "--scheduler", "ddim", "--input-ids",
+                        kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
+                        kRef + ":init_latents", "--ablation", plan, "--out", d.path() + "/out", "--db-dir",
+                        std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  const auto rows = nlohmann::json::parse(slurp(d.path() + "/out/ablation.json")).at("rows");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].at("backend"), "opencl");
+  EXPECT_EQ(rows[1].at("backend"), "vulkan");
+  EXPECT_EQ(rows[2].at("backend"), "vulkan");  // inherited
+  EXPECT_EQ(rows[2].at("arithmetic"), "f16");
+  for (const auto& row : rows) EXPECT_TRUE(row.at("within_tolerance").get<bool>()) << row.dump();
+  EXPECT_GT(rows[1].at("max_abs_vs_baseline").get<double>(), 0.0);  // really another implementation
+}
+
 TEST_F(Cli, AblateBadConfigIsOneLine) {
   TempDir d;
   std::ofstream(d.path() + "/bad.yaml") << "format: 1\nname: x\nrows:\n  - name: a\n    variants: {attention: [warp]}\n";
@@ -107,6 +134,8 @@ TEST_F(Cli, AblateBadConfigIsOneLine) {
   std::ofstream(d.path() + "/bad4.yaml") << "format: 1\nrows:\n  - name: a\n    release: sometimes\n";
   expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad4.yaml"}, {"bad4.yaml", "release", "true or false"});
   expectOneLineError({"ablate", "--model", kA, "--keep-resident=1"}, {"--keep-resident", "takes no value"});
+  std::ofstream(d.path() + "/bad5.yaml") << "format: 1\nrows:\n  - name: a\n    backend: metal\n";
+  expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad5.yaml"}, {"bad5.yaml", "backend", "opencl or vulkan"});
   std::ofstream(d.path() + "/bad3.yaml") << "format: [1]\nrows: []\n";
   expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad3.yaml"}, {"bad3.yaml"});
 }

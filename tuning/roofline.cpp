@@ -12,7 +12,39 @@
 
 namespace sdspeed {
 
-Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& policy) {
+std::vector<float> rooflineCopyData(size_t copyBytes) {
+  std::vector<float> host(copyBytes / 4);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> uni(1.0f, 2.0f);
+  for (auto& v : host) v = uni(rng);
+  return host;
+}
+
+void checkRooflineFma(const std::vector<float>& got, int iters, float a, float b) {
+  for (size_t i : {size_t(0), got.size() / 2, got.size() - 1}) {
+    const float seed = static_cast<float>(i & 1023) * 1e-3f;
+    float sum = 0;
+    for (int k = 0; k < 8; ++k) {
+      float acc = seed + static_cast<float>(k) * 1e-4f;
+      for (int j = 0; j < iters; ++j) acc = std::fma(acc, a, b);
+      sum += acc;
+    }
+    if (std::abs(got[i] - sum) > 1e-4f * std::abs(sum))
+      throw Error("roofline: the FMA kernel computed " + std::to_string(got[i]) + " at item " + std::to_string(i) +
+                  ", expected " + std::to_string(sum));
+  }
+}
+
+Ceilings measureCeilings(Backend& backend, size_t copyBytes, const TimingPolicy& policy) {
+  if (auto* cl = dynamic_cast<Context*>(&backend)) return measureCeilingsCl(*cl, copyBytes, policy);
+#if SDSPEED_WITH_VULKAN
+  return measureCeilingsVulkan(backend, copyBytes, policy);
+#else
+  throw Error("roofline: no ceilings kernels for the " + backend.api() + " backend");
+#endif
+}
+
+Ceilings measureCeilingsCl(Context& ctx, size_t copyBytes, const TimingPolicy& policy) {
   const DeviceInfo& dev = ctx.device();
   Ceilings c{dev.key(), dev.name, dev.driverVersion};
   ClBuiltProgram program;
@@ -23,10 +55,7 @@ Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& pol
   copyBytes = std::min<size_t>(copyBytes, dev.maxAllocBytes) / 16 * 16;
   if (copyBytes < 16) throw Error("roofline: copy buffer too small");
   const cl_int n4 = static_cast<cl_int>(copyBytes / 16);
-  std::vector<float> host(copyBytes / 4);
-  std::mt19937_64 rng(7);
-  std::uniform_real_distribution<float> uni(1.0f, 2.0f);
-  for (auto& v : host) v = uni(rng);
+  const std::vector<float> host = rooflineCopyData(copyBytes);
   ClMem in = ctx.createBuffer(copyBytes), out = ctx.createBuffer(copyBytes);
   ctx.writeBuffer(in.get(), host.data(), copyBytes);
   ClBoundKernel copy(ctx, program, "copy4");
@@ -54,18 +83,7 @@ Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& pol
   TimingStats tf = timeOp(ctx, 1, [&](int) { OpEvents e; e.push_back(fmaK.launch(fl)); return e; }, policy);
   std::vector<float> got(items);
   ctx.readBuffer(resMem, got.data(), items * sizeof(float));
-  for (size_t i : {size_t(0), items / 2, items - 1}) {
-    const float seed = static_cast<float>(i & 1023) * 1e-3f;
-    float sum = 0;
-    for (int k = 0; k < 8; ++k) {
-      float acc = seed + static_cast<float>(k) * 1e-4f;
-      for (int j = 0; j < iters; ++j) acc = std::fma(acc, a, b);
-      sum += acc;
-    }
-    if (std::abs(got[i] - sum) > 1e-4f * std::abs(sum))
-      throw Error("roofline: the FMA kernel computed " + std::to_string(got[i]) + " at item " + std::to_string(i) +
-                  ", expected " + std::to_string(sum));
-  }
+  checkRooflineFma(got, iters, a, b);
   c.fmaGflops = static_cast<double>(items) * iters * 8 * 2 / (tf.medianMs * 1e6);
   return c;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/opencl/context.h"
 #include "runtime/timing.h"
@@ -19,7 +20,14 @@ struct Ceilings {
 };
 
 // copyBytes: size of each of the two buffers (clamped to the device's allocation limit).
-Ceilings measureCeilings(Context& ctx, size_t copyBytes, const TimingPolicy& policy);
+// On OpenCL (roofline.cl) or Vulkan (roofline.comp, tuning/roofline_vulkan.cpp).
+Ceilings measureCeilings(Backend& backend, size_t copyBytes, const TimingPolicy& policy);
+Ceilings measureCeilingsCl(Context& ctx, size_t copyBytes, const TimingPolicy& policy);
+Ceilings measureCeilingsVulkan(Backend& backend, size_t copyBytes, const TimingPolicy& policy);
+// Shared by both: the copy's input (copyBytes of floats in [1, 2)), and the check of the
+// FMA chains' results against the same chains on the host (Error when one is off).
+std::vector<float> rooflineCopyData(size_t copyBytes);
+void checkRooflineFma(const std::vector<float>& got, int iters, float a, float b);
 void saveCeilings(const Ceilings& c, const std::string& path);  // atomic
 // Throws Error naming the file and key when malformed; returns false when absent.
 bool loadCeilings(const std::string& path, Ceilings& c);
