@@ -34,13 +34,6 @@ std::string backendNameFromArgs(const Args& args) {
   return b;
 }
 
-DeviceInfo deviceFromArgs(const Args& args) {
-  if (backendNameFromArgs(args) == "vulkan")
-    throw Error("--backend vulkan: this verb runs on OpenCL only so far; check, bench and tune take --backend vulkan "
-                "(issue #21)");
-  return selectDevice(listDevices(), openclSelector(args.get("device")));
-}
-
 std::unique_ptr<Backend> backendFromArgs(const Args& args) {
   if (backendNameFromArgs(args) == "opencl")
     return std::make_unique<Context>(selectDevice(listDevices(), openclSelector(args.get("device"))),

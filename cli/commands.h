@@ -29,10 +29,8 @@ int cmdAblate(const std::vector<std::string>& argv);
 // --backend opencl|vulkan (default: vulkan for --device vulkan:N, else opencl).
 inline const std::set<std::string> kDeviceOptions = {"device", "kernel-dir", "cache-dir", "backend"};
 inline const std::set<std::string> kDeviceFlags = {"no-disk-cache"};
-// The OpenCL device of a verb that runs on OpenCL only; --backend vulkan is one error line.
-DeviceInfo deviceFromArgs(const Args& args);
-// The backend (runtime/backend.h) --backend and --device choose, for the verbs that run
-// on either API (check, bench, tune).
+// The backend (runtime/backend.h) --backend and --device choose: every verb that runs
+// kernels (check, bench, tune, run, ablate, roofline) runs on either API.
 std::unique_ptr<Backend> backendFromArgs(const Args& args);
 // The API --backend and --device name: "opencl" or "vulkan" (one error line on a mismatch).
 std::string backendNameFromArgs(const Args& args);

@@ -141,9 +141,10 @@ int tuneModel(const Args& args) {
   }
   if (all.empty()) throw Error("the model in " + dir + " has no ops in the chosen components");
 
-  const DeviceInfo dev = deviceFromArgs(args);
-  Context ctx(dev, contextOptionsFromArgs(args));
-  const std::string key = dev.key();
+  std::unique_ptr<Backend> backend = backendFromArgs(args);
+  Backend& ctx = *backend;
+  const DeviceCaps& dev = ctx.caps();
+  const std::string key = ctx.deviceKey();
   const std::string sweepDir = args.get("sweep-dir", "results/sweeps"), dbDir = args.get("db-dir", "configs/tuned");
   // Files under the key's legacy name move to the new one once, as in tune --op.
   if (migrateKeyedPath(sweepDir, key, "")) std::cout << "moved " << sweepDir << "/" << legacyDeviceKey(key) << " to " << key << "\n";
@@ -154,7 +155,7 @@ int tuneModel(const Args& args) {
   loadCeilings(args.get("devices-dir", "configs/devices") + "/" + key + ".yaml", ceilings);
   // Current choices and times from the database this command starts with (the
   // unsharded one, which shards only read): the baseline of the gain summary.
-  const TunedChooser before(dbDir, dev);
+  const TunedChooser before(dbDir, key, dev);
   std::map<std::string, std::vector<Candidate>> spaces;
   std::vector<TunedChoice> prior;
   std::vector<BudgetItem> items;
@@ -188,7 +189,7 @@ int tuneModel(const Args& args) {
                                  : "budget " + std::to_string(ownPoints) + " of " + args.get("total-points") + " points")
             << " (+ each instance's current choice, measured first)\n";
 
-  TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, dev);
+  TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, key, dev);
   std::map<std::string, std::unique_ptr<SweepCache>> caches;
   const TimingPolicy policy = timingPolicyFromArgs(args);
   const int threads = args.getInt("threads", static_cast<int>(std::max(1u, std::thread::hardware_concurrency() - 1)));

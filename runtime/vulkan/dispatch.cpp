@@ -161,10 +161,16 @@ OpTiming OpRecorder::submit() {
   const VulkanDeviceInfo& info = device_.info();
   const uint64_t mask = info.timestampValidBits >= 64 ? ~0ull : (1ull << info.timestampValidBits) - 1;
   const double period = info.timestampPeriodNs;
-  // Scaled after subtracting the earliest tick: ticks near 2^60 (a CPU driver's
-  // nanosecond clock) would lose their low digits in a double.
-  uint64_t base = UINT64_MAX;
-  for (uint32_t i = 0; i < recorded_; ++i) base = std::min(base, ticks[2 * i] & mask);
+  // Scaled after subtracting a base tick: ticks near 2^60 (a CPU driver's nanosecond
+  // clock) would lose their low digits in a double. One base for the recorder's life
+  // (its first op's earliest tick), so that events of different ops share a clock: a
+  // graph run's device time is its first op's start to its last op's end.
+  if (!haveBase_) {
+    base_ = UINT64_MAX;
+    for (uint32_t i = 0; i < recorded_; ++i) base_ = std::min(base_, ticks[2 * i] & mask);
+    haveBase_ = true;
+  }
+  const uint64_t base = base_;
   auto ns = [&](uint64_t tick) {
     tick &= mask;
     return tick > base ? static_cast<uint64_t>(static_cast<double>(tick - base) * period + 0.5) : 0;

@@ -34,7 +34,7 @@ struct BufferRange {
 };
 
 struct DispatchTime {
-  uint64_t startNs = 0, endNs = 0;  // ns after the op's earliest start timestamp
+  uint64_t startNs = 0, endNs = 0;  // ns after the recorder's base tick (its first op's start)
 };
 
 struct OpTiming {
@@ -74,6 +74,8 @@ class OpRecorder {
   VkCommandBuffer cb_ = VK_NULL_HANDLE;
   VkQueryPool queries_ = VK_NULL_HANDLE;
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
+  uint64_t base_ = 0;  // the tick every time is counted from (submit())
+  bool haveBase_ = false;
 };
 
 }  // namespace sdspeed::vk
