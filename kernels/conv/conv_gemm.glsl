@@ -1,0 +1,87 @@
+// `im2col_gemm` and `conv1x1` (conv.comp, MODE 1): an implicit GEMM, per sample b
+//   Y[b](co, n) = sum_k W(co, k) B[b](k, n),  k = ci * KK + ky * KS + kx,  n = oy * Wo + ox,
+// with W the weights as they are ([Cout][Cin * KK], row-major) and B[b] the im2col
+// columns of x gathered on the fly into shared memory, never written out. So on Vulkan
+// im2col_gemm needs no scratch and no packed weights (the OpenCL variant's col buffer
+// and Wt); conv1x1 is the same kernel with KS = 1 (its gather is a plain read of x).
+// Work-group tile TM x TN, KT deep per shared-memory stage; each invocation holds an
+// RM x RN register tile as vec4s: RM / 4 groups of 4 channels at m0 + 4 * (g * WY + ty)
+// and RN / 4 groups of 4 positions at n0 + 4 * (j * WX + tx), as conv.cl's conv_gemm
+// lays them (neighbouring invocations read neighbouring vec4s of B's tile; all of a
+// row of the work-group read the same vec4 of A's). Dispatch (ceil(Ho * Wo / TN),
+// ceil(stored channels / TM), N).
+layout(constant_id = 9) const uint TM = 64;
+layout(constant_id = 10) const uint TN = 64;
+layout(constant_id = 11) const uint RM = 8;
+layout(constant_id = 12) const uint RN = 4;
+layout(constant_id = 13) const uint KT = 16;
+// 1 pads each row of A's tile by a vec4: A is stored one k per invocation (coalesced
+// reads along a weight row), so without it a warp's stores hit one bank per column.
+// 0 where the device's shared memory cannot hold the pad (conv_vulkan.cpp decides).
+layout(constant_id = 14) const uint APAD = 1;
+const uint WX = TN / RN, WY = TM / RM;  // WX * WY = WGS
+const uint RN4 = RN / 4u, AROW = TM / 4u + APAD, TN4 = TN / 4u;
+// Gathering B: NT invocations per row of the tile, CPT columns each, rows RSTEP apart.
+const uint NT = WGS < TN ? WGS : TN;
+const uint CPT = TN / NT, RSTEP = WGS / NT;
+
+// One vec4 each in MODE 0 (the direct kernel's pipeline), as conv_direct.glsl's Ws in MODE 1.
+shared vec4 As[MODE == 1u ? KT * AROW : 1u];  // [kk][channel group]: W(m0 + 4 g .. 4 g + 3, k0 + kk)
+shared vec4 Bs[MODE == 1u ? KT * TN4 : 1u];   // [kk][position group]: B(k0 + kk, n0 + 4 j .. 4 j + 3)
+
+void convGemm() {
+  const uint lid = gl_LocalInvocationIndex, tx = lid % WX, ty = lid / WX;
+  const uint b = gl_WorkGroupID.z, m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * TN;
+  const uint HoWo = p.Ho * p.Wo, K = p.Cin * KK;
+  // This invocation's gather columns are the same in every stage: their window origins
+  // are computed once (the one division by the pushed Wo).
+  const uint col0 = lid % NT, row0 = lid / NT;
+  int iy0[CPT], ix0[CPT];
+  for (uint c = 0u; c < CPT; ++c) {
+    const uint n = n0 + col0 + c * NT, oy = n / p.Wo, ox = n - oy * p.Wo;
+    // Columns past Ho * Wo get an origin no window reaches (they read zeros).
+    iy0[c] = n < HoWo ? int(oy * STRIDE) - int(PAD) : -int(KS) - 1;
+    ix0[c] = int(ox * STRIDE) - int(PAD);
+  }
+  vec4 acc[RM * RN4];  // [channel][position group]
+  for (uint i = 0u; i < RM * RN4; ++i) acc[i] = vec4(0.0);
+  for (uint k0 = 0u; k0 < K; k0 += KT) {
+    barrier();
+    for (uint e = lid; e < KT * TM; e += WGS) {
+      const uint kk = e % KT, m = e / KT, k = k0 + kk, co = m0 + m;
+      As[kk * AROW + m / 4u][m & 3u] = (k < K && co < p.Cout) ? w[co * K + k] : 0.0;
+    }
+    for (uint kk = row0; kk < KT; kk += RSTEP) {
+      const uint k = k0 + kk, ci = k / KK, t = k - ci * KK, ky = t / KS, kx = t - ky * KS;
+      for (uint c = 0u; c < CPT; ++c) {
+        const uint nl = col0 + c * NT;
+        Bs[kk * TN4 + nl / 4u][nl & 3u] = k < K ? loadX(b, ci, iy0[c] + int(ky), ix0[c] + int(kx)) : 0.0;
+      }
+    }
+    barrier();
+    for (uint kk = 0u; kk < KT; ++kk) {
+      vec4 bv[RN4];
+      for (uint j = 0u; j < RN4; ++j) bv[j] = Bs[kk * TN4 + j * WX + tx];
+      for (uint g = 0u; g < RM / 4u; ++g) {
+        const vec4 av = As[kk * AROW + g * WY + ty];
+        for (uint j = 0u; j < RN4; ++j) {
+          acc[(4u * g) * RN4 + j] = fma(vec4(av.x), bv[j], acc[(4u * g) * RN4 + j]);
+          acc[(4u * g + 1u) * RN4 + j] = fma(vec4(av.y), bv[j], acc[(4u * g + 1u) * RN4 + j]);
+          acc[(4u * g + 2u) * RN4 + j] = fma(vec4(av.z), bv[j], acc[(4u * g + 2u) * RN4 + j]);
+          acc[(4u * g + 3u) * RN4 + j] = fma(vec4(av.w), bv[j], acc[(4u * g + 3u) * RN4 + j]);
+        }
+      }
+    }
+  }
+  const uint stored = sd_stored_channels(p.layout_, p.Cout);
+  for (uint g = 0u; g < RM / 4u; ++g)
+    for (uint i = 0u; i < 4u; ++i) {
+      const uint co = m0 + 4u * (g * WY + ty) + i;
+      if (co >= stored) break;
+      for (uint j = 0u; j < RN4; ++j)
+        for (uint q = 0u; q < 4u; ++q) {
+          const uint n = n0 + 4u * (j * WX + tx) + q;
+          if (n < HoWo) storeY(b, co, n, acc[(4u * g + i) * RN4 + j][q]);
+        }
+    }
+}
