@@ -53,6 +53,18 @@ void storeY(uint b, uint co, uint n, float acc) {
   y[sd_index(p.layout_, b, co, n, p.Cout, HoWo)] = sfp(v);
 }
 
+// Each kernel file is included twice: SD_CONV_PART 0 declares its specialization
+// constants and shared-memory sizes, 1 its code. Between them, both kernels' shared
+// memory: one pool sized for the kernel MODE picks. Two arrays would each take room in
+// the other's pipeline too (the validation layer, and maybe a driver, counts a declared
+// array whether or not the code left uses it): past a 32 KiB device's limit at the
+// family's largest tiles.
+#define SD_CONV_PART 0
+#include "conv_direct.glsl"
+#include "conv_gemm.glsl"
+shared vec4 smem[MODE == 0u ? WS_VEC4 : TILES_VEC4];
+#undef SD_CONV_PART
+#define SD_CONV_PART 1
 #include "conv_direct.glsl"
 #include "conv_gemm.glsl"
 

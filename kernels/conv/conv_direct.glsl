@@ -4,6 +4,8 @@
 // read from global memory once per work-group and stage. Work-group WGX x WGY,
 // flattened (local_size_x = WGX * WGY; invocation (lid % WGX, lid / WGX)). Dispatch
 // (ceil(ceil(Wo / PX) / WGX), ceil(Ho / WGY), N * ceil(Cout / CO)).
+// Included twice by conv.comp: SD_CONV_PART 0 its constants, 1 its code.
+#if SD_CONV_PART == 0
 layout(constant_id = 5) const uint WGX = 16;
 layout(constant_id = 6) const uint CO = 8;  // a multiple of 4
 layout(constant_id = 7) const uint PX = 2;
@@ -11,9 +13,10 @@ layout(constant_id = 8) const uint CB = 2;
 const uint CO4 = CO / 4u;
 const uint STAGE = CB * 4u;  // input channels per shared-memory stage
 
-// [input channel][tap][output slice]: 4 output channels a vec4 (one vec4 in MODE 1, so the
-// GEMM's pipeline holds only its own tiles whether or not the driver drops this array).
-shared vec4 Ws[MODE == 0u ? STAGE * KK * CO4 : 1u];
+// The weight stage Ws [input channel][tap][output slice] (4 output channels a vec4) lives
+// in conv.comp's shared pool `smem` from 0.
+const uint WS_VEC4 = STAGE * KK * CO4;
+#else
 
 void convDirect() {
   const uint lid = gl_LocalInvocationIndex, tx = lid % WGX, ty = lid / WGX;
@@ -30,7 +33,7 @@ void convDirect() {
     for (uint e = lid; e < CO * STAGE * KK; e += WGS) {
       const uint o = e / (STAGE * KK), r = e % (STAGE * KK), ci = r / KK, t = r % KK;
       const uint co = co0 + o, c = c0 + ci;
-      Ws[(ci * KK + t) * CO4 + o / 4u][o & 3u] = (co < p.Cout && c < p.Cin) ? w[(co * p.Cin + c) * KK + t] : 0.0;
+      smem[(ci * KK + t) * CO4 + o / 4u][o & 3u] = (co < p.Cout && c < p.Cin) ? w[(co * p.Cin + c) * KK + t] : 0.0;
     }
     barrier();
     const uint cEnd = min(STAGE, p.Cin - c0);
@@ -42,7 +45,7 @@ void convDirect() {
           for (uint q = 0u; q < PX; ++q) xv[q] = loadX(b, c0 + ci, iy, int((ox0 + q) * STRIDE + kx) - int(PAD));
           const uint wBase = (ci * KK + ky * KS + kx) * CO4;
           for (uint o = 0u; o < CO4; ++o) {
-            const vec4 wv = Ws[wBase + o];
+            const vec4 wv = smem[wBase + o];
             for (uint q = 0u; q < PX; ++q) acc[o * PX + q] = fma(vec4(xv[q]), wv, acc[o * PX + q]);
           }
         }
@@ -63,3 +66,4 @@ void convDirect() {
       }
     }
 }
+#endif

@@ -10,6 +10,8 @@
 // lays them (neighbouring invocations read neighbouring vec4s of B's tile; all of a
 // row of the work-group read the same vec4 of A's). Dispatch (ceil(Ho * Wo / TN),
 // ceil(stored channels / TM), N).
+// Included twice by conv.comp: SD_CONV_PART 0 its constants, 1 its code.
+#if SD_CONV_PART == 0
 layout(constant_id = 9) const uint TM = 64;
 layout(constant_id = 10) const uint TN = 64;
 layout(constant_id = 11) const uint RM = 8;
@@ -25,9 +27,32 @@ const uint RN4 = RN / 4u, AROW = TM / 4u + APAD, TN4 = TN / 4u;
 const uint NT = WGS < TN ? WGS : TN;
 const uint CPT = TN / NT, RSTEP = WGS / NT;
 
-// One vec4 each in MODE 0 (the direct kernel's pipeline), as conv_direct.glsl's Ws in MODE 1.
-shared vec4 As[MODE == 1u ? KT * AROW : 1u];  // [kk][channel group]: W(m0 + 4 g .. 4 g + 3, k0 + kk)
-shared vec4 Bs[MODE == 1u ? KT * TN4 : 1u];   // [kk][position group]: B(k0 + kk, n0 + 4 j .. 4 j + 3)
+// The tiles in conv.comp's shared pool `smem`: As [kk][channel group] = W(m0 + 4 g .. 4 g + 3,
+// k0 + kk) from 0, Bs [kk][position group] = B(k0 + kk, n0 + 4 j .. 4 j + 3) from BS0.
+const uint BS0 = KT * AROW, TILES_VEC4 = BS0 + KT * TN4;
+#else
+
+// Register prefetch: the next stage's weights and x values are read from global memory
+// into registers before this stage's products, and stored to shared memory after them,
+// so the loads' latency overlaps the arithmetic (one stage of tiles in shared memory).
+const uint ACNT = (KT * TM + WGS - 1u) / WGS;       // A values per invocation and stage
+const uint BROWS = (KT + RSTEP - 1u) / RSTEP;       // B rows per invocation and stage
+float aReg[ACNT];
+float bReg[BROWS * CPT];
+
+// Reads stage k0 of W (invocations along k: a weight row is contiguous) and of the im2col
+// columns B into aReg and bReg; zeros past K, Cout and the image.
+void fetchStage(uint k0, uint lid, uint b, uint m0, uint K, uint row0, int iy0[CPT], int ix0[CPT]) {
+  for (uint i = 0u; i < ACNT; ++i) {
+    const uint e = lid + i * WGS, kk = e % KT, m = e / KT, k = k0 + kk, co = m0 + m;
+    aReg[i] = (e < KT * TM && k < K && co < p.Cout) ? w[co * K + k] : 0.0;
+  }
+  for (uint r = 0u; r < BROWS; ++r) {
+    const uint kk = row0 + r * RSTEP, k = k0 + kk, ci = k / KK, t = k - ci * KK, ky = t / KS, kx = t - ky * KS;
+    for (uint c = 0u; c < CPT; ++c)
+      bReg[r * CPT + c] = (kk < KT && k < K) ? loadX(b, ci, iy0[c] + int(ky), ix0[c] + int(kx)) : 0.0;
+  }
+}
 
 void convGemm() {
   const uint lid = gl_LocalInvocationIndex, tx = lid % WX, ty = lid / WX;
@@ -45,25 +70,27 @@ void convGemm() {
   }
   vec4 acc[RM * RN4];  // [channel][position group]
   for (uint i = 0u; i < RM * RN4; ++i) acc[i] = vec4(0.0);
+  fetchStage(0u, lid, b, m0, K, row0, iy0, ix0);
   for (uint k0 = 0u; k0 < K; k0 += KT) {
-    barrier();
-    for (uint e = lid; e < KT * TM; e += WGS) {
-      const uint kk = e % KT, m = e / KT, k = k0 + kk, co = m0 + m;
-      As[kk * AROW + m / 4u][m & 3u] = (k < K && co < p.Cout) ? w[co * K + k] : 0.0;
+    barrier();  // the previous stage's products are done with the tiles
+    for (uint i = 0u; i < ACNT; ++i) {
+      const uint e = lid + i * WGS, kk = e % KT, m = e / KT;
+      if (e < KT * TM) smem[kk * AROW + m / 4u][m & 3u] = aReg[i];
     }
-    for (uint kk = row0; kk < KT; kk += RSTEP) {
-      const uint k = k0 + kk, ci = k / KK, t = k - ci * KK, ky = t / KS, kx = t - ky * KS;
+    for (uint r = 0u; r < BROWS; ++r) {
+      const uint kk = row0 + r * RSTEP;
       for (uint c = 0u; c < CPT; ++c) {
         const uint nl = col0 + c * NT;
-        Bs[kk * TN4 + nl / 4u][nl & 3u] = k < K ? loadX(b, ci, iy0[c] + int(ky), ix0[c] + int(kx)) : 0.0;
+        if (kk < KT) smem[BS0 + kk * TN4 + nl / 4u][nl & 3u] = bReg[r * CPT + c];
       }
     }
     barrier();
+    if (k0 + KT < K) fetchStage(k0 + KT, lid, b, m0, K, row0, iy0, ix0);
     for (uint kk = 0u; kk < KT; ++kk) {
       vec4 bv[RN4];
-      for (uint j = 0u; j < RN4; ++j) bv[j] = Bs[kk * TN4 + j * WX + tx];
+      for (uint j = 0u; j < RN4; ++j) bv[j] = smem[BS0 + kk * TN4 + j * WX + tx];
       for (uint g = 0u; g < RM / 4u; ++g) {
-        const vec4 av = As[kk * AROW + g * WY + ty];
+        const vec4 av = smem[kk * AROW + g * WY + ty];
         for (uint j = 0u; j < RN4; ++j) {
           acc[(4u * g) * RN4 + j] = fma(vec4(av.x), bv[j], acc[(4u * g) * RN4 + j]);
           acc[(4u * g + 1u) * RN4 + j] = fma(vec4(av.y), bv[j], acc[(4u * g + 1u) * RN4 + j]);
@@ -85,3 +112,4 @@ void convGemm() {
         }
     }
 }
+#endif
