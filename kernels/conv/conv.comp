@@ -15,7 +15,7 @@ layout(local_size_x_id = 0) in;  // direct: WGX * WGY; gemm: (TM / RM) * (TN / R
 layout(constant_id = 1) const uint MODE = 0;
 // The kernel size, stride and padding are specialization constants, not push constants:
 // the implicit GEMM splits every reduction index k into (ci, ky, kx) while gathering x,
-// and a division by a constant is a multiply and a shift, by a push constant a loop.
+// and a division by a constant is a multiply and a shift, not a full integer division.
 layout(constant_id = 2) const uint KS = 3;
 layout(constant_id = 3) const uint STRIDE = 1;
 layout(constant_id = 4) const uint PAD = 1;

@@ -37,8 +37,9 @@ std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend& be, const Family&
                                         vk::specU32(4, u32(d.pad))};
   std::array<uint32_t, 3> groups{};
   uint32_t wg = 0;
-  // The other kernel's constants keep small values, so that its shared array (the driver
-  // drops its code, not always its declaration) costs almost nothing.
+  // The other kernel's constants get small valid values: its code is dead, and its private
+  // arrays (the GEMM's prefetch registers) stay tiny; shared memory is one pool sized by
+  // MODE (conv.comp).
   if (direct) {
     const uint32_t wgx = u32(pt["WGX"]), wgy = u32(pt["WGY"]), co = u32(pt["CO"]), px = u32(pt["PX"]);
     wg = wgx * wgy;
