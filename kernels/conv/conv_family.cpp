@@ -388,6 +388,9 @@ std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "conv1x1 needs a 1x1 kernel, stride 1, no padding (got k=" + std::to_string(d.kernel) + ", stride " +
              std::to_string(d.stride) + ", pad " + std::to_string(d.pad) + ")";
   }
+  // The Vulkan kernels allocate no scratch (conv_vulkan.cpp: im2col_gemm gathers its
+  // columns on the fly; Winograd is refused there), so only OpenCL's limits apply.
+  if (dev.api == "vulkan") return {};
   const ConvScratch s = scratch(v, p, pt);
   for (size_t bytes : {s.weights, s.input, s.output})
     if (bytes > dev.maxAllocBytes)

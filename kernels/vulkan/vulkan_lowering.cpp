@@ -16,6 +16,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"reshape", &lowerReshapeVulkan, "reshape"},
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
       {"gemm", &lowerGemmVulkan, "gemm"},
+      {"conv", &lowerConvVulkan, "conv"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;

@@ -83,6 +83,7 @@ std::unique_ptr<PreparedOp> lowerEmbeddingVulkan(vk::VulkanBackend&, const Famil
                                                  const ParamPoint&, const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&,
                                             const Problem&, const StorageFormat&);
+std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&, const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
                                                  const ParamPoint&, const Problem&, const StorageFormat&);
 
