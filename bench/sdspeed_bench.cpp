@@ -74,7 +74,7 @@ const char* kUsage =
     "Exit status 1 when any configuration failed its check or a run.\n";
 
 struct Globals {
-  Context* ctx = nullptr;
+  Backend* ctx = nullptr;
   TimingPolicy policy;
   double batchMs = 5;
   uint64_t seed = 1234;
@@ -260,20 +260,22 @@ int run(int argc, char** argv) {
   g.seed = static_cast<uint64_t>(args.getInt("seed", 1234));
   g.batchMs = args.getInt("batch-ms", 5);
   if (g.batchMs <= 0) throw Error("--batch-ms must be positive");
-  static std::unique_ptr<Context> ctx;
-  ctx = std::make_unique<Context>(deviceFromArgs(args), contextOptionsFromArgs(args));
+  static std::unique_ptr<Backend> ctx;
+  ctx = backendFromArgs(args);  // --backend opencl|vulkan, as every verb takes it
   g.ctx = ctx.get();
-  const DeviceInfo& dev = ctx->device();
-  const std::string ceilPath = resolveKeyedPath(args.get("devices-dir", "configs/devices"), dev.key(), ".yaml");
+  const DeviceCaps& dev = ctx->caps();
+  const std::string key = ctx->deviceKey();
+  const std::string ceilPath = resolveKeyedPath(args.get("devices-dir", "configs/devices"), key, ".yaml");
   g.haveCeil = loadCeilings(ceilPath, g.ceil);
-  const std::string dbPath = resolveKeyedPath(args.get("tuned-dir", "configs/tuned"), dev.key(), ".yaml");
-  const TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, dev);
+  const std::string dbPath = resolveKeyedPath(args.get("tuned-dir", "configs/tuned"), key, ".yaml");
+  const TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, key, dev);
 
   benchmark::AddCustomContext("device_name", dev.name);
-  benchmark::AddCustomContext("device_key", dev.key());
-  benchmark::AddCustomContext("device_index", dev.index());
+  benchmark::AddCustomContext("device_key", key);
+  // OpenCL's "platform:device" index (Vulkan devices are named by --device vulkan:N).
+  if (const auto* cl = dynamic_cast<const Context*>(ctx.get())) benchmark::AddCustomContext("device_index", cl->device().index());
   benchmark::AddCustomContext("driver", dev.driverVersion);
-  benchmark::AddCustomContext("opencl_version", dev.openclVersion);
+  benchmark::AddCustomContext(dev.api == "opencl" ? "opencl_version" : "api_version", ctx->apiVersion());
   benchmark::AddCustomContext("sdspeed_commit", sdspeedCommit());
   benchmark::AddCustomContext("shapes", shapesPath);
   benchmark::AddCustomContext("tuned_db", dbPath + (db.entries().empty() ? " (no entries)" : ""));
