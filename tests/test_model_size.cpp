@@ -156,6 +156,12 @@ TEST(MemoryCheck, WeightBytesFollowLayerKinds) {
   EXPECT_EQ(kind.weightBytes.at("vae_decoder"), 2u);
   parseWeightsSpec("f16,conv=f32", "--weights", e);
   EXPECT_EQ(fitRequest(e, 2, 64, 64).weightBytes.at("vae_decoder"), 4u);
+  // Quantized weights count as 2 bytes (their f16 biases and norms), not as f32.
+  parseWeightsSpec("int4,text_encoder=int8", "--weights", e);
+  for (const char* c : {"text_encoder", "unet", "vae_decoder"})
+    EXPECT_EQ(fitRequest(e, 2, 64, 64).weightBytes.at(c), 2u) << c;
+  parseWeightsSpec("int8,unet.attn=f32", "--weights", e);
+  EXPECT_EQ(fitRequest(e, 2, 64, 64).weightBytes.at("unet"), 4u);
   const ModelConfigs m = configs(kSd15);
   EXPECT_EQ(refusal(m, f16, capacity(2ull << 30, 64ull << 30)), "");
   EXPECT_NE(refusal(m, kind, capacity(2ull << 30, 64ull << 30)), "");

@@ -127,11 +127,15 @@ FitRequest fitRequest(const ExecOptions& exec, int64_t batch, int64_t latentH, i
   r.fuse = exec.fuseActivations;
   r.activationBytes = exec.format.dtype == DType::F16 ? 2 : 4;
   // Per element, the component's widest weight format among its own and its layer
-  // kinds' (--weights f16,conv=f32: 4), so the estimate stays an upper bound.
+  // kinds' (--weights f16,conv=f32: 4), so the estimate stays an upper bound. int8/int4
+  // count as 2: their blocks take 1.06 / 0.56 bytes, and the weights no kernel reads
+  // quantized (biases, norms, embeddings) stay f16 (kernels/QUANTIZATION.md).
   for (const std::string& c : pipelineComponents()) {
-    bool f16 = componentWeightFormat(exec, c) == DType::F16;
-    for (const auto& k : weightKinds()) f16 = f16 && weightFormatFor(exec, c, k) == DType::F16;
-    r.weightBytes[c] = f16 ? 2 : 4;
+    bool narrow = true;
+    auto atMost16 = [](DType d) { return d == DType::F16 || d == DType::Q8_0 || d == DType::Q4_0; };
+    narrow = atMost16(componentWeightFormat(exec, c));
+    for (const auto& k : weightKinds()) narrow = narrow && atMost16(weightFormatFor(exec, c, k));
+    r.weightBytes[c] = narrow ? 2 : 4;
   }
   r.weightsMayStream = exec.memoryBudget > 0;
   r.vaeMayTile = exec.memoryBudget > 0 || exec.vaeTile > 0;
