@@ -60,6 +60,7 @@ const VkTensor& asVk(const DeviceTensor& t) {
 OpEvents eventsOf(const OpTiming& timing) {
   OpEvents out;
   for (const auto& d : timing.dispatches) out.push_back(std::make_shared<VkEvent>(d.startNs, d.endNs));
+  for (const auto& [batch, i] : timing.pending) out.push_back(std::make_shared<VkEvent>(batch, i));
   return out;
 }
 
@@ -80,7 +81,11 @@ VulkanBackend::VulkanBackend(const std::string& selector, const std::string& cac
   // rotating past too much costs memory, never accuracy. `--llc-mib` overrides it.
   if (caps_.globalCacheBytes == 0) caps_.globalCacheBytes = 64ull << 20;
   cache_ = std::make_unique<PipelineCache>(cacheDir);  // entries under cacheDir/vulkan-pipelines/
-  recorder_ = std::make_unique<OpRecorder>(*device_, 64, 8);
+  // Deferred submission, up to 1024 dispatches per command buffer (2048 timestamp
+  // queries; descriptor sets of up to 8 buffers, every family's maximum).
+  recorder_ = std::make_unique<OpRecorder>(*device_, 1024, 8);
+  recorder_->setDeferred(true);
+  device_->setBeforeHostAccess([this] { recorder_->flush(); });
 }
 
 std::unique_ptr<DeviceTensor> VulkanBackend::makeTensor(const TensorDesc& desc, bool withCanary) {

@@ -2,10 +2,11 @@
 // pipeline cache and the pipelines made in this process, tensors in storage buffers,
 // and one OpRecorder that an op records its dispatches into.
 //
-// Submission is synchronous (Device::submitAndWait): an op's enqueue records, submits and
-// waits, and its events carry the timestamps already read. So flush() and finish() have
-// nothing to do, and timeOp's batching (runtime/timing.cpp) costs host round trips
-// between ops but never device time, which the timestamps measure alone.
+// Submission is deferred (OpRecorder::setDeferred): ops record their dispatches into one
+// command buffer, which flush()/finish(), a host transfer, a freed buffer, reading an
+// event's time or a full batch (1024 dispatches) submits and waits for. So a graph run
+// pays one queue submission per batch, not one per op; events carry their batch and
+// read their timestamps once it has run.
 #pragma once
 
 #include <map>
@@ -53,12 +54,18 @@ const VkTensor& asVk(const DeviceTensor& t);
 class VkEvent : public DeviceEvent {
  public:
   VkEvent(uint64_t startNs, uint64_t endNs) : start_(startNs), end_(endNs) {}
-  void wait() const override {}
-  uint64_t startNs() const override { return start_; }
-  uint64_t endNs() const override { return end_; }
+  // A dispatch of a deferred batch: its times are read (the batch run first) when asked.
+  VkEvent(std::shared_ptr<DispatchBatch> batch, uint32_t index) : batch_(std::move(batch)), index_(index) {}
+  void wait() const override {
+    if (batch_) batch_->at(index_);
+  }
+  uint64_t startNs() const override { return batch_ ? batch_->at(index_).startNs : start_; }
+  uint64_t endNs() const override { return batch_ ? batch_->at(index_).endNs : end_; }
 
  private:
-  uint64_t start_, end_;
+  uint64_t start_ = 0, end_ = 0;
+  std::shared_ptr<DispatchBatch> batch_;
+  uint32_t index_ = 0;
 };
 OpEvents eventsOf(const OpTiming& timing);
 
@@ -72,8 +79,8 @@ class VulkanBackend : public Backend {
   const DeviceCaps& caps() const override { return caps_; }
   std::string deviceKey() const override { return device_->info().key(); }
   std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
-  void flush() override {}
-  void finish() override {}
+  void flush() override { recorder_->flush(); }
+  void finish() override { recorder_->flush(); }
   std::string describe() const override;
   std::string apiVersion() const override { return "Vulkan " + info().apiVersionText(); }
   std::string buildSummary() const override;

@@ -54,6 +54,13 @@ Buffer::Buffer(Device& device, size_t bytes, Kind kind) : device_(&device), byte
 
 void Buffer::release() {
   if (!device_) return;
+  if (kind_ == Kind::Storage && buffer_) {
+    try {
+      device_->beforeHostAccess();  // no deferred dispatch may still read this buffer
+    } catch (const std::exception&) {
+      // A lost device: the commands will never run; freeing is all that is left.
+    }
+  }
   VkDevice d = device_->handle();
   if (mapped_) vkUnmapMemory(d, memory_);
   if (buffer_) vkDestroyBuffer(d, buffer_, nullptr);

@@ -126,6 +126,7 @@ void Device::submitAndWait(VkCommandBuffer cb) {
 }
 
 void Device::runOnce(const std::function<void(VkCommandBuffer)>& record) {
+  beforeHostAccess();
   VkCommandBuffer cb = allocateCommandBuffer();
   struct Free {
     Device& d;

@@ -35,6 +35,13 @@ class Device {
   bool creationFeedback() const { return creationFeedback_; }
   // Where storage buffers count their device memory (the backend's tracker); none: not counted.
   void setMemoryTracker(std::shared_ptr<MemoryTracker> t) { tracker_ = std::move(t); }
+  // Called before each host transfer (runOnce) and before a storage buffer is freed: the
+  // backend flushes its deferred dispatches there (OpRecorder::setDeferred), so a copy
+  // sees the commands recorded before it and no pending command reads a freed buffer.
+  void setBeforeHostAccess(std::function<void()> f) { beforeHostAccess_ = std::move(f); }
+  void beforeHostAccess() const {
+    if (beforeHostAccess_) beforeHostAccess_();
+  }
   const std::shared_ptr<MemoryTracker>& memoryTracker() const { return tracker_; }  // VK_EXT_pipeline_creation_feedback / 1.3
 
   // A memory type index allowed by typeBits with all `required` flags, preferring one
@@ -58,6 +65,7 @@ class Device {
   VkPhysicalDeviceMemoryProperties memory_{};
   bool float16_ = false, storage16_ = false, creationFeedback_ = false;
   std::shared_ptr<MemoryTracker> tracker_;
+  std::function<void()> beforeHostAccess_;
   std::mutex poolMu_, queueMu_;
 };
 

@@ -53,15 +53,23 @@ OpRecorder::OpRecorder(Device& device, uint32_t maxDispatches, uint32_t maxBuffe
 
 OpRecorder::~OpRecorder() {
   const VkDevice d = device_.handle();
+  try {
+    flush();  // pending ops' events stay readable
+  } catch (const std::exception&) {
+  }
   if (recording_) vkEndCommandBuffer(cb_);
   device_.freeCommandBuffer(cb_);
   vkDestroyDescriptorPool(d, pool_, nullptr);
   vkDestroyQueryPool(d, queries_, nullptr);
 }
 
-void OpRecorder::begin() {
-  if (recording_) vkEndCommandBuffer(cb_);  // an abandoned recording
-  recording_ = false;
+const DispatchTime& DispatchBatch::at(uint32_t i) {
+  if (!done && recorder) recorder->flush();
+  if (!done) throw Error("a Vulkan dispatch's time was read after its recorder went away unflushed");
+  return times.at(i);
+}
+
+void OpRecorder::startRecording() {
   recorded_ = 0;
   const VkDevice d = device_.handle();
   vkCheck(vkResetDescriptorPool(d, pool_, 0), "vkResetDescriptorPool");
@@ -71,6 +79,48 @@ void OpRecorder::begin() {
   vkCheck(vkBeginCommandBuffer(cb_, &bi), "vkBeginCommandBuffer");
   recording_ = true;
   vkCmdResetQueryPool(cb_, queries_, 0, 2 * maxDispatches_);
+}
+
+void OpRecorder::begin() {
+  if (deferred_) {
+    // Ops join the batch being recorded (a new one when none is).
+    if (!recording_) {
+      startRecording();
+      batch_ = std::make_shared<DispatchBatch>();
+      batch_->recorder = this;
+    }
+    op_ = OpTiming{};
+    opOpen_ = true;
+    return;
+  }
+  if (recording_) vkEndCommandBuffer(cb_);  // an abandoned recording
+  recording_ = false;
+  startRecording();
+}
+
+void OpRecorder::setDeferred(bool on) {
+  if (on == deferred_) return;
+  flush();
+  if (recording_) vkEndCommandBuffer(cb_);
+  recording_ = false;
+  deferred_ = on;
+}
+
+void OpRecorder::flush() {
+  if (!deferred_ || !recording_) return;
+  std::shared_ptr<DispatchBatch> batch = std::move(batch_);
+  std::vector<DispatchTime> times;
+  if (recorded_ > 0) {
+    times = endAndRun();
+  } else {
+    recording_ = false;
+    vkCheck(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+  }
+  if (batch) {
+    batch->times = std::move(times);
+    batch->done = true;
+    batch->recorder = nullptr;
+  }
 }
 
 void OpRecorder::dispatch(const ComputePipeline& pipeline, std::initializer_list<const Buffer*> buffers,
@@ -88,7 +138,14 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<con
 void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<BufferRange>& buffers,
                           const void* push, size_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
   const std::string what = std::string("dispatch of ") + pipeline.shader().name;
-  if (!recording_) throw Error(what + ": OpRecorder::begin() was not called");
+  if (deferred_ ? !opOpen_ : !recording_) throw Error(what + ": OpRecorder::begin() was not called");
+  if (deferred_ && recorded_ == maxDispatches_) {
+    // The batch is full: run it, and go on in a new one (an op may span two batches).
+    flush();
+    startRecording();
+    batch_ = std::make_shared<DispatchBatch>();
+    batch_->recorder = this;
+  }
   if (recorded_ == maxDispatches_)
     throw Error(what + ": more than " + std::to_string(maxDispatches_) + " dispatches in one op");
   if (buffers.size() != pipeline.storageBuffers() || buffers.size() > maxBuffers_)
@@ -145,14 +202,31 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 2 * recorded_);
   vkCmdDispatch(cb_, gx, gy, gz);
   vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * recorded_ + 1);
+  if (deferred_) op_.pending.emplace_back(batch_, recorded_);
   ++recorded_;
 }
 
 OpTiming OpRecorder::submit() {
+  if (deferred_) {
+    if (!opOpen_) throw Error("OpRecorder::submit() without begin()");
+    opOpen_ = false;
+    if (op_.pending.empty()) throw Error("an op recorded no dispatches to time");
+    return std::move(op_);
+  }
   if (!recording_) throw Error("OpRecorder::submit() without begin()");
+  if (recorded_ == 0) {
+    recording_ = false;
+    vkEndCommandBuffer(cb_);
+    throw Error("an op recorded no dispatches to time");
+  }
+  OpTiming t;
+  t.dispatches = endAndRun();
+  return t;
+}
+
+std::vector<DispatchTime> OpRecorder::endAndRun() {
   recording_ = false;
   vkCheck(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
-  if (recorded_ == 0) throw Error("an op recorded no dispatches to time");
   device_.submitAndWait(cb_);
   std::vector<uint64_t> ticks(2 * recorded_);
   vkCheck(vkGetQueryPoolResults(device_.handle(), queries_, 0, 2 * recorded_, ticks.size() * sizeof(uint64_t),
@@ -163,7 +237,7 @@ OpTiming OpRecorder::submit() {
   const double period = info.timestampPeriodNs;
   // Scaled after subtracting a base tick: ticks near 2^60 (a CPU driver's nanosecond
   // clock) would lose their low digits in a double. One base for the recorder's life
-  // (its first op's earliest tick), so that events of different ops share a clock: a
+  // (its first batch's earliest tick), so that events of different ops share a clock: a
   // graph run's device time is its first op's start to its last op's end.
   if (!haveBase_) {
     base_ = UINT64_MAX;
@@ -175,9 +249,9 @@ OpTiming OpRecorder::submit() {
     tick &= mask;
     return tick > base ? static_cast<uint64_t>(static_cast<double>(tick - base) * period + 0.5) : 0;
   };
-  OpTiming t;
-  for (uint32_t i = 0; i < recorded_; ++i) t.dispatches.push_back({ns(ticks[2 * i]), ns(ticks[2 * i + 1])});
-  return t;
+  std::vector<DispatchTime> out;
+  for (uint32_t i = 0; i < recorded_; ++i) out.push_back({ns(ticks[2 * i]), ns(ticks[2 * i + 1])});
+  return out;
 }
 
 }  // namespace sdspeed::vk

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <vector>
 
 namespace sdspeed::vk {
@@ -37,8 +38,20 @@ struct DispatchTime {
   uint64_t startNs = 0, endNs = 0;  // ns after the recorder's base tick (its first op's start)
 };
 
+// The dispatches of one submitted command buffer (a batch): their times, read once the
+// batch has run. resolve() runs it first when it is still pending (OpRecorder::flush).
+class OpRecorder;
+struct DispatchBatch {
+  OpRecorder* recorder = nullptr;  // null once flushed (or its recorder is gone)
+  bool done = false;
+  std::vector<DispatchTime> times;
+  const DispatchTime& at(uint32_t i);  // flushes the recorder first when still pending
+};
+
 struct OpTiming {
-  std::vector<DispatchTime> dispatches;  // in recording order
+  std::vector<DispatchTime> dispatches;  // in recording order (immediate submission)
+  // Deferred submission: each dispatch's batch and index, resolved when first read.
+  std::vector<std::pair<std::shared_ptr<DispatchBatch>, uint32_t>> pending;
   double spanNs() const;                 // latest end - earliest start; 0 without dispatches
 };
 
@@ -63,8 +76,20 @@ class OpRecorder {
                 size_t pushBytes, uint32_t groupsX, uint32_t groupsY = 1, uint32_t groupsZ = 1);
   void dispatch(const ComputePipeline& pipeline, const std::vector<BufferRange>& buffers, const void* push,
                 size_t pushBytes, uint32_t groupsX, uint32_t groupsY = 1, uint32_t groupsZ = 1);
-  // Ends the recording, submits it, waits, and reads the timestamps.
+  // Ends the op. Immediate (default): ends the recording, submits it, waits, and reads the
+  // timestamps into OpTiming::dispatches. Deferred: keeps recording; the op's dispatches
+  // are OpTiming::pending, timed when the batch is flushed.
   OpTiming submit();
+
+  // Deferred submission (VulkanBackend turns it on): many ops' dispatches share one
+  // command buffer, submitted by flush() (or when it is full), so a graph run pays one
+  // queue submission and wait per ~maxDispatches dispatches instead of one per op.
+  // Everything that reads or writes device memory from the host, or frees a buffer, must
+  // flush first (Device's submission hook does, runtime/vulkan/device.h).
+  void setDeferred(bool on);
+  bool deferred() const { return deferred_; }
+  // Submits the pending batch, waits, and reads its timestamps; nothing when none.
+  void flush();
 
  private:
   Device& device_;
@@ -76,6 +101,12 @@ class OpRecorder {
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   uint64_t base_ = 0;  // the tick every time is counted from (submit())
   bool haveBase_ = false;
+  bool deferred_ = false;
+  bool opOpen_ = false;                    // deferred: between begin() and submit()
+  std::shared_ptr<DispatchBatch> batch_;   // deferred: the batch being recorded
+  OpTiming op_;                            // deferred: the current op's dispatches
+  void startRecording();                   // resets pools, begins the command buffer
+  std::vector<DispatchTime> endAndRun();   // ends, submits, waits, reads the times
 };
 
 }  // namespace sdspeed::vk
