@@ -16,6 +16,8 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"reshape", &lowerReshapeVulkan, "reshape"},
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
       {"gemm", &lowerGemmVulkan, "gemm"},
+      {"timestep", &lowerTimestepVulkan, "timestep"},
+      {"attention", &lowerAttentionVulkan, "attention"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;
