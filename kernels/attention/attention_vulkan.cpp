@@ -85,8 +85,7 @@ std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend& be, const Fa
   const float scale = static_cast<float>(a->effectiveScale());
   uint32_t scaleBits;
   std::memcpy(&scaleBits, &scale, 4);
-  std::vector<uint32_t> push = {u32(a->heads), BH, S, L, D4, layout, flags, scaleBits};
-  static_assert(kPushWords == 8);
+  std::vector<uint32_t> push = {u32(a->heads), BH, S, L, D4, layout, flags, scaleBits};  // kPushWords
   auto pipeline = [&](uint32_t wg, uint32_t stage, std::vector<vk::SpecConstant> more) -> const vk::ComputePipeline* {
     std::vector<vk::SpecConstant> spec = {vulkanLocalSizeX(be, wg), vk::specU32(1, stage)};
     spec.insert(spec.end(), more.begin(), more.end());
