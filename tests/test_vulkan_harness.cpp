@@ -193,6 +193,35 @@ TEST(VulkanHarnessCoverage, AttentionFlashRunsEveryParameterValue) {
   EXPECT_EQ(r.status, Status::Unsupported) << r.message;
 }
 
+// Heads wider than D = 160 (the VAE's 512) run flash on Vulkan with each row split across
+// invocations (attention_flash_wide.glsl); no quick problem has one, so here: D = 512 with
+// a mask at large offsets, D = 384 causal, two rows per invocation, KC = 8 (lavapipe's
+// 32 KiB of shared memory holds KC = 16 only up to D = 448). OpenCL's flash still refuses them.
+TEST(VulkanHarnessCoverage, AttentionFlashWideHeads) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  const Family& fam = findFamily("attention");
+  const VariantDef& v = fam.variant("flash");
+  const std::vector<ProblemPtr> problems = {AttentionFamily::problem(1, 1, 512, 40, 45, false, true, 90.0f),
+                                            AttentionFamily::problem(2, 1, 384, 37, 37, true)};
+  std::map<std::string, int> values;
+  for (const auto& q : v.params) values[q.name] = v.defaults()[q.name];
+  values["KC"] = 8;
+  for (int rq : {1, 2}) {
+    values["RQ"] = rq;
+    values["WG"] = rq == 1 ? 64 : 32;
+    const ParamPoint pt(values);
+    for (const auto& prob : problems)
+      for (const char* text : {"f32.buffer.nchw", "f16.buffer.nc4hw4"}) {
+        CheckResult r = checkCase(*be, fam, v, pt, *prob, StorageFormat::parse(text), 13);
+        EXPECT_EQ(r.status, Status::Ok) << pt.text() << " " << text << " " << r.problem << ": " << r.message;
+      }
+  }
+  DeviceCaps openCl = be->caps();
+  openCl.api = "opencl";
+  EXPECT_NE(fam.unsupportedReason(v, v.defaults(), *problems[0], StorageFormat{}, openCl), "");
+}
+
 // The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from
 // timestamps, positive for a real dispatch.
 TEST(VulkanHarnessCoverage, TimedThroughTheBackendInterface) {

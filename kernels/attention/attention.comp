@@ -23,7 +23,9 @@
 //     scale * log2 e, and the output accumulator, HS vec4 each in registers); the
 //     work-group streams K/V tiles of BK keys through shared memory and keeps a running
 //     float max and sum per row (online softmax), rescaling once per chunk of KC keys;
-//     the S x L matrix never exists. Work-group WG, groups (ceil(S / (WG*RQ)), B*H).
+//     the S x L matrix never exists. Work-group WG, groups (ceil(S / (WG*RQ)), B*H);
+//   4 flash for D > 160 (attention_flash_wide.glsl): a row's slices split across
+//     PARTS invocations, so the VAE's D = 512 head runs flash too.
 #include "../common/prelude.glsl"
 
 layout(local_size_x_id = 0) in;  // T*T (scores, pv), SWG (rows), WG (flash)
@@ -76,10 +78,12 @@ bool hasMask() { return (p.flags & 2u) != 0u; }
 
 #include "attention_tiled.glsl"
 #include "attention_flash.glsl"
+#include "attention_flash_wide.glsl"
 
 void main() {
   if (STAGE == 0u) scoresStage();
   else if (STAGE == 1u) rowsStage();
   else if (STAGE == 2u) pvStage();
-  else flashStage();
+  else if (STAGE == 3u) flashStage();
+  else flashWideStage();
 }

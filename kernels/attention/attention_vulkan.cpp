@@ -75,8 +75,8 @@ std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend& be, const Fa
   (void)fam;
   const auto* a = dynamic_cast<const AttentionProblem*>(&prob);
   if (!a) throw Error("attention given a problem of another family: " + prob.text());
-  // The family's unsupportedReason already refused D % 4 != 0 and, for flash, D > 160
-  // and K/V tiles beyond the device's shared memory.
+  // The family's unsupportedReason already refused D % 4 != 0 and, for flash, tiles
+  // beyond the device's shared memory and wide heads that WG cannot split.
   const uint32_t layout = vulkanLayoutCode(f);
   const auto& module = vulkanModuleFor("attention", f);
   const uint32_t BH = u32(a->batch * a->heads), S = u32(a->queries), L = u32(a->keys), D4 = u32(a->headDim / 4);
@@ -98,11 +98,23 @@ std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend& be, const Fa
     if (pt["NATIVE"] != 0)
       throw UnsupportedError("flash NATIVE=1 has no Vulkan counterpart (GLSL has one exp2); NATIVE=0 runs");
     const uint32_t wg = u32(pt["WG"]), rq = u32(pt["RQ"]);
-    const auto* pipe = pipeline(wg, 3,
-                                {vk::specU32(4, u32(pt["BK"])), vk::specU32(5, rq), vk::specU32(6, u32(pt["KC"])),
-                                 vk::specU32(7, D4)});
+    std::vector<vk::SpecConstant> spec = {vk::specU32(4, u32(pt["BK"])), vk::specU32(5, rq),
+                                          vk::specU32(6, u32(pt["KC"])), vk::specU32(7, D4)};
+    uint32_t rowsPerGroup = wg * rq, stage = 3;
+    if (D4 > 40) {
+      // Wide heads (the family's rule admits them on Vulkan only): a row split across
+      // `parts` invocations, tiles of KC keys, so BK has no part in the kernel.
+      if (pt["BK"] != v.defaults()["BK"])
+        throw UnsupportedError("flash BK=" + std::to_string(pt["BK"]) + " is the same kernel as BK=" +
+                               std::to_string(v.defaults()["BK"]) + " for D > 160 on Vulkan (tiles of KC keys)");
+      const uint32_t parts = static_cast<uint32_t>(AttentionFamily::flashWideParts(a->headDim));
+      spec.push_back(vk::specU32(8, parts));
+      rowsPerGroup = wg / parts * rq;
+      stage = 4;
+    }
+    const auto* pipe = pipeline(wg, stage, spec);
     return std::make_unique<VkAttentionOp>(be, std::move(push),
-                                           std::vector<Dispatch>{{pipe, {ceilDiv(S, wg * rq), BH, 1}}},
+                                           std::vector<Dispatch>{{pipe, {ceilDiv(S, rowsPerGroup), BH, 1}}},
                                            std::vector<uint64_t>{});
   }
   if (v.name != "naive" && v.name != "partially_fused_softmax")
