@@ -101,7 +101,7 @@ std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend& be, const Fa
     std::vector<vk::SpecConstant> spec = {vk::specU32(4, u32(pt["BK"])), vk::specU32(5, rq),
                                           vk::specU32(6, u32(pt["KC"])), vk::specU32(7, D4)};
     uint32_t rowsPerGroup = wg * rq, stage = 3;
-    if (D4 > 40) {
+    if (D4 > 40) {  // D > 160: the family's kMaxFlashSlices, whole rows in registers up to there
       // Wide heads (the family's rule admits them on Vulkan only): a row split across
       // `parts` invocations, tiles of KC keys, so BK has no part in the kernel.
       if (pt["BK"] != v.defaults()["BK"])
