@@ -8,9 +8,12 @@
 // error fails the test that caused it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <iostream>
 
+#include "kernels/attention/attention_family.h"
 #include "kernels/lowering.h"
 #include "kernels/registry.h"
 #include "kernels/vulkan/vulkan_lowering.h"
@@ -161,6 +164,70 @@ TEST(VulkanHarnessCoverage, EveryLoweredVariantRunsInEveryBufferFormat) {
     }
   }
   EXPECT_GT(checked, 40);
+}
+
+// attention flash's sampled point above may be a NATIVE=1 one, which Vulkan refuses (GLSL
+// has one exp2), leaving RQ, KC and BK values unrun: each other value of each parameter
+// here, at the defaults otherwise, on the quick problems of head sizes 8 and 4 (tile ends
+// and causal included; the D = 40 mask problem runs at the defaults above, and its
+// 10-slice register arrays make each of lavapipe's pipelines slow to build).
+TEST(VulkanHarnessCoverage, AttentionFlashRunsEveryParameterValue) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  const Family& fam = findFamily("attention");
+  const VariantDef& v = fam.variant("flash");
+  int ran = 0;
+  for (const auto& param : v.params)
+    for (int value : param.values) {
+      if (param.name == "NATIVE" || value == param.values.front()) continue;
+      std::map<std::string, int> values;
+      for (const auto& q : v.params) values[q.name] = v.defaults()[q.name];
+      values[param.name] = value;
+      if (param.name == "BK") values["KC"] = std::min(values["KC"], value);  // BK % KC == 0
+      const ParamPoint pt(values);
+      for (const auto& prob : fam.checkProblems(false))
+        for (const char* text : {"f32.buffer.nchw", "f16.buffer.nc4hw4"}) {
+          if (static_cast<const AttentionProblem&>(*prob).headDim > 8) continue;
+          CheckResult r = checkCase(*be, fam, v, pt, *prob, StorageFormat::parse(text), 11);
+          EXPECT_EQ(r.status, Status::Ok) << pt.text() << " " << text << " " << r.problem << ": " << r.message;
+          ++ran;
+        }
+    }
+  EXPECT_EQ(ran, 36);  // 6 values x 3 problems x 2 formats
+  std::map<std::string, int> native;
+  for (const auto& q : v.params) native[q.name] = v.defaults()[q.name];
+  native["NATIVE"] = 1;
+  CheckResult r = checkCase(*be, fam, v, ParamPoint(native), *fam.checkProblems(false).front(), StorageFormat{}, 11);
+  EXPECT_EQ(r.status, Status::Unsupported) << r.message;
+}
+
+// Heads wider than D = 160 (the VAE's 512) run flash on Vulkan with each row split across
+// invocations (attention_flash_wide.glsl); no quick problem has one, so here: D = 512 with
+// a mask at large offsets, D = 384 causal, two rows per invocation, KC = 8 (lavapipe's
+// 32 KiB of shared memory holds KC = 16 only up to D = 448). OpenCL's flash still refuses them.
+TEST(VulkanHarnessCoverage, AttentionFlashWideHeads) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  const Family& fam = findFamily("attention");
+  const VariantDef& v = fam.variant("flash");
+  const std::vector<ProblemPtr> problems = {AttentionFamily::problem(1, 1, 512, 40, 45, false, true, 90.0f),
+                                            AttentionFamily::problem(2, 1, 384, 37, 37, true)};
+  std::map<std::string, int> values;
+  for (const auto& q : v.params) values[q.name] = v.defaults()[q.name];
+  values["KC"] = 8;
+  for (int rq : {1, 2}) {
+    values["RQ"] = rq;
+    values["WG"] = rq == 1 ? 64 : 32;
+    const ParamPoint pt(values);
+    for (const auto& prob : problems)
+      for (const char* text : {"f32.buffer.nchw", "f16.buffer.nc4hw4"}) {
+        CheckResult r = checkCase(*be, fam, v, pt, *prob, StorageFormat::parse(text), 13);
+        EXPECT_EQ(r.status, Status::Ok) << pt.text() << " " << text << " " << r.problem << ": " << r.message;
+      }
+  }
+  DeviceCaps openCl = be->caps();
+  openCl.api = "opencl";
+  EXPECT_NE(fam.unsupportedReason(v, v.defaults(), *problems[0], StorageFormat{}, openCl), "");
 }
 
 // The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from

@@ -220,6 +220,12 @@ size_t AttentionFamily::scratchBytes(const VariantDef& v, const AttentionProblem
   return rows * static_cast<size_t>(p.keys) * sizeof(float) + rows * 2 * sizeof(float);
 }
 
+int AttentionFamily::flashWideParts(int64_t headDim) {
+  int parts = 1;
+  while ((headDim / 4 + parts - 1) / parts > 16) parts *= 2;
+  return parts;
+}
+
 std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamPoint& pt, const Problem& prob,
                                                const StorageFormat& f, const DeviceCaps& dev) const {
   if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
@@ -227,10 +233,18 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
   if (p.headDim % 4) return "head size " + std::to_string(p.headDim) + " is not a multiple of 4 (heads are float4 slices)";
   if (v.name == "flash") {
     const int64_t hs = p.headDim / 4;
-    if (hs > kMaxFlashSlices)
-      return "head size " + std::to_string(p.headDim) + " > " + std::to_string(4 * kMaxFlashSlices) +
-             ": flash keeps q and the accumulator (2*D floats per row) in registers";
-    const size_t local = 2 * static_cast<size_t>(pt["BK"] * hs) * 16;
+    size_t local = 2 * static_cast<size_t>(pt["BK"] * hs) * 16;
+    if (hs > kMaxFlashSlices) {
+      if (dev.api != "vulkan")
+        return "head size " + std::to_string(p.headDim) + " > " + std::to_string(4 * kMaxFlashSlices) +
+               ": flash keeps q and the accumulator (2*D floats per row) in registers";
+      // Vulkan splits a wide row across invocations; shared memory holds a tile of KC
+      // keys (K, then V) and the partial scores (attention_flash_wide.glsl).
+      if (flashWideParts(p.headDim) > pt["WG"])
+        return "head size " + std::to_string(p.headDim) + " needs " + std::to_string(flashWideParts(p.headDim)) +
+               " invocations per row, more than WG";
+      local = static_cast<size_t>(pt["KC"] * hs) * 16 + static_cast<size_t>(pt["RQ"] * pt["WG"] * pt["KC"]) * 4;
+    }
     if (local > dev.localMemBytes)
       return "K/V tiles need " + std::to_string(local) + " bytes of local memory, device has " +
              std::to_string(dev.localMemBytes);

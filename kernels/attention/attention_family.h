@@ -55,6 +55,9 @@ class AttentionFamily : public Family {
                             bool causal = false, bool mask = false, float maskOffset = 0.0f);
   // Scratch memory a variant allocates for a problem, in bytes.
   static size_t scratchBytes(const VariantDef& v, const AttentionProblem& p);
+  // Vulkan's flash for D > 160 (attention_flash_wide.glsl): the invocations a row's D/4
+  // slices are split across, the least power of two leaving each at most 16 slices.
+  static int flashWideParts(int64_t headDim);
 
  private:
   std::vector<VariantDef> variants_;

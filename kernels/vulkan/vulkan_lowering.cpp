@@ -17,6 +17,8 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
       {"gemm", &lowerGemmVulkan, "gemm"},
       {"conv", &lowerConvVulkan, "conv"},
+      {"timestep", &lowerTimestepVulkan, "timestep"},
+      {"attention", &lowerAttentionVulkan, "attention"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;

@@ -86,5 +86,7 @@ std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend&, const Family&, c
 std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&, const Problem&, const StorageFormat&);
 std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend&, const Family&, const VariantDef&,
                                                  const ParamPoint&, const Problem&, const StorageFormat&);
+std::unique_ptr<PreparedOp> lowerTimestepVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&, const Problem&, const StorageFormat&);
+std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend&, const Family&, const VariantDef&, const ParamPoint&, const Problem&, const StorageFormat&);
 
 }  // namespace sdspeed

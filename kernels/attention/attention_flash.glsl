@@ -1,0 +1,97 @@
+// attention.comp's stage 3, the flash variant (attn_flash of attention.cl, in the same
+// order of operations). A row's statistics (max, sum) and its accumulator are float.
+
+const uint N_KV = STAGE == 3u ? BK * HS : 1u;
+shared vec4 FK[N_KV];  // FK[kk * HS + j]: slice j of key k0 + kk
+shared vec4 FV[N_KV];
+
+// Scores of keys c0 .. c0+KC-1 of every row (log2 units) into sc[r][c], the rows' maxima
+// into cmax[r]. Each K slice is read from shared memory once for all RQ rows (and, the
+// same address for the whole work-group, as a broadcast). CHECKED (a literal): apply the
+// mask, the causal rule and the tile's end; whole unmasked chunks skip those tests.
+#define FLASH_SCORES(CHECKED)                                                      \
+  for (uint c = 0u; c < KC; ++c) {                                                 \
+    const uint kk = c0 + c, key = k0 + kk;                                         \
+    vec4 d4[RQ];                                                                   \
+    for (uint r = 0u; r < RQ; ++r) d4[r] = vec4(0.0);                              \
+    for (uint j = 0u; j < HS; ++j) {                                               \
+      const vec4 kv = FK[kk * HS + j];                                             \
+      for (uint r = 0u; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);             \
+    }                                                                              \
+    for (uint r = 0u; r < RQ; ++r) {                                               \
+      float x = (d4[r].x + d4[r].y) + (d4[r].z + d4[r].w);                         \
+      if (CHECKED) {                                                               \
+        const uint s = row0 + r * WG + lid;                                        \
+        if (hasMask() && s < p.S && key < p.L) x += loadMask(b, s, key) * LOG2E;   \
+        if (kk >= kn || (causal() && key > s)) x = NEG_INF;                        \
+      }                                                                            \
+      sc[r][c] = x;                                                                \
+      cmax[r] = max(cmax[r], x);                                                   \
+    }                                                                              \
+  }
+
+void flashStage() {
+  const uint WG = gl_WorkGroupSize.x, lid = gl_LocalInvocationID.x;
+  const uint bh = gl_WorkGroupID.y, b = bh / p.H, h = bh % p.H;
+  const uint row0 = gl_WorkGroupID.x * WG * RQ;
+  const float qscale = p.scale * LOG2E;  // scores in log2 units: exp2 below
+  vec4 qr[RQ][HS], acc[RQ][HS];
+  float m[RQ], den[RQ];
+  for (uint r = 0u; r < RQ; ++r) {
+    const uint s = row0 + r * WG + lid;
+    for (uint j = 0u; j < HS; ++j) {
+      qr[r][j] = s < p.S ? loadQ(b, h * HS + j, s) * qscale : vec4(0.0);
+      acc[r][j] = vec4(0.0);
+    }
+    m[r] = NEG_INF;
+    den[r] = 0.0;
+  }
+  // Under a causal mask no row of this group attends past its last row.
+  const uint kend = causal() ? min(p.L, row0 + WG * RQ) : p.L;
+  for (uint k0 = 0u; k0 < kend; k0 += BK) {
+    barrier();
+    for (uint e = lid; e < BK * HS; e += WG) {
+      const uint kk = e % BK, j = e / BK, key = k0 + kk;  // neighbouring invocations: neighbouring keys
+      FK[kk * HS + j] = key < p.L ? loadK(b, h * HS + j, key) : vec4(0.0);
+      FV[kk * HS + j] = key < p.L ? loadV(b, h * HS + j, key) : vec4(0.0);
+    }
+    barrier();
+    const uint kn = min(BK, kend - k0);
+    for (uint c0 = 0u; c0 < kn; c0 += KC) {
+      float sc[RQ][KC], cmax[RQ], mref[RQ];
+      for (uint r = 0u; r < RQ; ++r) cmax[r] = NEG_INF;
+      if (!causal() && !hasMask() && c0 + KC <= kn) {
+        FLASH_SCORES(false)
+      } else {
+        FLASH_SCORES(true)
+      }
+      for (uint r = 0u; r < RQ; ++r) {
+        const float mnew = max(m[r], cmax[r]);
+        // A row with every key so far masked keeps max -inf: exponentiate against 0
+        // instead (all its weights are 0 either way), never -inf - -inf.
+        mref[r] = mnew == NEG_INF ? 0.0 : mnew;
+        const float corr = exp2(m[r] - mref[r]);
+        m[r] = mnew;
+        den[r] *= corr;
+        for (uint j = 0u; j < HS; ++j) acc[r][j] *= corr;
+      }
+      for (uint c = 0u; c < KC; ++c) {
+        float pr[RQ];
+        for (uint r = 0u; r < RQ; ++r) {
+          pr[r] = exp2(sc[r][c] - mref[r]);
+          den[r] += pr[r];
+        }
+        for (uint j = 0u; j < HS; ++j) {
+          const vec4 vv = FV[(c0 + c) * HS + j];  // read once for all RQ rows
+          for (uint r = 0u; r < RQ; ++r) acc[r][j] = fma(vec4(pr[r]), vv, acc[r][j]);
+        }
+      }
+    }
+  }
+  for (uint r = 0u; r < RQ; ++r) {
+    const uint s = row0 + r * WG + lid;
+    if (s >= p.S) continue;
+    const float inv = 1.0 / den[r];
+    for (uint j = 0u; j < HS; ++j) storeOut(b, h * HS + j, s, acc[r][j] * inv);
+  }
+}
