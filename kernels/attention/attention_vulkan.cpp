@@ -4,11 +4,10 @@
 // submission, which the recorder orders with a barrier between dispatches, as OpenCL's
 // in-order queue does.
 //
-// Scratch (the S x L scores and a (max, 1/sum) pair per row): OpenCL's OpScratch hands
-// out OpenCL buffers, so on Vulkan the op allocates them itself as backend tensors on its
-// first enqueue and keeps them for its lifetime, as OpScratch does for an op nobody
-// binds. scratchRegions() reports their sizes (sdspeed check prints them);
-// bindScratch() refuses regions, which only the OpenCL executor hands out.
+// Scratch (the S x L scores and a (max, 1/sum) pair per row): scratchRegions() reports
+// their sizes; the graph executor binds regions of its arena (BufferRegion::mem is the
+// arena's vk::Buffer), and an op nobody binds (check, bench) allocates them itself as
+// backend tensors on its first enqueue, as OpScratch does on OpenCL.
 #include <algorithm>
 #include <cstring>
 
@@ -35,21 +34,29 @@ class VkAttentionOp : public PreparedOp {
 
   std::vector<uint64_t> scratchRegions() const override { return scratchBytes_; }
   void bindScratch(const std::vector<BufferRegion>& regions) override {
-    if (!regions.empty()) throw Error("attention on Vulkan allocates its own scratch; it takes no bound regions");
+    if (regions.size() != scratchBytes_.size())
+      throw Error("attention on Vulkan takes " + std::to_string(scratchBytes_.size()) + " scratch regions, given " +
+                  std::to_string(regions.size()));
+    bound_.clear();
+    for (size_t i = 0; i < regions.size(); ++i)
+      bound_.push_back({static_cast<const vk::Buffer*>(regions[i].mem), regions[i].offset, scratchBytes_[i]});
   }
 
   OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
     if (t.size() != 5) throw Error("attention takes 5 tensors, got " + std::to_string(t.size()));
-    if (scratch_.empty())
+    if (bound_.empty() && scratch_.empty())
       for (uint64_t bytes : scratchBytes_) {
         const TensorDesc d{Shape{1, 1, 1, static_cast<int64_t>(bytes / 4)}, StorageFormat{}};
         scratch_.push_back(be_.makeTensor(d));
       }
-    std::vector<const vk::Buffer*> buffers;
-    for (DeviceTensor* x : t) buffers.push_back(&vk::asVk(*x).buffer());
+    // Tensors as ranges of their buffers (an executor's arena holds many).
+    std::vector<vk::BufferRange> buffers;
+    for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
     // flash reads no scratch: the mask buffer stands in at bindings 5 and 6 (unused).
     for (size_t i = 0; i < 2; ++i)
-      buffers.push_back(scratch_.empty() ? buffers[3] : &vk::asVk(*scratch_[i]).buffer());
+      buffers.push_back(!bound_.empty()     ? bound_[i]
+                        : scratch_.empty() ? buffers[3]
+                                           : vk::asVk(*scratch_[i]).range());
     auto& rec = be_.recorder();
     rec.begin();
     for (const Dispatch& d : dispatches_)
@@ -63,6 +70,7 @@ class VkAttentionOp : public PreparedOp {
   std::vector<Dispatch> dispatches_;
   std::vector<uint64_t> scratchBytes_;
   std::vector<std::unique_ptr<DeviceTensor>> scratch_;
+  std::vector<vk::BufferRange> bound_;  // regions the executor bound (bindScratch)
 };
 
 uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }

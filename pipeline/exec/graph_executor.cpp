@@ -113,7 +113,10 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const Storage
     if (auto a = runnablePoint(chooser, fam, inst, v.name, n, format, dev, ignored))
       return {inst.text(), a->variant, a->params, a->source + "; fallback, " + refused};
   throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.caps().name + " (" +
-              refused + ")");
+              refused + ")" +
+              (format.arithmetic != DType::F32
+                   ? "; --arithmetic " + std::string(dtypeName(format.arithmetic)) + " needs a device that computes in it"
+                   : ""));
 }
 
 }  // namespace
@@ -180,7 +183,16 @@ std::vector<StorageFormat> graphNodeFormats(const Graph& graph, const StorageFor
     // No override for this node: the format given (the component's, as the caller set it).
     const bool overridden = !kind.empty() && (opt.kindWeights.count(graph.component() + "." + kind) ||
                                               opt.kindWeights.count(kind));
-    out.push_back(overridden ? format.withWeights(weightFormatFor(opt, graph.component(), kind)) : format);
+    StorageFormat f = overridden ? format.withWeights(weightFormatFor(opt, graph.component(), kind)) : format;
+    // --arithmetic f16 runs each op in half where its family has a half variant; the
+    // others (conv, attention, the copies) compute in f32 on the same f16 storage, as
+    // the report's variants show (kernels/README.md lists what accumulates where).
+    const auto& vs = n.family->variants();
+    if (f.arithmetic != DType::F32 && std::none_of(vs.begin(), vs.end(), [&](const VariantDef& v) {
+          return std::find(v.arithmetic.begin(), v.arithmetic.end(), f.arithmetic) != v.arithmetic.end();
+        }))
+      f = f.withArithmetic(DType::F32);
+    out.push_back(f);
   }
   return out;
 }
