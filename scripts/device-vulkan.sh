@@ -16,7 +16,9 @@
 #   vulkaninfo (full and --summary) and `sdspeed devices` (cooperative-matrix shapes);
 #   a build with the Vulkan backend (build-dev, sdspeed only);
 #   `sdspeed check --backend vulkan` of every family, f32 and f16 storage and arithmetic;
-#   with `run` also: SD 1.5 512x512 through Vulkan f32 / f16 beside OpenCL f32 (#21's targets).
+#   `run` instead: SD 1.5 512x512 through OpenCL f32, Vulkan f32 and Vulkan f16 arithmetic
+#   (#21's targets), the UNet medians and decoded-image PSNRs in summary.txt (~7 min; the
+#   build is reused when the machine is still warm from a `check` call).
 # Results: $OUT/vulkan.tgz, repacked after each step.
 set -uo pipefail
 OUT=${OUT:-/tmp/sdspeed-out}
@@ -60,17 +62,51 @@ fi
 step 60 devices $S devices
 
 # Every family through Vulkan on the H200 (the lavapipe command of results/vulkan/README.md).
-step 240 check $S check --backend vulkan --arithmetic f32,f16 \
+[ "${1:-check}" = check ] && step 240 check $S check --backend vulkan --arithmetic f32,f16 \
   --storage f32.buffer.nchw,f32.buffer.nc4hw4,f16.buffer.nchw,f16.buffer.nc4hw4 \
   --csv "$R/check.csv"
-tail -5 "$R/check.txt"
+[ -f "$R/check.txt" ] && tail -5 "$R/check.txt"
 
 if [ "${1:-check}" = run ]; then
+  # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the
+  # default run does (configs/tuned), then Vulkan f32 and f16 arithmetic. Vulkan has no
+  # tuning database yet, so its runs name the variants the OpenCL database picks for the
+  # big ops (else the family's first variant runs: conv direct, attention naive).
   SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --scheduler ddim --steps 5"
-  step 200 run-opencl-f32 $S run $SD --report "$R/run-opencl-f32.json" -o "$R/opencl-f32.png"
-  step 200 run-vulkan-f32 $S run $SD --backend vulkan --report "$R/run-vulkan-f32.json" -o "$R/vulkan-f32.png"
-  step 200 run-vulkan-f16 $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
-    --report "$R/run-vulkan-f16.json" -o "$R/vulkan-f16.png"
+  VK="--backend vulkan --variant conv=im2col_gemm --variant attention=flash"
+  sd_run() {  # sd_run NAME CAP ARGS...
+    local name=$1 cap=$2; shift 2
+    step "$cap" "$name" $S run $SD --report "$R/$name.json" -o "$R/$name.png" --save-decoded "$R/$name.safetensors" "$@"
+  }
+  sd_run run-opencl-f32 150
+  sd_run run-vulkan-f32 150 $VK
+  sd_run run-vulkan-f16 150 $VK --arithmetic f16 --precision f16 --weights f16
+  # Decoded-image PSNR (image in [-1, 1], 10 log10(4 / MSE)) of each run against Vulkan f32
+  # and OpenCL f32, and the UNet medians side by side.
+  python3 - "$R" > "$R/summary.txt" 2>&1 <<'PY'
+import json, os, struct, sys
+import numpy as np
+r = sys.argv[1]
+def decoded(name):
+    p = os.path.join(r, name + ".safetensors")
+    if not os.path.exists(p): return None
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])["decoded"]
+    s, e = h["data_offsets"]; return np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.float32).astype(np.float64)
+def psnr(a, b):
+    if a is None or b is None: return "-"
+    m = np.mean((a - b) ** 2); return "inf" if m == 0 else f"{10 * np.log10(4 / m):.1f}"
+runs = ["run-opencl-f32", "run-vulkan-f32", "run-vulkan-f16"]
+img = {n: decoded(n) for n in runs}
+print(f"{'run':<16}{'UNet median ms':>16}{'UNet min ms':>13}{'peak GB':>9}  PSNR vs vulkan-f32 / opencl-f32 (dB)")
+for n in runs:
+    p = os.path.join(r, n + ".json")
+    if not os.path.exists(p): print(f"{n:<16}  (no report: see {n}.txt)"); continue
+    j = json.load(open(p)); t = j["time_ms"]
+    print(f"{n:<16}{t['unet_median']:>16.2f}{t['unet_min']:>13.2f}{j['memory']['device_high_water_gb']:>9.3f}  "
+          f"{psnr(img[n], img['run-vulkan-f32'])} / {psnr(img[n], img['run-opencl-f32'])}")
+PY
+  cat "$R/summary.txt"
+  pack
 fi
 log done
 pack
