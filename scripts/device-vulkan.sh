@@ -5,7 +5,9 @@
 #     echo /.gl/ >> .git/info/exclude; echo /.vk/ >> .git/info/exclude
 #     o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 #     mkdir -p .gl .vk /tmp/amd64/partial && apt-get $o update
-#     (cd .gl && apt-get $o download libvulkan1)
+#     (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+#   (libGLX_nvidia.so.0, NVIDIA's Vulkan ICD, needs libglvnd's libGLdispatch: without it the
+#   loader finds "no drivers")
 #     (cd .vk && apt-get $o download glslc libshaderc1 libvulkan-dev vulkan-tools \
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
@@ -44,9 +46,7 @@ for f in .vk/*.deb; do dpkg -x "$f" /opt/vk; done
 export PATH=/opt/vk/usr/bin:$PATH
 export LD_LIBRARY_PATH=/opt/vk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-if ! ls /usr/share/vulkan/icd.d/nvidia* /etc/vulkan/icd.d/nvidia* >/dev/null 2>&1 && [ -f $icd ]; then
-  export VK_DRIVER_FILES=$icd
-fi
+[ -f $icd ] && export VK_DRIVER_FILES=$icd
 env | grep -E '^VK_|^LD_LIBRARY' > "$R/env.txt"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv > "$R/nvidia-smi.txt" 2>&1
 step 30 vulkaninfo-summary vulkaninfo --summary
