@@ -32,7 +32,11 @@ Args::Args(const std::vector<std::string>& argv, const std::set<std::string>& op
         if (i + 1 >= argv.size()) throw Error("option --" + name + " needs a value");
         value = argv[++i];
       }
+      // A repeated option: the last value is the option's value (scripts append their
+      // overrides), and a list option gets every value (`--variant conv=x --variant
+      // attention=y` is `--variant conv=x,attention=y`, not just the last).
       values_[name] = value;
+      all_[name].push_back(value);
     } else {
       throw Error("unknown option --" + name);
     }
@@ -60,10 +64,14 @@ int Args::getInt(const std::string& name, int fallback) const {
 
 std::vector<std::string> Args::list(const std::string& name) const {
   std::vector<std::string> out;
-  std::stringstream ss(get(name));
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
+  auto it = all_.find(name);
+  if (it == all_.end()) return out;
+  for (const auto& value : it->second) {
+    std::stringstream ss(value);
+    std::string item;
+    while (std::getline(ss, item, ','))
+      if (!item.empty()) out.push_back(item);
+  }
   return out;
 }
 

@@ -17,11 +17,12 @@ class Args {
   bool has(const std::string& name) const;
   std::string get(const std::string& name, const std::string& fallback = "") const;
   int getInt(const std::string& name, int fallback) const;
-  // Comma-separated list, empty if absent.
+  // Comma-separated list, empty if absent; a repeated option contributes every value.
   std::vector<std::string> list(const std::string& name) const;
 
  private:
-  std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> values_;                 // the last value given
+  std::map<std::string, std::vector<std::string>> all_;        // every value, in order (list())
   std::set<std::string> flags_;
 };
 

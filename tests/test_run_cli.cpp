@@ -190,6 +190,8 @@ TEST_F(RunCli, BadInputIsOneLine) {
                      {"no variant of", "--arithmetic f16 needs a device that computes in it"});
   expectOneLineError({"run", "--model", kA, "--prompt", "a cat"}, {"no tokenizer", "--input-ids"});
   expectOneLineError({"run", "--model", kA, "--variant", "attention=bogus"}, {"bogus"});
+  // A repeated list option keeps every value: the first --variant's bad name is found.
+  expectOneLineError({"run", "--model", kA, "--variant", "attention=bogus", "--variant", "conv=direct"}, {"bogus"});
   expectOneLineError({"run", "--model", kA + "/single_file/model.safetensors"}, {"--config"});
   expectOneLineError({"run", "--model", kA, "--keep-resident=yes"}, {"--keep-resident", "takes no value"});
   expectOneLineError({"run", "--model", kA, "--keep-resident", "yes"}, {"'yes'", "--keep-resident", "takes no value"});
