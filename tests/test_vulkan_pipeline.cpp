@@ -5,6 +5,10 @@
 //     (tests/fixture_compare.h), as the OpenCL run is held to (test_sd_fixture.cpp);
 //   - f16 arithmetic with f16 storage: relative L2 within 1e-2, the README's rule for
 //     fp16 implementations, which f16 storage on OpenCL is held to too (HalfStorage).
+//     Measured on lavapipe (2026-12-05): unet_out_t999 2.5e-3 / 2.7e-3, decoded 5.9e-3 /
+//     6.6e-3 (tiny-sd-a / tiny-sd-b; the single file as the folder). lavapipe may keep
+//     float16_t values in wider registers, so a phone's half units can land nearer the
+//     bound: the bound is the README's, not this device's figure with a margin.
 // Families without Vulkan kernels would make SdPipeline throw ("no variant of X can
 // run"), so these tests also guard that every family the pipeline uses is lowered.
 #include <gtest/gtest.h>
