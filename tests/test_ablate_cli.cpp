@@ -20,12 +20,17 @@ const std::string kA = std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a";
 const std::string kRef = kA + "/reference.safetensors";
 const std::string kPlan = std::string(SDSPEED_SOURCE_DIR) + "/configs/ablation/paper.yaml";
 
+// `sdspeed ablate` of `plan` on the tiny model (1 DDIM step, the fixture's inputs) into `out`.
+std::vector<std::string> ablateArgs(const std::string& plan, const std::string& out) {
+  return {"ablate", "--model", kA, "--steps", "1", "--scheduler", "ddim", "--input-ids",
+          kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
+          kRef + ":init_latents", "--ablation", plan, "--out", out, "--db-dir",
+          std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"};
+}
+
 TEST_F(Cli, AblatePaperRowsOnTheTinyModel) {
   TempDir out;
-  const Result r = run({"ablate", "--model", kA, "--steps", "1", "--scheduler", "ddim", "--input-ids",
-                        kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
-                        kRef + ":init_latents", "--ablation", kPlan, "--out", out.path(), "--db-dir",
-                        std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"});
+  const Result r = run(ablateArgs(kPlan, out.path()));
   ASSERT_EQ(r.exitCode, 0) << r.describe();  // non-zero when a row leaves its tolerance
   const auto plan = sdspeed::loadAblationPlan(kPlan);
   const auto j = nlohmann::json::parse(slurp(out.path() + "/ablation.json"));
@@ -78,10 +83,7 @@ TEST_F(Cli, AblateReleaseRowLowersThePeakOnly) {
   const std::string plan = d.path() + "/release.yaml";
   std::ofstream(plan) << "format: 1\nname: release\nrows:\n  - name: resident\n    release: false\n    max_abs: 0\n"
                          "  - name: + components released\n    release: true\n";
-  const Result r = run({"ablate", "--model", kA, "--steps", "1", "--scheduler", "ddim", "--input-ids",
-                        kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
-                        kRef + ":init_latents", "--ablation", plan, "--out", d.path() + "/out", "--db-dir",
-                        std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"});
+  const Result r = run(ablateArgs(plan, d.path() + "/out"));
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   const auto rows = nlohmann::json::parse(slurp(d.path() + "/out/ablation.json")).at("rows");
   ASSERT_EQ(rows.size(), 2u);
@@ -106,10 +108,7 @@ TEST_F(Cli, AblateRowsAcrossBackends) {
   std::ofstream(plan) << "format: 1\nname: backends\nrows:\n  - name: opencl\n    max_abs: 0\n"
                          "  - name: + vulkan\n    backend: vulkan\n    max_abs: 1.0e-3\n"
                          "  - name: + f16 arithmetic\n    precision: f16\n    arithmetic: f16\n    max_abs: 5.0e-2\n";
-  const Result r = run({"ablate", "--model", kA, "--steps", "1", "--scheduler", "ddim", "--input-ids",
-                        kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond", "--init-latents",
-                        kRef + ":init_latents", "--ablation", plan, "--out", d.path() + "/out", "--db-dir",
-                        std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"});
+  const Result r = run(ablateArgs(plan, d.path() + "/out"));
   ASSERT_EQ(r.exitCode, 0) << r.describe();
   const auto rows = nlohmann::json::parse(slurp(d.path() + "/out/ablation.json")).at("rows");
   ASSERT_EQ(rows.size(), 3u);
