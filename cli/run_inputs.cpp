@@ -114,8 +114,7 @@ DType runArithmetic(const std::string& text, const std::string& what) {
   // same storage (graphNodeFormats). A type no family computes in would change nothing:
   // refused, rather than a run labelled with an arithmetic it never used.
   for (const auto& fam : allFamilies())
-    for (const auto& v : fam->variants())
-      if (std::find(v.arithmetic.begin(), v.arithmetic.end(), a) != v.arithmetic.end()) return a;
+    if (familyComputesIn(*fam, a)) return a;
   throw Error(what + " " + text + ": no kernel computes in " + text + " (check, bench and tune take --arithmetic per op)");
 }
 

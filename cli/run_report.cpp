@@ -262,7 +262,8 @@ nlohmann::json RunReport::json() const {
                      {"device", device.name},
                      {"device_key", deviceKey},
                      {"driver", device.driverVersion},
-                     {device.api == "opencl" ? "opencl" : "api_version", apiVersion},
+                     {"api", device.api},
+                     {"api_version", apiVersion},
                      {"tuning_database", dbPath},
                      {"tuning_database_found", dbExists}};
   j["run"] = {{"width", width}, {"height", height}, {"steps", steps}, {"scheduler", scheduler}, {"batch", batch},

@@ -267,4 +267,10 @@ size_t PreparedOp::scratchBytes() const {
   return t;
 }
 
+bool familyComputesIn(const Family& fam, DType arithmetic) {
+  for (const auto& v : fam.variants())
+    if (std::find(v.arithmetic.begin(), v.arithmetic.end(), arithmetic) != v.arithmetic.end()) return true;
+  return false;
+}
+
 }  // namespace sdspeed

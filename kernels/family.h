@@ -276,4 +276,7 @@ class Family {
 // the harness checks and the references assume IEEE float.
 inline constexpr const char* kBuildOptions = "-cl-std=CL1.2";
 
+// Whether some variant of the family computes in `arithmetic` (f16: a half twin).
+bool familyComputesIn(const Family& fam, DType arithmetic);
+
 }  // namespace sdspeed

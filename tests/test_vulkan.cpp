@@ -419,5 +419,67 @@ TEST_F(VulkanCacheTest, DumpWritesGlslAndSpirv) {
   EXPECT_EQ(magic, 0x07230203u);
 }
 
+// Deferred submission (what VulkanBackend runs with): ops of a chain y_{k+1} = a y_k + b
+// across buffers pairs, more ops than one batch holds (4 dispatches), and a flush from
+// inside an open op (the host-access hook's path: an upload between two dispatches). Every
+// dispatch runs once, in order (the result is the chain's), events read after the
+// recorder's batches ran share one clock and are ordered, and a buffer freed while
+// dispatches are pending is flushed first through the device's hook.
+TEST_F(VulkanTest, DeferredBatchesRunEveryDispatchInOrder) {
+  const uint32_t n = 4096, wg = 64;
+  const float a = 0.5f, b = 1.0f;
+  const auto x = inputs(n);
+  Buffer bx(*device_, n * 4), by(*device_, n * 4);
+  upload(*device_, bx, x.data(), n * 4);
+  ComputePipeline pipeline(*device_, shaders::axpb_f32, 2, sizeof(Push), {specU32(0, wg)});
+  OpRecorder rec(*device_, 4);
+  rec.setDeferred(true);
+  device_->setBeforeHostAccess([&] { rec.flush(); });
+  const Push push{n, a, b};
+  std::vector<OpTiming> ops;
+  const int steps = 11;  // > 2 batches of 4
+  for (int k = 0; k < steps; ++k) {
+    rec.begin();
+    const Buffer* src = k % 2 ? &by : &bx;
+    const Buffer* dst = k % 2 ? &bx : &by;
+    rec.dispatch(pipeline, {src, dst}, &push, sizeof push, n / wg);
+    if (k == 5) {
+      // A host transfer inside the op runs the batch so far; the op goes on in a new one.
+      Buffer scratch(*device_, 64);
+      const std::vector<float> zeros(16, 0.0f);
+      upload(*device_, scratch, zeros.data(), 64);
+      rec.dispatch(pipeline, {dst, dst}, &push, sizeof push, n / wg);  // in place, once more
+    }
+    ops.push_back(rec.submit());
+    EXPECT_TRUE(ops.back().dispatches.empty());  // deferred: times come from the batch
+  }
+  {
+    Buffer dropped(*device_, 256);  // freed while dispatches are pending: the hook flushes
+  }
+  const Buffer& last = steps % 2 ? by : bx;
+  std::vector<float> got(n);
+  download(*device_, last, got.data(), n * 4);  // flushes the rest through the hook
+  device_->setBeforeHostAccess(nullptr);
+  for (uint32_t i = 0; i < n; i += 331) {
+    float ref = x[i];
+    for (int k = 0; k < steps; ++k) {
+      ref = a * ref + b;
+      if (k == 5) ref = a * ref + b;
+    }
+    ASSERT_NEAR(got[i], ref, 1e-5f * std::fabs(ref) + 1e-6f) << "i " << i;
+  }
+  uint64_t previousEnd = 0;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const auto events = ops[k].pending;
+    ASSERT_EQ(events.size(), k == 5 ? 2u : 1u) << k;
+    for (const auto& [batch, idx] : events) {
+      const DispatchTime& t = batch->at(idx);
+      EXPECT_LE(t.startNs, t.endNs) << k;
+      EXPECT_GE(t.startNs + 1000, previousEnd) << "op " << k << " started before the previous one ended";
+      previousEnd = t.endNs;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sdspeed::vk

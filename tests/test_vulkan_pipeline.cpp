@@ -98,8 +98,9 @@ class VulkanPipeline : public ::testing::TestWithParam<std::string> {
     errorsBefore_ = backend()->instance().validationErrors();
   }
   void TearDown() override {
-    if (backend()) EXPECT_EQ(backend()->instance().validationErrors(), errorsBefore_)
-        << backend()->instance().lastValidationError();
+    if (backend()) {
+      EXPECT_EQ(backend()->instance().validationErrors(), errorsBefore_) << backend()->instance().lastValidationError();
+    }
   }
   int errorsBefore_ = 0;
 };

@@ -73,8 +73,6 @@ class VkAttentionOp : public PreparedOp {
   std::vector<vk::BufferRange> bound_;  // regions the executor bound (bindScratch)
 };
 
-uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
-uint32_t ceilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

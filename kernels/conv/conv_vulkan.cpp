@@ -13,7 +13,6 @@ namespace {
 
 constexpr uint32_t kModeDirect = 0, kModeGemm = 1;  // conv.comp's MODE
 
-uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 
 }  // namespace
 

@@ -32,10 +32,9 @@ std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family&
         {vulkanLocalSizeX(be, wg), vk::specU32(1, u("MWG")), vk::specU32(2, u("NWG")), vk::specU32(3, u("KWG")),
          vk::specU32(4, u("MWI")), vk::specU32(5, u("NWI")), vk::specU32(6, u("SB")),
          vk::specU32(7, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(8, u("PF"))});
-    const auto groups = [](int64_t n, uint32_t tile) { return static_cast<uint32_t>((n + tile - 1) / tile); };
     return std::make_unique<VkDispatchOp>(
         be, pipe, std::move(push),
-        std::array<uint32_t, 3>{groups(y.hw(), u("MWG")), groups(y.c, u("NWG")), static_cast<uint32_t>(y.n)});
+        std::array<uint32_t, 3>{ceilDiv(y.hw(), u("MWG")), ceilDiv(y.c, u("NWG")), u32(y.n)});
   }
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = 1;
   const uint32_t hk = v.param("HK") ? static_cast<uint32_t>(p["HK"]) : 4u;

@@ -60,6 +60,10 @@ class VkDispatchOp : public PreparedOp {
   std::array<uint32_t, 3> groups_;
 };
 
+// Sizes as the shaders' uint push constants and group counts take them.
+inline uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
+inline uint32_t ceilDiv(int64_t n, int64_t d) { return static_cast<uint32_t>((n + d - 1) / d); }
+
 // The storage-layout code the shaders take as a push constant (prelude.glsl).
 uint32_t vulkanLayoutCode(const StorageFormat& f);
 // The dispatch of the elementwise shaders: an invocation per (ITEMS positions, stored

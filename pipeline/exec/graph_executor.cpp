@@ -27,16 +27,19 @@ const StorageFormat kHostInputFormat{DType::F32, Storage::Buffer, Layout::NCHW};
 // The chosen point if the family can run it here, else why not.
 std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, const StorageFormat& f,
                    Backend& be) {
+  const VariantDef* v = nullptr;
+  ParamPoint p;
   try {
-    const VariantDef& v = fam.variant(c.variant);
-    const ParamPoint p = v.parsePoint(c.params);
-    if (std::string why = fam.unsupportedReason(v, p, *n.problem, f, be.caps()); !why.empty()) return why;
-    // A variant the rules allow but this backend has no kernels for (Vulkan's gaps).
-    return loweringGap(be, fam, v, p, *n.problem, f);
+    v = &fam.variant(c.variant);
+    p = v->parsePoint(c.params);
+    if (std::string why = fam.unsupportedReason(*v, p, *n.problem, f, be.caps()); !why.empty()) return why;
   } catch (const Error& e) {
     // A database row naming a variant or parameter this build no longer has.
     return std::string("stale tuned point: ") + e.what();
   }
+  // A variant the rules allow but this backend has no kernels for (Vulkan's gaps); any
+  // other failure there (a driver error) is not a stale point: it propagates.
+  return loweringGap(be, fam, *v, p, *n.problem, f);
 }
 
 // The database's choice for an instance; for f16 (or other non-f32) weights without an
@@ -114,8 +117,8 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const Storage
       return {inst.text(), a->variant, a->params, a->source + "; fallback, " + refused};
   throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.caps().name + " (" +
               refused + ")" +
-              (format.arithmetic != DType::F32
-                   ? "; --arithmetic " + std::string(dtypeName(format.arithmetic)) + " needs a device that computes in it"
+              (format.arithmetic == DType::F16 && !dev.caps().fp16
+                   ? "; --arithmetic f16 needs a device that computes in half (" + dev.caps().name + " does not)"
                    : ""));
 }
 
@@ -187,11 +190,7 @@ std::vector<StorageFormat> graphNodeFormats(const Graph& graph, const StorageFor
     // --arithmetic f16 runs each op in half where its family has a half variant; the
     // others (conv, attention, the copies) compute in f32 on the same f16 storage, as
     // the report's variants show (kernels/README.md lists what accumulates where).
-    const auto& vs = n.family->variants();
-    if (f.arithmetic != DType::F32 && std::none_of(vs.begin(), vs.end(), [&](const VariantDef& v) {
-          return std::find(v.arithmetic.begin(), v.arithmetic.end(), f.arithmetic) != v.arithmetic.end();
-        }))
-      f = f.withArithmetic(DType::F32);
+    if (f.arithmetic != DType::F32 && !familyComputesIn(*n.family, f.arithmetic)) f = f.withArithmetic(DType::F32);
     out.push_back(f);
   }
   return out;

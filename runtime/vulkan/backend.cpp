@@ -18,6 +18,10 @@ VkTensor::VkTensor(Device& device, const TensorDesc& desc, std::shared_ptr<Buffe
     : DeviceTensor(desc, false, offsetBytes), device_(device), buffer_(std::move(buffer)) {
   if (desc.format.storage != Storage::Buffer)
     throw UnsupportedError("Vulkan tensors are storage buffers: " + desc.text() + " is image2d storage");
+  const uint64_t align = device.info().minStorageBufferOffsetAlignment;
+  if (align && offsetBytes % align)
+    throw Error("a Vulkan tensor at offset " + std::to_string(offsetBytes) + " is not a multiple of the device's "
+                "minStorageBufferOffsetAlignment " + std::to_string(align));
   if (offsetBytes + desc.bytes() > buffer_->bytes())
     throw Error("a Vulkan tensor of " + std::to_string(desc.bytes()) + " bytes at offset " + std::to_string(offsetBytes) +
                 " does not fit its buffer of " + std::to_string(buffer_->bytes()) + " bytes");
@@ -86,6 +90,16 @@ VulkanBackend::VulkanBackend(const std::string& selector, const std::string& cac
   recorder_ = std::make_unique<OpRecorder>(*device_, 1024, 8);
   recorder_->setDeferred(true);
   device_->setBeforeHostAccess([this] { recorder_->flush(); });
+}
+
+VulkanBackend::~VulkanBackend() {
+  // Pending work runs (or is dropped on a lost device), then the device forgets the hook
+  // into the recorder, which goes first among the members.
+  try {
+    recorder_->flush();
+  } catch (const std::exception&) {
+  }
+  device_->setBeforeHostAccess(nullptr);
 }
 
 std::unique_ptr<DeviceTensor> VulkanBackend::makeTensor(const TensorDesc& desc, bool withCanary) {

@@ -75,6 +75,7 @@ class VulkanBackend : public Backend {
   // empty: no on-disk pipeline cache. Throws Error naming the problem when there is no
   // Vulkan driver or no such device.
   VulkanBackend(const std::string& selector, const std::string& cacheDir);
+  ~VulkanBackend() override;
 
   const DeviceCaps& caps() const override { return caps_; }
   std::string deviceKey() const override { return device_->info().key(); }

@@ -65,6 +65,7 @@ OpRecorder::~OpRecorder() {
 
 const DispatchTime& DispatchBatch::at(uint32_t i) {
   if (!done && recorder) recorder->flush();
+  if (!error.empty()) throw Error(error);
   if (!done) throw Error("a Vulkan dispatch's time was read after its recorder went away unflushed");
   return times.at(i);
 }
@@ -83,7 +84,10 @@ void OpRecorder::startRecording() {
 
 void OpRecorder::begin() {
   if (deferred_) {
-    // Ops join the batch being recorded (a new one when none is).
+    // Ops join the batch being recorded (a new one when none is). A batch with little room
+    // left is run first, so that an op rarely straddles two batches (its time would then
+    // include the host's submit and wait between them).
+    if (recording_ && maxDispatches_ - recorded_ < std::min(kOpHeadroom, maxDispatches_ / 4)) flush();
     if (!recording_) {
       startRecording();
       batch_ = std::make_shared<DispatchBatch>();
@@ -109,17 +113,30 @@ void OpRecorder::setDeferred(bool on) {
 void OpRecorder::flush() {
   if (!deferred_ || !recording_) return;
   std::shared_ptr<DispatchBatch> batch = std::move(batch_);
-  std::vector<DispatchTime> times;
-  if (recorded_ > 0) {
-    times = endAndRun();
-  } else {
+  // Whatever happens, the batch no longer points at this recorder: a failed submission's
+  // error is what reading its events says, even after the recorder is gone.
+  struct Detach {
+    DispatchBatch* b;
+    ~Detach() {
+      if (b) b->recorder = nullptr;
+    }
+  } detach{batch.get()};
+  try {
+    std::vector<DispatchTime> times;
+    if (recorded_ > 0) {
+      times = endAndRun();
+    } else {
+      recording_ = false;
+      vkCheck(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
+    }
+    if (batch) {
+      batch->times = std::move(times);
+      batch->done = true;
+    }
+  } catch (const std::exception& e) {
     recording_ = false;
-    vkCheck(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
-  }
-  if (batch) {
-    batch->times = std::move(times);
-    batch->done = true;
-    batch->recorder = nullptr;
+    if (batch) batch->error = std::string("a deferred Vulkan batch failed: ") + e.what();
+    throw;
   }
 }
 
@@ -139,8 +156,10 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
                           const void* push, size_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
   const std::string what = std::string("dispatch of ") + pipeline.shader().name;
   if (deferred_ ? !opOpen_ : !recording_) throw Error(what + ": OpRecorder::begin() was not called");
-  if (deferred_ && recorded_ == maxDispatches_) {
-    // The batch is full: run it, and go on in a new one (an op may span two batches).
+  if (deferred_ && (!recording_ || recorded_ == maxDispatches_)) {
+    // The batch is full, or was run from inside this op (a host transfer or a freed
+    // buffer between two of its dispatches): run what is recorded, and go on in a new
+    // batch (an op may span two).
     flush();
     startRecording();
     batch_ = std::make_shared<DispatchBatch>();
@@ -189,7 +208,8 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   }
   if (!writes.empty()) vkUpdateDescriptorSets(d, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
-  if (recorded_ > 0) {  // the in-order queue: this dispatch sees the previous one's writes
+  {  // the in-order queue: this dispatch sees the previous one's writes (also across
+     // submissions: a fence wait orders the host, not device memory visibility)
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -235,22 +255,34 @@ std::vector<DispatchTime> OpRecorder::endAndRun() {
   const VulkanDeviceInfo& info = device_.info();
   const uint64_t mask = info.timestampValidBits >= 64 ? ~0ull : (1ull << info.timestampValidBits) - 1;
   const double period = info.timestampPeriodNs;
-  // Scaled after subtracting a base tick: ticks near 2^60 (a CPU driver's nanosecond
-  // clock) would lose their low digits in a double. One base for the recorder's life
-  // (its first batch's earliest tick), so that events of different ops share a clock: a
-  // graph run's device time is its first op's start to its last op's end.
+  // Ticks are extended past timestampValidBits (wrapped counters add 2^bits), then scaled
+  // after subtracting a base tick: ticks near 2^60 (a CPU driver's nanosecond clock) would
+  // lose their low digits in a double. One base for the recorder's life (its first
+  // batch's earliest tick), so that events of different ops share a clock: a graph run's
+  // device time is its first op's start to its last op's end.
+  const uint32_t bits = info.timestampValidBits;
+  auto extend = [&](uint64_t tick) {
+    tick &= mask;
+    if (bits < 64) {
+      if (haveLast_ && tick < lastRaw_ && lastRaw_ - tick > (mask >> 1)) wraps_ += mask + 1;  // wrapped
+      if (!haveLast_ || tick > lastRaw_ || lastRaw_ - tick > (mask >> 1)) lastRaw_ = tick;
+      haveLast_ = true;
+    }
+    return tick + wraps_;
+  };
+  std::vector<uint64_t> ext(ticks.size());
+  for (size_t i = 0; i < ticks.size(); ++i) ext[i] = extend(ticks[i]);
   if (!haveBase_) {
     base_ = UINT64_MAX;
-    for (uint32_t i = 0; i < recorded_; ++i) base_ = std::min(base_, ticks[2 * i] & mask);
+    for (uint32_t i = 0; i < recorded_; ++i) base_ = std::min(base_, ext[2 * i]);
     haveBase_ = true;
   }
   const uint64_t base = base_;
   auto ns = [&](uint64_t tick) {
-    tick &= mask;
     return tick > base ? static_cast<uint64_t>(static_cast<double>(tick - base) * period + 0.5) : 0;
   };
   std::vector<DispatchTime> out;
-  for (uint32_t i = 0; i < recorded_; ++i) out.push_back({ns(ticks[2 * i]), ns(ticks[2 * i + 1])});
+  for (uint32_t i = 0; i < recorded_; ++i) out.push_back({ns(ext[2 * i]), ns(ext[2 * i + 1])});
   return out;
 }
 

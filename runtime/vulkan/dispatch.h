@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace sdspeed::vk {
@@ -44,6 +45,7 @@ class OpRecorder;
 struct DispatchBatch {
   OpRecorder* recorder = nullptr;  // null once flushed (or its recorder is gone)
   bool done = false;
+  std::string error;  // set when its submission failed: reading a time throws it
   std::vector<DispatchTime> times;
   const DispatchTime& at(uint32_t i);  // flushes the recorder first when still pending
 };
@@ -101,6 +103,9 @@ class OpRecorder {
   VkDescriptorPool pool_ = VK_NULL_HANDLE;
   uint64_t base_ = 0;  // the tick every time is counted from (submit())
   bool haveBase_ = false;
+  uint64_t lastRaw_ = 0, wraps_ = 0;  // the timestamp counter's wraps (timestampValidBits < 64)
+  bool haveLast_ = false;
+  static constexpr uint32_t kOpHeadroom = 16;  // deferred: room a batch keeps for the next op
   bool deferred_ = false;
   bool opOpen_ = false;                    // deferred: between begin() and submit()
   std::shared_ptr<DispatchBatch> batch_;   // deferred: the batch being recorded
