@@ -10,8 +10,10 @@ VkTensor::VkTensor(Device& device, const TensorDesc& desc, bool withCanary)
     : DeviceTensor(desc, withCanary, 0), device_(device) {
   if (desc.format.storage != Storage::Buffer)
     throw UnsupportedError("Vulkan tensors are storage buffers: " + desc.text() + " is image2d storage");
-  // Vulkan has no zero-sized buffers; a 4-byte floor keeps every binding valid.
-  buffer_ = std::make_shared<Buffer>(device, std::max<size_t>(4, desc.bytes() + (withCanary ? kCanaryBytes : 0)));
+  // Vulkan has no zero-sized buffers; a 4-byte floor keeps every binding valid, and whole
+  // words let a shader read a tensor of 2-byte or block elements as uint words to its end.
+  const size_t bytes = desc.bytes() + (withCanary ? kCanaryBytes : 0);
+  buffer_ = std::make_shared<Buffer>(device, std::max<size_t>(4, (bytes + 3) / 4 * 4));
 }
 
 VkTensor::VkTensor(Device& device, const TensorDesc& desc, std::shared_ptr<Buffer> buffer, uint64_t offsetBytes)
@@ -112,7 +114,8 @@ namespace {
 // The executor's arena: one storage buffer, tensors bound as ranges of it.
 class VkArena : public DeviceArena {
  public:
-  VkArena(Device& device, uint64_t bytes) : device_(device), buffer_(std::make_shared<Buffer>(device, std::max<uint64_t>(bytes, 4))) {}
+  VkArena(Device& device, uint64_t bytes)
+      : device_(device), buffer_(std::make_shared<Buffer>(device, std::max<uint64_t>(4, (bytes + 3) / 4 * 4))) {}
   uint64_t bytes() const override { return buffer_->bytes(); }
   void* handle() const override { return buffer_.get(); }
   std::unique_ptr<DeviceTensor> tensorAt(uint64_t offset, const TensorDesc& desc) override {
