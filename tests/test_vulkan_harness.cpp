@@ -1,6 +1,8 @@
 // The one kernel harness on the Vulkan backend (lavapipe in CI, under the Khronos
 // validation layer): every family that has Vulkan kernels (kernels/vulkan/
 // vulkan_lowering.cpp) x variant x sampled point x storage format the device holds x the
+// weight format (f32; f16 where the family reads weights, int8/int4 where it has a
+// quantized path: those in two activation formats, allCases says why) x the
 // arithmetic the variant computes in (f32, or f16 for the half twins), over
 // the family's quick problems, through the same checkCase as OpenCL (fresh random inputs,
 // poisoned output, canary, Eigen reference at the family's tolerance). Families without
@@ -59,8 +61,23 @@ std::vector<Case> allCases() {
         for (const auto& f : StorageFormat::all())
           // Each arithmetic the variant computes in: the half twins (slices_f16, ...) run
           // their float16_t modules (lavapipe has shaderFloat16).
-          for (DType a : v.arithmetic)
-            if (f.storage == Storage::Buffer) cases.push_back({fam.get(), &v, p, f.withArithmetic(a)});
+          for (DType a : v.arithmetic) {
+            if (f.storage != Storage::Buffer) continue;
+            cases.push_back({fam.get(), &v, p, f.withArithmetic(a)});
+            // The other weight formats (kernels/common/weights.glsl), sampled: every variant
+            // and point, in f32 NCHW and f16 NC4HW4 only. On Vulkan the weight decode is
+            // the same code whatever the activation format (no per-format weight packing
+            // or transform, unlike OpenCL), and each weight format is one more lavapipe
+            // pipeline build per case: all four activation formats would double this
+            // harness's time for no other code. f16 where the family reads weights (a
+            // family reading none would run f32 weights again: Family::keyFormat); int8 /
+            // int4 (q8_0/q4_0 blocks) where it has a quantized path (GEMM, conv).
+            if (!(f == StorageFormat{} || f == StorageFormat{DType::F16, Storage::Buffer, Layout::NC4HW4})) continue;
+            if (fam->readsWeights()) cases.push_back({fam.get(), &v, p, f.withArithmetic(a).withWeights(DType::F16)});
+            if (fam->readsQuantizedWeights())
+              for (DType q : {DType::Q8_0, DType::Q4_0})
+                cases.push_back({fam.get(), &v, p, f.withArithmetic(a).withWeights(q)});
+          }
     }
   }
   return cases;
@@ -85,6 +102,15 @@ TEST_P(VulkanHarness, MatchesReference) {
     EXPECT_EQ(r.status, Status::Ok) << statusName(r.status) << ": " << r.message;
     EXPECT_TRUE(r.canaryIntact);
     EXPECT_EQ(r.badPadding, 0u);
+    if (r.status == Status::Ok) {
+      // As in the OpenCL harness: f16 weights measure the error against the unrounded
+      // weights; quantization measurably changes the output (so the weights really were
+      // blocks, and the gate above ran on the dequantized values).
+      if (c.format.weights == DType::F16) EXPECT_GE(r.relL2VsUnrounded, 0.0);
+      else if (isQuantized(c.format.weights))
+        EXPECT_GT(r.relL2VsUnrounded, c.format.weights == DType::Q8_0 ? 5e-4 : 1e-2);
+      else EXPECT_LT(r.relL2VsUnrounded, 0.0);
+    }
     ran += r.status == Status::Ok;
   }
   EXPECT_EQ(be->instance().validationErrors(), errorsBefore) << be->instance().lastValidationError();

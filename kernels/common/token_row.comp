@@ -21,8 +21,9 @@ layout(constant_id = 1) const uint COOPERATIVE = 0;
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 #if LAYERNORM
-layout(std430, binding = 1) readonly buffer G { float gamma_[]; };  // f32 weights
-layout(std430, binding = 2) readonly buffer Bt { float beta_[]; };
+#include "../common/weights.glsl"
+SD_WEIGHT_BUFFER(1, G, wgamma)  // f32, or f16 (weights.glsl's SD_PFMT)
+SD_WEIGHT_BUFFER(2, Bt, wbeta)
 layout(std430, binding = 3) writeonly buffer Y { sfp y[]; };
 #else
 layout(std430, binding = 1) writeonly buffer Y { sfp y[]; };
@@ -101,6 +102,6 @@ void main() {
   if (COOPERATIVE != 0u) sq = reduceGroup(vec2(sq, 0.0), false).x;
   const afp rstd = afp(inversesqrt(sq / float(p.C) + p.attr));
   for (uint c = first; c < stored; c += step)
-    store(n, c, t, c < p.C ? float(afp((load(n, c, t) - K) - shift) * rstd * afp(gamma_[c]) + afp(beta_[c])) : 0.0);
+    store(n, c, t, c < p.C ? float(afp((load(n, c, t) - K) - shift) * rstd * afp(wgamma_p(c)) + afp(wbeta_p(c))) : 0.0);
 #endif
 }

@@ -15,17 +15,16 @@ std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend& be, const Fam
   const auto* rp = dynamic_cast<const TokenRowProblem*>(&prob);
   if (!rp || rp->family != fam.name()) throw Error(fam.name() + " given a problem of another family: " + prob.text());
   const bool layerNorm = fam.name() == "layernorm";
-  // LayerNorm's gamma and beta are read as f32 (the shader's one weight type).
-  if (layerNorm && fam.keyFormat(f).weights != DType::F32)
-    throw UnsupportedError(std::string("layernorm on Vulkan reads f32 weights only, not ") +
-                           dtypeName(fam.keyFormat(f).weights));
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t wg = static_cast<uint32_t>(p["WG"]);
   const bool coop = baseVariantName(v) == "cooperative";
+  std::vector<vk::SpecConstant> spec{vulkanLocalSizeX(be, wg), vk::specU32(1, coop ? 1 : 0)};
+  // LayerNorm's gamma and beta are read in f32 or f16 (weights.glsl; f16 under int8/int4:
+  // keyFormat), specialization constant 20.
+  if (layerNorm) spec.push_back(vulkanWeightFormat(fam, f));
   const Shape& s = rp->dims;
   const uint32_t N = static_cast<uint32_t>(s.n), C = static_cast<uint32_t>(s.c), HW = static_cast<uint32_t>(s.hw());
-  const auto& pipe = be.pipeline(vulkanModuleFor(fam.name(), f),
-                                 layerNorm ? 4 : 2, 5 * 4, {vulkanLocalSizeX(be, wg), vk::specU32(1, coop ? 1 : 0)});
+  const auto& pipe = be.pipeline(vulkanModuleFor(fam.name(), f), layerNorm ? 4 : 2, 5 * 4, spec);
   float attr = static_cast<float>(rp->attr);
   uint32_t attrBits;
   std::memcpy(&attrBits, &attr, 4);
@@ -34,7 +33,8 @@ std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend& be, const Fam
       // guarantees 65535 groups per dimension (SD 1.5's self-attention softmax has 65536).
       coop ? std::array<uint32_t, 3>{std::min(N * HW, 65535u), (N * HW + 65534u) / 65535u, 1}
            : std::array<uint32_t, 3>{(HW + wg - 1) / wg, N, 1};
-  return std::make_unique<VkDispatchOp>(be, pipe, std::vector<uint32_t>{N, C, HW, layout, attrBits}, groups);
+  return std::make_unique<VkDispatchOp>(be, pipe, std::vector<uint32_t>{N, C, HW, layout, attrBits}, groups,
+                                        layerNorm ? kVkWeightBindings12 : 0u);
 }
 
 }  // namespace sdspeed

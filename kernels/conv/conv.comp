@@ -6,10 +6,12 @@
 // the other): 0 = conv_direct.glsl (the `direct` variant), 1 = conv_gemm.glsl (an
 // implicit GEMM, `im2col_gemm` and `conv1x1`). One module keeps the family's source hash
 // (kernels/lowering.cpp: the SPIR-V of the module named in the lowering table) over
-// every conv kernel. Weights and bias are f32 buffers (f32 weights only on Vulkan); x,
+// every conv kernel. Weights and bias are uint words in the op's weight format (f32, f16,
+// q8_0, q4_0 blocks along each output channel's Cin * KS * KS; weights.glsl); x,
 // temb, residual and y are sfp in the layout pushed (NCHW or NC4HW4, pad lanes written
 // 0). Arithmetic is float: conv has no half twin.
 #include "../common/prelude.glsl"
+#include "../common/weights.glsl"
 
 layout(local_size_x_id = 0) in;  // direct: WGX * WGY; gemm: (TM / RM) * (TN / RN)
 layout(constant_id = 1) const uint MODE = 0;
@@ -23,8 +25,8 @@ const uint KK = KS * KS;
 const uint WGS = gl_WorkGroupSize.x;
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
-layout(std430, binding = 1) readonly buffer Wt { float w[]; };  // [Cout][Cin][KS][KS]
-layout(std430, binding = 2) readonly buffer Bias { float bias_[]; };
+SD_WEIGHT_BUFFER(1, Wt, w)        // [Cout][Cin * KS * KS] in SD_WFMT (weights.glsl)
+SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
 layout(std430, binding = 3) readonly buffer Temb { sfp temb[]; };
 layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
 layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
@@ -46,7 +48,7 @@ void storeY(uint b, uint co, uint n, float acc) {
   float v = 0.0;
   if (co < p.Cout) {
     v = acc;
-    if ((p.flags & 1u) != 0u) v += bias_[co];
+    if ((p.flags & 1u) != 0u) v += wbias_p(co);
     if ((p.flags & 2u) != 0u) v += float(temb[sd_index(p.layout_, b, co, 0u, p.Cout, 1u)]);
     if ((p.flags & 4u) != 0u) v += float(res[sd_index(p.layout_, b, co, n, p.Cout, HoWo)]);
   }

@@ -33,7 +33,7 @@ void convDirect() {
     for (uint e = lid; e < CO * STAGE * KK; e += WGS) {
       const uint o = e / (STAGE * KK), r = e % (STAGE * KK), ci = r / KK, t = r % KK;
       const uint co = co0 + o, c = c0 + ci;
-      smem[(ci * KK + t) * CO4 + o / 4u][o & 3u] = (co < p.Cout && c < p.Cin) ? w[(co * p.Cin + c) * KK + t] : 0.0;
+      smem[(ci * KK + t) * CO4 + o / 4u][o & 3u] = (co < p.Cout && c < p.Cin) ? w_w(co, c * KK + t, p.Cin * KK) : 0.0;
     }
     barrier();
     const uint cEnd = min(STAGE, p.Cin - c0);

@@ -45,7 +45,7 @@ float bReg[BROWS * CPT];
 void fetchStage(uint k0, uint lid, uint b, uint m0, uint K, uint row0, int iy0[CPT], int ix0[CPT]) {
   for (uint i = 0u; i < ACNT; ++i) {
     const uint e = lid + i * WGS, kk = e % KT, m = e / KT, k = k0 + kk, co = m0 + m;
-    aReg[i] = (e < KT * TM && k < K && co < p.Cout) ? w[co * K + k] : 0.0;
+    aReg[i] = (e < KT * TM && k < K && co < p.Cout) ? w_w(co, k, K) : 0.0;
   }
   for (uint r = 0u; r < BROWS; ++r) {
     const uint kk = row0 + r * RSTEP, k = k0 + kk, ci = k / KK, t = k - ci * KK, ky = t / KS, kx = t - ky * KS;

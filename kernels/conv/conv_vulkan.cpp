@@ -2,8 +2,9 @@
 // conv_direct.glsl; `im2col_gemm` and `conv1x1` run conv_gemm.glsl, an implicit GEMM that
 // gathers x's im2col columns into shared memory itself: no scratch and no packed weights
 // on Vulkan, so the op asks for none (no scratchRegions, no derived weights). The
-// Winograd variants have no Vulkan kernels yet and are refused in one line; w and bias
-// are read as f32, so f16 and quantized weights are refused too, visibly.
+// Winograd variants have no Vulkan kernels yet and are refused in one line. w is read in
+// the op's weight format (f32, f16, q8_0, q4_0) and bias in f32 or f16, decoded from uint
+// words (kernels/common/weights.glsl, specialization constant 20).
 #include "kernels/conv/conv_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
@@ -21,9 +22,6 @@ std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend& be, const Family&
   const bool direct = v.name == "direct", gemm = v.name == "im2col_gemm" || v.name == "conv1x1";
   if (!direct && !gemm)
     throw UnsupportedError("conv " + v.name + " has no vulkan kernels (direct, im2col_gemm and conv1x1 have)");
-  if (fam.keyFormat(f).weights != DType::F32)
-    throw UnsupportedError(std::string("conv on Vulkan reads f32 weights only, not ") +
-                           dtypeName(fam.keyFormat(f).weights));
   const auto* c = dynamic_cast<const ConvProblem*>(&prob);
   if (!c) throw Error("conv given a problem of another family: " + prob.text());
   const ConvDims& d = c->dims;
@@ -68,11 +66,13 @@ std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend& be, const Family&
                              std::to_string(i) + ", above the device's maxComputeWorkGroupCount " +
                              std::to_string(lim[i]));
   spec.insert(spec.begin(), vulkanLocalSizeX(be, wg));
+  spec.push_back(vulkanWeightFormat(fam, f));
   const auto& pipe = be.pipeline(vulkanModuleFor("conv", f), 6, 8 * 4, spec);
   const uint32_t flags = (c->bias ? 1u : 0u) | (c->temb ? 2u : 0u) | (c->residual ? 4u : 0u);
   return std::make_unique<VkDispatchOp>(
       be, pipe,
-      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, layout}, groups);
+      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, layout}, groups,
+      kVkWeightBindings12);
 }
 
 }  // namespace sdspeed

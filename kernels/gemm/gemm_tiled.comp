@@ -15,6 +15,7 @@
 // written 0.
 #include "../common/prelude.glsl"
 #include "../common/act.glsl"
+#include "../common/weights.glsl"
 
 layout(local_size_x_id = 0) in;  // (MWG / MWI) * (NWG / NWI)
 layout(constant_id = 1) const uint MWG = 64;
@@ -33,8 +34,8 @@ const uint XL = (XT + WGS - 1u) / WGS;     // x elements each invocation loads
 const uint WL = (WT + WGS - 1u) / WGS;     // w elements each invocation loads
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
-layout(std430, binding = 1) readonly buffer W { float w[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias_[]; };
+SD_WEIGHT_BUFFER(1, W, w)         // in SD_WFMT (weights.glsl)
+SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
 layout(push_constant) uniform Push {
@@ -61,7 +62,7 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
       // kk fastest: neighbouring invocations read a w row's consecutive elements.
       const uint e = lid + i * WGS, kk = e % KWG, nn = e / KWG;
       const uint pair = nn / NWG, o = n0 + nn % NWG, k = k0 + kk;
-      wr[i] = (e < WT && k < p.K && o < p.F) ? w[(pair * p.F + o) * p.K + k] : 0.0;
+      wr[i] = (e < WT && k < p.K && o < p.F) ? w_w(pair * p.F + o, k, p.K) : 0.0;
     }
   }
 }
@@ -105,7 +106,7 @@ void main() {
             // Straight from global memory: past K or past F a clamped index (x is 0 there,
             // or the output is not stored).
             const uint o = min(n0 + tn + j * ND, p.F - 1u), k = min(k0 + kk, p.K - 1u);
-            bv = w[(q * p.F + o) * p.K + k];
+            bv = w_w(q * p.F + o, k, p.K);
           }
           for (uint i = 0u; i < MWI; ++i) acc[i][q * NWI + j] += a[i] * bv;
         }
@@ -122,9 +123,9 @@ void main() {
       if (t >= p.HW) continue;
       float out_ = 0.0;
       if (o < p.F) {
-        const float h = acc[i][j] + (hasBias ? bias_[o] : 0.0);
+        const float h = acc[i][j] + (hasBias ? wbias_p(o) : 0.0);
         if (PAIRS == 2u) {
-          const float g = acc[i][NWI + j] + (hasBias ? bias_[p.F + o] : 0.0);
+          const float g = acc[i][NWI + j] + (hasBias ? wbias_p(p.F + o) : 0.0);
           out_ = h * float(gelu(afp(g)));
         } else {
           out_ = p.epi == 0u ? h : float(apply(afp(h), p.epi - 1u));

@@ -1,7 +1,8 @@
 // GEMM's Vulkan lowering: gemm.comp (the direct variant and its half twin) and
 // gemm_tiled.comp (the tiled variant, the tuner's parameters as specialization
-// constants), one dispatch each. w and bias are read as f32, so f16 and quantized
-// weights are refused on Vulkan, visibly.
+// constants), one dispatch each. w is read in the op's weight format (f32, f16, q8_0,
+// q4_0) and bias in f32 or f16, decoded from uint words (kernels/common/weights.glsl,
+// specialization constant 20).
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
@@ -13,9 +14,6 @@ std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family&
   const std::string base = baseVariantName(v);
   if (base != "direct" && base != "tiled")
     throw UnsupportedError("gemm " + v.name + " has no vulkan kernels (direct and tiled have)");
-  if (fam.keyFormat(f).weights != DType::F32)
-    throw UnsupportedError(std::string("gemm on Vulkan reads f32 weights only, not ") +
-                           dtypeName(fam.keyFormat(f).weights));
   const auto* g = dynamic_cast<const GemmProblem*>(&prob);
   if (!g) throw Error("gemm given a problem of another family: " + prob.text());
   const uint32_t epi = static_cast<uint32_t>(GemmFamily::epilogueCode(g->epilogue));
@@ -31,16 +29,19 @@ std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family&
         vulkanModuleFor("gemm_tiled", f), 5, 6 * 4,
         {vulkanLocalSizeX(be, wg), vk::specU32(1, u("MWG")), vk::specU32(2, u("NWG")), vk::specU32(3, u("KWG")),
          vk::specU32(4, u("MWI")), vk::specU32(5, u("NWI")), vk::specU32(6, u("SB")),
-         vk::specU32(7, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(8, u("PF"))});
+         vk::specU32(7, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(8, u("PF")),
+         vulkanWeightFormat(fam, f)});
     return std::make_unique<VkDispatchOp>(
         be, pipe, std::move(push),
-        std::array<uint32_t, 3>{ceilDiv(y.hw(), u("MWG")), ceilDiv(y.c, u("NWG")), u32(y.n)});
+        std::array<uint32_t, 3>{ceilDiv(y.hw(), u("MWG")), ceilDiv(y.c, u("NWG")), u32(y.n)}, kVkWeightBindings12);
   }
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = 1;
   const uint32_t hk = v.param("HK") ? static_cast<uint32_t>(p["HK"]) : 4u;
   const auto& pipe = be.pipeline(vulkanModuleFor("gemm", f), 5, 6 * 4,
-                                 {vulkanLocalSizeX(be, wg), vk::specU32(1, items), vk::specU32(2, hk)});
-  return std::make_unique<VkDispatchOp>(be, pipe, std::move(push), channelGrid(y, layout, wg, items));
+                                 {vulkanLocalSizeX(be, wg), vk::specU32(1, items), vk::specU32(2, hk),
+                                  vulkanWeightFormat(fam, f)});
+  return std::make_unique<VkDispatchOp>(be, pipe, std::move(push), channelGrid(y, layout, wg, items),
+                                        kVkWeightBindings12);
 }
 
 }  // namespace sdspeed

@@ -10,16 +10,17 @@
 // Statistics in float always; in the f16-arithmetic modules (one_pass_f16) the
 // per-element math after them (normalize, affine, SiLU, residual) is float16_t, the value
 // x - mean formed in float first (half's spacing at a mean of 1000 is 0.5). gamma and
-// beta are f32 buffers.
+// beta are uint words holding f32 or f16 (weights.glsl's SD_PFMT).
 #include "../common/prelude.glsl"
+#include "../common/weights.glsl"
 
 layout(local_size_x_id = 0) in;  // WG, a power of two
 layout(constant_id = 1) const uint VEC = 4;
 layout(constant_id = 2) const uint CACHE = 8;  // VEC * CACHE <= 64 (the declared constraint)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
-layout(std430, binding = 1) readonly buffer G { float gamma_[]; };
-layout(std430, binding = 2) readonly buffer Bt { float beta_[]; };
+SD_WEIGHT_BUFFER(1, G, wgamma)
+SD_WEIGHT_BUFFER(2, Bt, wbeta)
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
 layout(push_constant) uniform Push {
@@ -80,7 +81,7 @@ void main() {
       if (i >= E) break;
       const uint c = c0 + i / p.HW, hw = i % p.HW, at = sd_index(p.layout_, n, c, hw, p.C, p.HW);
       const float v = chunk < CACHE ? cached[chunk * VEC + j] : float(x[at]) - K;
-      afp o = afp(v - shift) * rstd * afp(gamma_[c]) + afp(beta_[c]);
+      afp o = afp(v - shift) * rstd * afp(wgamma_p(c)) + afp(wbeta_p(c));
       if ((p.flags & 1u) != 0u) o = o / (afp(1.0) + exp(-o));  // -o > 11.1 in half: o / inf = -0, benign
       if ((p.flags & 2u) != 0u) o += afp(res[at]);
       y[at] = sfp(o);

@@ -16,15 +16,13 @@ std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend& be, const Fa
     throw UnsupportedError("groupnorm " + v.name + " has no vulkan kernels (one_pass has)");
   const auto* gp = dynamic_cast<const GroupNormProblem*>(&prob);
   if (!gp) throw Error("groupnorm given a problem of another family: " + prob.text());
-  if (fam.keyFormat(f).weights != DType::F32)
-    throw UnsupportedError(std::string("groupnorm on Vulkan reads f32 weights only, not ") +
-                           dtypeName(fam.keyFormat(f).weights));
   const Shape& s = gp->dims;
   const uint32_t layout = vulkanLayoutCode(f);
   const auto& pipe = be.pipeline(vulkanModuleFor("groupnorm", f), 5, 6 * 4,
                                  {vulkanLocalSizeX(be, static_cast<uint32_t>(p["WG"])),
                                   vk::specU32(1, static_cast<uint32_t>(p["VEC"])),
-                                  vk::specU32(2, static_cast<uint32_t>(p["CACHE"]))});
+                                  vk::specU32(2, static_cast<uint32_t>(p["CACHE"])),
+                                  vulkanWeightFormat(fam, f)});  // gamma, beta: f32 or f16
   const float eps = static_cast<float>(gp->attrs.eps);
   uint32_t epsBits;
   std::memcpy(&epsBits, &eps, 4);
@@ -33,7 +31,7 @@ std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend& be, const Fa
   return std::make_unique<VkDispatchOp>(
       be, pipe,
       std::vector<uint32_t>{static_cast<uint32_t>(s.c), static_cast<uint32_t>(s.hw()), G, flags, layout, epsBits},
-      std::array<uint32_t, 3>{static_cast<uint32_t>(s.n) * G, 1, 1});
+      std::array<uint32_t, 3>{static_cast<uint32_t>(s.n) * G, 1, 1}, kVkWeightBindings12);
 }
 
 }  // namespace sdspeed

@@ -28,7 +28,19 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
 OpEvents VkDispatchOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
   // OpRecorder::dispatch checks the count against the pipeline's bindings.
   std::vector<vk::BufferRange> buffers;
-  for (DeviceTensor* t : tensors) buffers.push_back(vk::asVk(*t).range());
+  for (DeviceTensor* t : tensors) {
+    buffers.push_back(vk::asVk(*t).range());
+    const size_t i = buffers.size() - 1;
+    if (i < 32 && (wordBindings_ >> i & 1u)) {
+      const vk::BufferRange& r = buffers.back();
+      const uint64_t covered = r.bytes ? r.bytes : r.buffer->bytes() - r.offset;
+      const uint64_t words = (t->desc().bytes() + 3) / 4 * 4;
+      if (covered < words)
+        throw UnsupportedError("binding " + std::to_string(i) + " (" + t->desc().text() + ", " +
+                               std::to_string(t->desc().bytes()) + " bytes) is read as 4-byte words on Vulkan but " +
+                               "its buffer range covers " + std::to_string(covered) + " bytes");
+    }
+  }
   auto& rec = backend_.recorder();
   rec.begin();
   rec.dispatch(pipeline_, buffers, push_.data(), push_.size() * 4, groups_[0], groups_[1], groups_[2]);
@@ -54,6 +66,16 @@ vk::SpecConstant vulkanLocalSizeX(vk::VulkanBackend& be, uint32_t wg) {
     throw UnsupportedError("work-group of " + std::to_string(wg) + " exceeds the device's maxComputeWorkGroupSize[0] " +
                            std::to_string(limit));
   return vk::specU32(0, wg);
+}
+
+vk::SpecConstant vulkanWeightFormat(const Family& fam, const StorageFormat& f) {
+  switch (fam.keyFormat(f).weights) {
+    case DType::F32: return vk::specU32(20, 0);
+    case DType::F16: return vk::specU32(20, 1);
+    case DType::Q8_0: return vk::specU32(20, 2);
+    case DType::Q4_0: return vk::specU32(20, 3);
+  }
+  throw Error("unknown weight format");
 }
 
 

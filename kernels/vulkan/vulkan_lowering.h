@@ -39,6 +39,10 @@ const vk::SpirvShader& vulkanModuleFor(const std::string& name, const StorageFor
 // checked against the device's maxComputeWorkGroupSize[0] (the family rules check only
 // the invocation count); UnsupportedError above it.
 vk::SpecConstant vulkanLocalSizeX(vk::VulkanBackend& be, uint32_t wg);
+// The specialization constant 20 of every shader that reads parameter slots
+// (kernels/common/weights.glsl's SD_WFMT): the op's weight format, fam.keyFormat(f).weights
+// (0 f32, 1 f16, 2 q8_0, 3 q4_0); the non-quantizable slots are f16 under q8_0/q4_0.
+vk::SpecConstant vulkanWeightFormat(const Family& fam, const StorageFormat& f);
 
 
 // The family's Vulkan lowering, or null when it has none.
@@ -46,11 +50,16 @@ const VulkanLowering* findVulkanLowering(const std::string& family);
 
 // An op of one dispatch: binds the slots' tensors to bindings 0.. in slot order, pushes
 // `push`, dispatches `groups`, and returns the dispatch's timestamps as its event.
+// `wordBindings`: a bit per binding the shader reads as whole uint words
+// (kernels/common/weights.glsl's parameter slots): a tensor there whose bytes end inside a
+// word (an odd count of halves or of q-blocks) needs a binding covering that whole word,
+// else its last values would be read out of bounds; such a binding is refused in one
+// line (UnsupportedError) rather than read wrong.
 class VkDispatchOp : public PreparedOp {
  public:
   VkDispatchOp(vk::VulkanBackend& backend, const vk::ComputePipeline& pipeline, std::vector<uint32_t> push,
-               std::array<uint32_t, 3> groups)
-      : backend_(backend), pipeline_(pipeline), push_(std::move(push)), groups_(groups) {}
+               std::array<uint32_t, 3> groups, uint32_t wordBindings = 0)
+      : backend_(backend), pipeline_(pipeline), push_(std::move(push)), groups_(groups), wordBindings_(wordBindings) {}
   OpEvents enqueue(const std::vector<DeviceTensor*>& tensors) override;
 
  private:
@@ -58,11 +67,16 @@ class VkDispatchOp : public PreparedOp {
   const vk::ComputePipeline& pipeline_;
   std::vector<uint32_t> push_;
   std::array<uint32_t, 3> groups_;
+  uint32_t wordBindings_;
 };
 
 // Sizes as the shaders' uint push constants and group counts take them.
 inline uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 inline uint32_t ceilDiv(int64_t n, int64_t d) { return static_cast<uint32_t>((n + d - 1) / d); }
+
+// The VkDispatchOp wordBindings of the parameter slots at bindings 1 and 2 (w and bias,
+// gamma and beta, the two tables).
+constexpr uint32_t kVkWeightBindings12 = (1u << 1) | (1u << 2);
 
 // The storage-layout code the shaders take as a push constant (prelude.glsl).
 uint32_t vulkanLayoutCode(const StorageFormat& f);
