@@ -80,8 +80,8 @@ if [ "${1:-check}" = run ]; then
   }
   sd_run run-opencl-f32 150
   sd_run run-vulkan-f32 150 $VK
-  # f16 arithmetic and storage; weights f32: Vulkan's kernels read f32 weights only so far.
-  sd_run run-vulkan-f16 150 $VK --arithmetic f16 --precision f16
+  # The issue's f16 command: f16 arithmetic, storage and weights.
+  sd_run run-vulkan-f16 150 $VK --arithmetic f16 --precision f16 --weights f16
   # Decoded-image PSNR (image in [-1, 1], 10 log10(4 / MSE)) of each run against Vulkan f32
   # and OpenCL f32, and the UNet medians side by side.
   python3 - "$R" > "$R/summary.txt" 2>&1 <<'PY'
