@@ -40,6 +40,14 @@ inline void expectClose(const std::vector<float>& got, const std::vector<float>&
               f64.maxAbs);
 }
 
+// The test-name suffix of a fixture parameter ("tiny-sd-a", "tiny-sd-a/single_file",
+// "tiny-sd-b").
+inline std::string fixtureTestName(const ::testing::TestParamInfo<std::string>& info) {
+  return info.param == "tiny-sd-a"   ? std::string("TinySdA")
+         : info.param == "tiny-sd-b" ? std::string("TinySdB")
+                                     : std::string("TinySdASingleFile");
+}
+
 inline double relL2(const std::vector<float>& got, const std::vector<float>& want) {
   double num = 0, den = 0;
   for (size_t i = 0; i < got.size(); ++i) {

@@ -135,13 +135,6 @@ TEST_P(Diffusers, VaeDecodeAlone) {
               fx().spread("decoded_ddim_vae_only"), GetParam() + " decoded (VAE only)");
 }
 
-// The test-name suffix of a fixture parameter.
-std::string fixtureTestName(const ::testing::TestParamInfo<std::string>& info) {
-  return info.param == "tiny-sd-a"   ? std::string("TinySdA")
-         : info.param == "tiny-sd-b" ? std::string("TinySdB")
-                                     : std::string("TinySdASingleFile");
-}
-
 // tiny-sd-a: SD 1.x-like (2 levels, conv projections, 8 heads, quick_gelu CLIP);
 // tiny-sd-b: SD 2.x-like (3 levels, linear projections, heads per block, gelu CLIP).
 // tiny-sd-a/single_file: the same weights through the LDM key map (must match too).

@@ -145,14 +145,8 @@ TEST_P(VulkanPipeline, F16ArithmeticWithinHalfTolerance) {
   EXPECT_GT(half, 0);
 }
 
-std::string fixtureName(const ::testing::TestParamInfo<std::string>& info) {
-  return info.param == "tiny-sd-a" ? std::string("TinySdA")
-         : info.param == "tiny-sd-b" ? std::string("TinySdB")
-                                     : std::string("TinySdASingleFile");
-}
-
 INSTANTIATE_TEST_SUITE_P(Fixtures, VulkanPipeline, ::testing::Values("tiny-sd-a", "tiny-sd-a/single_file", "tiny-sd-b"),
-                         fixtureName);
+                         fixtureTestName);
 
 // The arena binds tensors as ranges of one buffer: the planned run computes exactly
 // what a buffer per tensor does, and the backend's memory count sees the arena.
