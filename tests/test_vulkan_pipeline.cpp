@@ -179,9 +179,9 @@ TEST(VulkanPipelineMemory, PlannerIsBitIdenticalAndCounted) {
 //     Vulkan: rel L2 below 0.04 / 0.5, PSNR above 45 / 22 dB (a skipped quantization gives
 //     0, a wrongly decoded block O(1) errors).
 // The fixture's widths are odd (37 channels): its f16 biases and q-blocks end inside a
-// 4-byte word, which the shaders read whole; until every Vulkan tensor's buffer covers its
-// last word the lowering refuses those bindings in one line (VkDispatchOp), and this test
-// says so and skips rather than pass.
+// 4-byte word, which the shaders read whole; every Vulkan tensor's buffer covers its last
+// word (VkTensor), and VkDispatchOp refuses a binding that would not, so this test fails
+// if that ever regresses.
 TEST(VulkanPipelineWeights, F16Int8Int4OnTinySdA) {
   if (!backend()) GTEST_SKIP() << "no Vulkan driver installed";
   const Fixture f = load("tiny-sd-a");
@@ -189,46 +189,40 @@ TEST(VulkanPipelineWeights, F16Int8Int4OnTinySdA) {
   x.insert(x.end(), x.begin(), x.end());
   const auto emb = f.ref->toFloat("text_embeddings");
   const auto lat = f.ref->toFloat("ddim_final_latents");
-  try {
-    ExecOptions e = execOptions("f32.buffer.nc4hw4");
-    SdPipeline full(*backend(), f.src, e, f.h, f.w, 2);
-    const auto out32 = full.predictNoise(x, 999.0f, emb);
-    const auto dec32 = full.decode(lat);
-    e.format.weights = DType::F16;
-    {
-      SdPipeline pipe(*backend(), f.src, e, f.h, f.w, 2);
-      const double eText = relL2(pipe.encodeText(f.ids()), emb);
-      const double eUnet = relL2(pipe.predictNoise(x, 999.0f, emb), f.ref->toFloat("unet_out_t999"));
-      const double eDec = relL2(pipe.decode(lat), f.ref->toFloat("decoded_ddim"));
-      std::printf("tiny-sd-a vulkan f16 weights: rel L2 text %.3g, unet_out_t999 %.3g, decoded (VAE only) %.3g\n", eText,
-                  eUnet, eDec);
-      EXPECT_LE(eText, 5e-3);
-      EXPECT_LE(eUnet, 5e-3);
-      EXPECT_LE(eDec, 5e-3);
-      EXPECT_GT(eUnet, 0.0);
-      EXPECT_EQ(2 * pipe.stats("unet").memory.weightBytes, full.stats("unet").memory.weightBytes);
-    }
-    for (DType q : {DType::Q8_0, DType::Q4_0}) {
-      e.format.weights = q;
-      SdPipeline pipe(*backend(), f.src, e, f.h, f.w, 2);
-      const auto out = pipe.predictNoise(x, 999.0f, emb);
-      const auto dec = pipe.decode(lat);
-      double mse = 0;
-      for (size_t i = 0; i < dec.size(); ++i) mse += (double(dec[i]) - dec32[i]) * (double(dec[i]) - dec32[i]);
-      mse /= static_cast<double>(dec.size());
-      const double psnr = 10 * std::log10(4.0 / mse);  // image in [-1, 1]
-      const double eUnet = relL2(out, out32);
-      std::printf("tiny-sd-a vulkan %s weights vs f32 weights: unet_out_t999 rel L2 %.3g, decoded (VAE only) PSNR %.1f dB\n",
-                  dtypeName(q), eUnet, psnr);
-      EXPECT_GT(eUnet, 0.0);
-      EXPECT_LT(eUnet, q == DType::Q8_0 ? 0.04 : 0.5);
-      EXPECT_GT(psnr, q == DType::Q8_0 ? 45.0 : 22.0);
-      EXPECT_LT(pipe.stats("unet").memory.weightBytes, full.stats("unet").memory.weightBytes / 2);
-    }
-  } catch (const std::exception& ex) {
-    const std::string m = ex.what();
-    if (m.find("is read as 4-byte words on Vulkan") == std::string::npos) throw;
-    GTEST_SKIP() << m;
+  ExecOptions e = execOptions("f32.buffer.nc4hw4");
+  SdPipeline full(*backend(), f.src, e, f.h, f.w, 2);
+  const auto out32 = full.predictNoise(x, 999.0f, emb);
+  const auto dec32 = full.decode(lat);
+  e.format.weights = DType::F16;
+  {
+    SdPipeline pipe(*backend(), f.src, e, f.h, f.w, 2);
+    const double eText = relL2(pipe.encodeText(f.ids()), emb);
+    const double eUnet = relL2(pipe.predictNoise(x, 999.0f, emb), f.ref->toFloat("unet_out_t999"));
+    const double eDec = relL2(pipe.decode(lat), f.ref->toFloat("decoded_ddim"));
+    std::printf("tiny-sd-a vulkan f16 weights: rel L2 text %.3g, unet_out_t999 %.3g, decoded (VAE only) %.3g\n", eText,
+                eUnet, eDec);
+    EXPECT_LE(eText, 5e-3);
+    EXPECT_LE(eUnet, 5e-3);
+    EXPECT_LE(eDec, 5e-3);
+    EXPECT_GT(eUnet, 0.0);
+    EXPECT_EQ(2 * pipe.stats("unet").memory.weightBytes, full.stats("unet").memory.weightBytes);
+  }
+  for (DType q : {DType::Q8_0, DType::Q4_0}) {
+    e.format.weights = q;
+    SdPipeline pipe(*backend(), f.src, e, f.h, f.w, 2);
+    const auto out = pipe.predictNoise(x, 999.0f, emb);
+    const auto dec = pipe.decode(lat);
+    double mse = 0;
+    for (size_t i = 0; i < dec.size(); ++i) mse += (double(dec[i]) - dec32[i]) * (double(dec[i]) - dec32[i]);
+    mse /= static_cast<double>(dec.size());
+    const double psnr = 10 * std::log10(4.0 / mse);  // image in [-1, 1]
+    const double eUnet = relL2(out, out32);
+    std::printf("tiny-sd-a vulkan %s weights vs f32 weights: unet_out_t999 rel L2 %.3g, decoded (VAE only) PSNR %.1f dB\n",
+                dtypeName(q), eUnet, psnr);
+    EXPECT_GT(eUnet, 0.0);
+    EXPECT_LT(eUnet, q == DType::Q8_0 ? 0.04 : 0.5);
+    EXPECT_GT(psnr, q == DType::Q8_0 ? 45.0 : 22.0);
+    EXPECT_LT(pipe.stats("unet").memory.weightBytes, full.stats("unet").memory.weightBytes / 2);
   }
 }
 
