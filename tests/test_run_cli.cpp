@@ -187,7 +187,7 @@ TEST_F(RunCli, BadInputIsOneLine) {
   expectOneLineError({"run", "--model", kA, "--arithmetic", "f16", "--input-ids", kRef + ":input_ids_cond",
                       "--uncond-input-ids", kRef + ":input_ids_uncond", "--db-dir",
                       std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"},
-                     {"no variant of", "--arithmetic f16 needs a device that computes in it"});
+                     {"no variant of", "--arithmetic f16 needs a device that computes in half"});
   expectOneLineError({"run", "--model", kA, "--prompt", "a cat"}, {"no tokenizer", "--input-ids"});
   expectOneLineError({"run", "--model", kA, "--variant", "attention=bogus"}, {"bogus"});
   // A repeated list option keeps every value: the first --variant's bad name is found.
