@@ -23,13 +23,12 @@
 set -uo pipefail
 shopt -s nullglob  # the summary's loops print nothing for recordings not started
 OUT=${OUT:-$PWD/out}
-R=$OUT/heldout
-mkdir -p "$R"
+source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
+device_results heldout  # pack, SDSPEED_COMMIT: scripts/device-lib.sh
 T0=$SECONDS
 DEADLINE=${DEADLINE:-530}
+# Seconds into the call, not the clock: DEADLINE is counted that way.
 log() { echo "[$((SECONDS - T0))s] $*" | tee -a "$R/steps.txt"; }
-pack() { tar -C "$OUT" --exclude="*.lock" -czf "$OUT/heldout.tgz" heldout; }
-[ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
 # Programs stay built between calls on the same machine (a resumed sweep rebuilds nothing).
 export SDSPEED_CACHE_DIR=${SDSPEED_CACHE_DIR:-/tmp/sdspeed-cache}
 S=build-dev/cli/sdspeed

@@ -27,22 +27,10 @@
 # Every step is capped; the results land in $OUT/memory-PHASE.tgz after each step.
 set -uo pipefail
 PHASE=${1:-a}
-OUT=${OUT:-/tmp/sdspeed-out}
-R=$OUT/memory-$PHASE
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/steps.txt"; }
-pack() { tar -C "$OUT" -czf "$OUT/memory-$PHASE.tgz" "memory-$PHASE"; }
-step() {  # step SECONDS NAME CMD...
-  local cap=$1 name=$2; shift 2
-  log "start $name (cap ${cap}s): $*"
-  timeout "$cap" "$@" > "$R/$name.txt" 2>&1
-  log "end $name: exit $?"
-  pack
-}
-[ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
+source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
+device_results memory-$PHASE  # log, pack, step, finish: scripts/device-lib.sh
 S=build-dev/cli/sdspeed
 SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20"
-finish() { log done; pack; rm -rf "$R"; exit 0; }
 run() {  # run NAME CAP ARGS...: one sdspeed run with its JSON report
   local name=$1 cap=$2; shift 2
   step "$cap" "$name" $S run $SD --report "$R/$name.json" -o "$R/$name.png" "$@"

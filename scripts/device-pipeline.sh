@@ -19,25 +19,11 @@
 # lands in $OUT/pipeline.tgz.
 set -uo pipefail
 PHASE=${1:-a}
-OUT=${OUT:-/tmp/sdspeed-out}
-R=$OUT/pipeline-$PHASE
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/steps.txt"; }
-step() {  # step SECONDS NAME CMD...: runs CMD with a cap, output to $R/NAME.txt
-  local cap=$1 name=$2; shift 2
-  log "start $name (cap ${cap}s): $*"
-  timeout "$cap" "$@" > "$R/$name.txt" 2>&1
-  log "end $name: exit $?"
-  # Packed after every step: a call cut off at its time limit still returns what ran.
-  tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE"
-}
-
-# The tree arrives without a usable .git: the commit comes from the caller
-# (`git rev-parse --short=12 HEAD > .device-commit` before the visit).
-[ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
+source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
+# log, pack, step (capped, packed after each), finish, SDSPEED_COMMIT: scripts/device-lib.sh
+device_results pipeline-$PHASE
 S=build-dev/cli/sdspeed
-finish() { log done; tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE" && rm -rf "$R"; exit 0; }
-trap 'tar -C "$OUT" -czf "$OUT/pipeline-$PHASE.tgz" "pipeline-$PHASE" 2>/dev/null' TERM
+trap 'pack 2>/dev/null' TERM
 if [ "$PHASE" = c ]; then
   # The second visit: VAE decoder convolutions tuned, the run again with the VAE profile,
   # and issue #4's H200 leftovers (checks, flash at 4096, GEGLU against a copy).

@@ -14,9 +14,8 @@
 # Results: $OUT/quant.tgz (every run's text and --report JSON, steps.txt, summary.txt),
 # repacked (summary rewritten) after each step, so a cap or a lost machine keeps what finished.
 set -uo pipefail
-OUT=${OUT:-/tmp/sdspeed-out}
-R=$OUT/quant
-mkdir -p "$R"
+source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
+device_results quant  # log, pack, step: scripts/device-lib.sh
 # Summary: the device high-water mark, bytes streamed per run (all components) and the
 # UNet median of every measured run.
 summary() {
@@ -38,16 +37,7 @@ for name in ["int8-1.1GB", "int4-0.75GB", "unet-f16", "unet-int8"]:
           f"{streamed / 2**20:>14.1f}{j['time_ms']['unet_median']:>16.2f}  {choices}")
 EOF
 }
-log() { echo "[$(date +%T)] $*" | tee -a "$R/steps.txt"; }
-pack() { summary; tar -C "$OUT" -czf "$OUT/quant.tgz" quant; }
-step() {  # step SECONDS NAME CMD...
-  local cap=$1 name=$2; shift 2
-  log "start $name (cap ${cap}s): $*"
-  timeout "$cap" "$@" > "$R/$name.txt" 2>&1
-  log "end $name: exit $?"
-  pack
-}
-[ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
+pack() { summary; pack_results; }
 S=build-dev/cli/sdspeed
 SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --scheduler ddim"
 run() {  # run NAME CAP ARGS...: one sdspeed run with its JSON report

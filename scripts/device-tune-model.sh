@@ -14,25 +14,11 @@
 # no build-dev/tuned-new (a fresh machine) takes it from tune-carry/ (carried from here).
 set -uo pipefail
 PHASE=${1:-a}
-OUT=${OUT:-/tmp/sdspeed-out}
-R=$OUT/tune-$PHASE
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/steps.txt"; }
-pack() { tar -C "$OUT" -czf "$OUT/tune-$PHASE.tgz" "tune-$PHASE"; }
-step() {  # step SECONDS NAME CMD...
-  local cap=$1 name=$2; shift 2
-  log "start $name (cap ${cap}s): $*"
-  local t0=$(date +%s.%N)
-  timeout "$cap" "$@" > "$R/$name.txt" 2>&1
-  local rc=$?
-  log "end $name: exit $rc, wall $(awk "BEGIN{print $(date +%s.%N) - $t0}") s"
-  pack
-}
-[ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
+source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
+device_results tune-$PHASE  # log, pack, step, finish: scripts/device-lib.sh
 S=build-dev/cli/sdspeed
 DB=build-dev/tuned-new
 SW=build-dev/sweeps-new
-finish() { log done; pack; rm -rf "$R"; exit 0; }
 save_db() { mkdir -p "$R/db" && cp -r $DB "$R/db/" && cp -r $SW "$R/db/"; pack; }
 
 if [ ! -x $S ]; then

@@ -23,19 +23,8 @@
 #   build is reused when the machine is still warm from a `check` call).
 # Results: $OUT/vulkan.tgz, repacked after each step.
 set -uo pipefail
-OUT=${OUT:-/tmp/sdspeed-out}
-R=$OUT/vulkan
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/steps.txt"; }
-pack() { tar -C "$OUT" -czf "$OUT/vulkan.tgz" vulkan; }
-step() {  # step SECONDS NAME CMD...
-  local cap=$1 name=$2; shift 2
-  log "start $name (cap ${cap}s): $*"
-  timeout "$cap" "$@" > "$R/$name.txt" 2>&1
-  log "end $name: exit $?"
-  pack
-}
-[ -f .device-commit ] && export SDSPEED_COMMIT=$(cat .device-commit)
+source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
+device_results vulkan  # log, pack, step: scripts/device-lib.sh
 echo "commit ${SDSPEED_COMMIT:-unknown}" > "$R/commit.txt"
 
 # The loader into /, the build tools beside it.
