@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "pipeline/quantized_file.h"
+#include "pipeline/run/ablation.h"
 #include "pipeline/run/quantize_model.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
@@ -357,10 +358,7 @@ TEST(QuantizedWeights, TinyPipelineInt8AndInt4) {
     SdPipeline pipe(context(), src, exec, shape.at(2), shape.at(3), 2);
     const auto out = pipe.predictNoise(x, 999.0f, emb);
     const auto dec = pipe.decode(lat);
-    double mse = 0;
-    for (size_t i = 0; i < dec.size(); ++i) mse += (double(dec[i]) - dec32[i]) * (double(dec[i]) - dec32[i]);
-    mse /= static_cast<double>(dec.size());
-    const double psnr = 10 * std::log10(4.0 / mse);  // image in [-1, 1]
+    const double psnr = psnrDb(dec, dec32);  // as `sdspeed ablate` measures it
     const double eUnet = relL2(out, out32);
     std::printf("tiny-sd-a %s weights vs f32 weights: unet_out_t999 rel L2 %.3g, decoded (VAE only) PSNR %.1f dB\n",
                 dtypeName(q), eUnet, psnr);

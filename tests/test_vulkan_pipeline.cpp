@@ -21,6 +21,7 @@
 #include <fstream>
 
 #include "fixture_compare.h"
+#include "pipeline/run/ablation.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
 #include "pipeline/schedulers/scheduler.h"
@@ -212,10 +213,7 @@ TEST(VulkanPipelineWeights, F16Int8Int4OnTinySdA) {
     SdPipeline pipe(*backend(), f.src, e, f.h, f.w, 2);
     const auto out = pipe.predictNoise(x, 999.0f, emb);
     const auto dec = pipe.decode(lat);
-    double mse = 0;
-    for (size_t i = 0; i < dec.size(); ++i) mse += (double(dec[i]) - dec32[i]) * (double(dec[i]) - dec32[i]);
-    mse /= static_cast<double>(dec.size());
-    const double psnr = 10 * std::log10(4.0 / mse);  // image in [-1, 1]
+    const double psnr = psnrDb(dec, dec32);  // as `sdspeed ablate` measures it
     const double eUnet = relL2(out, out32);
     std::printf("tiny-sd-a vulkan %s weights vs f32 weights: unet_out_t999 rel L2 %.3g, decoded (VAE only) PSNR %.1f dB\n",
                 dtypeName(q), eUnet, psnr);
