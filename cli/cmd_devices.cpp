@@ -34,28 +34,37 @@ std::string backendNameFromArgs(const Args& args) {
   return b;
 }
 
-std::unique_ptr<Backend> backendFromArgs(const Args& args) {
-  if (backendNameFromArgs(args) == "opencl")
-    return std::make_unique<Context>(selectDevice(listDevices(), openclSelector(args.get("device"))),
-                                     contextOptionsFromArgs(args));
+namespace {
+
+// The one place a backend is made: `api`'s device `device` ("": its first one).
+// `kernelDirIsError`: --kernel-dir was given for this API (Vulkan's shaders are compiled
+// in, so naming a kernel folder for it is a mistake, not something to ignore).
+std::unique_ptr<Backend> makeBackend(const std::string& api, const std::string& device, const ContextOptions& opts,
+                                     bool kernelDirIsError) {
+  if (api == "opencl") return std::make_unique<Context>(selectDevice(listDevices(), openclSelector(device)), opts);
+  if (api != "vulkan") throw Error("backend " + api + ": want opencl or vulkan");
 #ifdef SDSPEED_WITH_VULKAN
-  if (!args.get("kernel-dir").empty())
+  if (kernelDirIsError && !opts.kernelDir.empty())
     throw Error("--kernel-dir: Vulkan shaders are compiled into the binary at build time; rebuild instead");
   // selectVulkanDevice reads "vulkan:N" itself (and refuses "vulkan:" or "vulkan:abc").
-  return std::make_unique<vk::VulkanBackend>(args.get("device"), contextOptionsFromArgs(args).cacheDir);
+  return std::make_unique<vk::VulkanBackend>(device, opts.cacheDir);
 #else
+  (void)kernelDirIsError;
   throw Error("--backend vulkan: this build has no Vulkan backend (it needs libvulkan-dev and glslc at configure time)");
 #endif
 }
 
+}  // namespace
+
+std::unique_ptr<Backend> backendFromArgs(const Args& args) {
+  return makeBackend(backendNameFromArgs(args), args.get("device"), contextOptionsFromArgs(args), true);
+}
+
 std::unique_ptr<Backend> backendForApi(const Args& args, const std::string& api) {
   if (api == backendNameFromArgs(args)) return backendFromArgs(args);
-  // The other API: its first device (--device names one device of one API).
-  if (api == "opencl") return std::make_unique<Context>(selectDevice(listDevices(), ""), contextOptionsFromArgs(args));
-#ifdef SDSPEED_WITH_VULKAN
-  if (api == "vulkan") return std::make_unique<vk::VulkanBackend>("", contextOptionsFromArgs(args).cacheDir);
-#endif
-  throw Error("backend " + api + ": this build has no such backend (Vulkan needs libvulkan-dev and glslc at configure time)");
+  // The other API: its first device (--device names one device of one API); --kernel-dir
+  // is the command's API's (an OpenCL ablation's Vulkan row ignores it, as before).
+  return makeBackend(api, "", contextOptionsFromArgs(args), false);
 }
 
 ContextOptions contextOptionsFromArgs(const Args& args) {

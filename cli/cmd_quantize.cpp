@@ -12,24 +12,32 @@ namespace fs = std::filesystem;
 
 int cmdQuantize(const std::vector<std::string>& argvIn) {
   const auto argv = expandShortOptions(argvIn);
-  Args a(argv, {"model", "config", "weights", "output"}, {"help"});
+  Args a(argv, {"model", "config", "weights", "output", "weights-seed"}, {"help", "random-weights"});
   if (a.has("help")) {
     std::cout << "usage: sdspeed quantize --model DIR | --model FILE.safetensors --config DIR\n"
-                 "                        --weights int8|int4[,KEY=FORMAT..] -o OUT\n"
+                 "                        | --random-weights [--weights-seed N] --model DIR\n"
+                 "                        --weights f16|int8|int4[,KEY=FORMAT..] -o OUT\n"
                  "Quantizes the model's Linear and convolution weights once (ggml's q8_0 / q4_0 blocks,\n"
                  "kernels/QUANTIZATION.md) and writes OUT, a diffusers-layout folder (configs, tokenizer,\n"
                  "scheduler copied; the weights sdspeed runs, blocks as U8 tensors with their format in the\n"
                  "safetensors metadata, other weights F16, or F32 for a component given f32). KEY: a component,\n"
                  "a layer kind (conv, attn, ff, proj, time_embed) or COMPONENT.KIND, as for `sdspeed run`. Run it with\n"
-                 "`sdspeed run --model OUT --weights` and the same spec: bit-identical to quantizing at load.\n";
+                 "`sdspeed run --model OUT --weights` and the same spec: bit-identical to quantizing at load.\n"
+                 "--weights f16 writes every weight F16 (a checkpoint half the size, read without converting).\n"
+                 "--random-weights: the seeded weights `sdspeed run --random-weights` uses (same --weights-seed,\n"
+                 "default 0; the architecture from --model DIR's configs), e.g. SD 1.5's f16 weights as files:\n"
+                 "  sdspeed quantize --random-weights --model configs/models/sd15 --weights f16 -o /tmp/sd15-f16\n";
     return 0;
   }
   if (!a.has("model")) throw Error("--model DIR (a diffusers folder) or --model FILE.safetensors --config DIR is required");
-  if (!a.has("weights")) throw Error("--weights int8|int4[,KEY=FORMAT..] is required");
+  if (!a.has("weights")) throw Error("--weights f16|int8|int4[,KEY=FORMAT..] is required");
   if (!a.has("output")) throw Error("-o OUT (the folder to write) is required");
   const std::string model = a.get("model"), out = a.get("output");
   if (!fs::exists(model)) throw Error(model + ": no such model folder or file");
   ModelSource src;
+  src.random = a.has("random-weights");
+  src.seed = static_cast<uint64_t>(a.getInt("weights-seed", 0));
+  if (a.has("weights-seed") && !src.random) throw Error("--weights-seed is for --random-weights");
   if (fs::is_directory(model)) {
     src.configDir = a.get("config", model);
     src.weightsDir = model;
@@ -48,6 +56,11 @@ int cmdQuantize(const std::vector<std::string>& argvIn) {
   parseWeightsSpec(a.get("weights"), "--weights", exec);
   if (fs::absolute(out).lexically_normal() == fs::absolute(model).lexically_normal())
     throw Error("-o " + out + ": the same folder as --model");
+  {  // before any work: a path under a file or without write permission is one line now
+    std::error_code ec;
+    fs::create_directories(out, ec);
+    if (ec) throw Error("-o " + out + ": cannot create the folder (" + ec.message() + ")");
+  }
 
   quantizeModel(src, exec, out, model, std::cout);
   std::cout << "wrote " << out << " (run it with --weights " << weightsSpecText(exec) << ")\n";

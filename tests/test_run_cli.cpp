@@ -325,3 +325,57 @@ TEST_F(QuantizeCli, WritesARunnableFolderAndNamesBadInput) {
                      {"--weights", "convv"});
   expectOneLineError({"run", "--model", kA, "--weights", "int4,unet.atn=int8", "--steps", "1"}, {"--weights", "atn"});
 }
+
+// `sdspeed quantize --weights f16` writes an f16 checkpoint folder, from a model's weights
+// or from the seeded weights of --random-weights (issue #22's setup target loads SD 1.5's
+// that way). `run --model OUT --weights f16` then computes bit-identically (latents and
+// decoded pixels) to the original source run with --weights f16: the file holds the values
+// the run's upload rounds to, and reading F16 back is exact. Every tensor on disk is F16.
+TEST_F(QuantizeCli, F16FileRunsBitIdenticallyToF16WeightsAtLoad) {
+  const std::vector<std::string> ids = {"--input-ids", kRef + ":input_ids_cond", "--uncond-input-ids",
+                                        kRef + ":input_ids_uncond", "--init-latents", kRef + ":init_latents",
+                                        "--steps", "2", "--scheduler", "ddim", "--weights", "f16"};
+  struct Source {
+    std::string tag;
+    std::vector<std::string> args;  // where the weights come from
+  };
+  for (const Source& s : {Source{"fixture", {"--model", kA}},
+                          Source{"random", {"--model", kA, "--random-weights", "--weights-seed", "7"}}}) {
+    SCOPED_TRACE(s.tag);
+    const std::string f16 = out_.path() + "/" + s.tag + "-f16";
+    std::vector<std::string> q = {"quantize", "--weights", "f16", "-o", f16};
+    q.insert(q.end(), s.args.begin(), s.args.end());
+    Result r = run(q);
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+    EXPECT_NE(r.out.find("unet: f16, 0 tensors quantized"), std::string::npos) << r.out;
+    for (const char* file : {"/unet/diffusion_pytorch_model.safetensors", "/vae/diffusion_pytorch_model.safetensors",
+                             "/text_encoder/model.safetensors"}) {
+      const sdspeed::SafetensorsFile st(f16 + file);
+      ASSERT_FALSE(st.tensors().empty()) << file;
+      for (const auto& t : st.tensors()) EXPECT_EQ(t.dtype, sdspeed::StDType::F16) << file << " " << t.name;
+      if (s.tag == "random")  // the metadata names the seed the values came from
+        EXPECT_NE(st.metadata().at("sdspeed.source").find("seed 7"), std::string::npos) << file;
+    }
+    std::map<std::string, std::vector<float>> latents, decoded;
+    for (const std::string& from : {std::string("source"), std::string("file")}) {
+      const std::string lat = out_.path() + "/" + s.tag + "-" + from + "-lat.safetensors",
+                        dec = out_.path() + "/" + s.tag + "-" + from + "-dec.safetensors";
+      std::vector<std::string> args = {"run", "--save-latents", lat, "--save-decoded", dec,
+                                       "-o", out_.path() + "/" + s.tag + "-" + from + ".png"};
+      if (from == "source") args.insert(args.end(), s.args.begin(), s.args.end());
+      else args.insert(args.end(), {"--model", f16});
+      args.insert(args.end(), ids.begin(), ids.end());
+      r = run(args);
+      ASSERT_EQ(r.exitCode, 0) << r.describe();
+      latents[from] = sdspeed::SafetensorsFile(lat).toFloat("final_latents");
+      decoded[from] = sdspeed::SafetensorsFile(dec).toFloat("decoded");
+    }
+    EXPECT_EQ(latents["source"], latents["file"]);
+    EXPECT_EQ(decoded["source"], decoded["file"]);
+  }
+  expectOneLineError({"quantize", "--model", kA, "--weights-seed", "3", "--weights", "f16", "-o", out_.path() + "/s"},
+                     {"--weights-seed", "--random-weights"});
+  // An output path under a regular file: named before any work.
+  expectOneLineError({"quantize", "--model", kA, "--weights", "f16", "-o", kRef + "/f16"},
+                     {"-o", kRef + "/f16", "cannot create"});
+}

@@ -128,7 +128,8 @@ void quantizeModel(const ModelSource& src, const ExecOptions& exec, const std::s
                   : p.component == "unet" ? buildUNetGraph(unet, 1, latent, latent, clip.positions, gopt)
                                           : buildVaeDecoderGraph(vae, 1, latent, latent, gopt);
     const std::string path = out + "/" + p.dir + "/" + p.file;
-    const ComponentSummary s = writeComponent(graph, *weights, exec, path, model);
+    // The metadata names where the values came from (for random weights: the seed).
+    const ComponentSummary s = writeComponent(graph, *weights, exec, path, src.random ? src.describe() : model);
     log << p.component << ": " << componentSpec(exec, p.component) << ", " << s.quantized << " tensors quantized, "
         << s.kept << " kept (f16, or f32 where the format is f32), " << s.bytes << " bytes -> " << path << "\n";
   }

@@ -17,7 +17,9 @@ namespace sdspeed {
 // .safetensors (the weights sdspeed's graphs read: GEMM and conv matrices as blocks in the
 // component's int8/int4 format, every other weight F16, or everything F32 for a component
 // given f32), each atomically, and copies the configs, scheduler, tokenizer and
-// model_index.json beside them. `model` names the source in the files' metadata; one line
+// model_index.json beside them. `model` names the source in the files' metadata (src.describe()
+// for seeded random weights, whose values the files then hold; with --weights f16 that is
+// how a checkpoint-less timing setup gets an f16 checkpoint to load); one line
 // per component goes to `log`. Throws Error for bad input (naming it).
 void quantizeModel(const ModelSource& src, const ExecOptions& exec, const std::string& out, const std::string& model,
                    std::ostream& log);
