@@ -35,5 +35,15 @@ TEST(Roofline, MeasuresAndRoundTrips) {
   EXPECT_NE(msg.find(path), std::string::npos) << msg;
 }
 
+// Both backends size their copy buffers this way: within the allocation limit, whole
+// float4s, and a clear error rather than an empty buffer.
+TEST(Roofline, CopyBytesClamp) {
+  EXPECT_EQ(rooflineCopyBytes(4 << 20, uint64_t(1) << 30), size_t(4) << 20);
+  EXPECT_EQ(rooflineCopyBytes(4 << 20, 1000), 992u);  // the limit, down to a multiple of 16
+  EXPECT_EQ(rooflineCopyBytes(100, uint64_t(1) << 30), 96u);
+  EXPECT_NE(sdspeed_test::errorMessage([] { rooflineCopyBytes(15, uint64_t(1) << 30); }).find("too small"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sdspeed

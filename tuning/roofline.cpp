@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -18,6 +19,12 @@ std::vector<float> rooflineCopyData(size_t copyBytes) {
   std::uniform_real_distribution<float> uni(1.0f, 2.0f);
   for (auto& v : host) v = uni(rng);
   return host;
+}
+
+size_t rooflineCopyBytes(size_t requested, uint64_t maxAllocBytes) {
+  const size_t bytes = std::min<uint64_t>(requested, maxAllocBytes) / 16 * 16;
+  if (bytes < 16) throw Error("roofline: copy buffer too small");
+  return bytes;
 }
 
 void checkRooflineFma(const std::vector<float>& got, int iters, float a, float b) {
@@ -52,8 +59,7 @@ Ceilings measureCeilingsCl(Context& ctx, size_t copyBytes, const TimingPolicy& p
   program.handle = ctx.programs().get("roofline", program.source, kBuildOptions);
 
   // Copy: two buffers of copyBytes (a multiple of 16), checked element for element.
-  copyBytes = std::min<size_t>(copyBytes, dev.maxAllocBytes) / 16 * 16;
-  if (copyBytes < 16) throw Error("roofline: copy buffer too small");
+  copyBytes = rooflineCopyBytes(copyBytes, dev.maxAllocBytes);
   const cl_int n4 = static_cast<cl_int>(copyBytes / 16);
   const std::vector<float> host = rooflineCopyData(copyBytes);
   ClMem in = ctx.createBuffer(copyBytes), out = ctx.createBuffer(copyBytes);

@@ -4,6 +4,8 @@
 // configs/devices/<device-key>.yaml, so every benchmark can report "% of ceiling".
 #pragma once
 
+#include <cstdint>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,9 @@ Ceilings measureCeilingsVulkan(Backend& backend, size_t copyBytes, const TimingP
 // Shared by both: the copy's input (copyBytes of floats in [1, 2)), and the check of the
 // FMA chains' results against the same chains on the host (Error when one is off).
 std::vector<float> rooflineCopyData(size_t copyBytes);
+// The copy buffers' size: `requested` within the device's allocation limit, rounded down
+// to whole float4s (the kernels copy 16 bytes per item); Error when under 16 bytes.
+size_t rooflineCopyBytes(size_t requested, uint64_t maxAllocBytes);
 void checkRooflineFma(const std::vector<float>& got, int iters, float a, float b);
 void saveCeilings(const Ceilings& c, const std::string& path);  // atomic
 // Throws Error naming the file and key when malformed; returns false when absent.

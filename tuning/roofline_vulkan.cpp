@@ -18,8 +18,7 @@ Ceilings measureCeilingsVulkan(Backend& backend, size_t copyBytes, const TimingP
   const StorageFormat f32;
   vk::Device& d = be->device();
 
-  copyBytes = std::min<size_t>(copyBytes, dev.maxAllocBytes) / 16 * 16;
-  if (copyBytes < 16) throw Error("roofline: copy buffer too small");
+  copyBytes = rooflineCopyBytes(copyBytes, dev.maxAllocBytes);
   const uint32_t n4 = static_cast<uint32_t>(copyBytes / 16);
   const std::vector<float> host = rooflineCopyData(copyBytes);
   vk::Buffer in(d, copyBytes), out(d, copyBytes);
