@@ -23,7 +23,7 @@ int cmdQuantize(const std::vector<std::string>& argvIn) {
                  "safetensors metadata, other weights F16, or F32 for a component given f32). KEY: a component,\n"
                  "a layer kind (conv, attn, ff, proj, time_embed) or COMPONENT.KIND, as for `sdspeed run`. Run it with\n"
                  "`sdspeed run --model OUT --weights` and the same spec: bit-identical to quantizing at load.\n"
-                 "--weights f16 writes every weight F16 (a checkpoint half the size, read without converting).\n"
+                 "--weights f16 writes every weight F16 (an f16 checkpoint, half the size of f32).\n"
                  "--random-weights: the seeded weights `sdspeed run --random-weights` uses (same --weights-seed,\n"
                  "default 0; the architecture from --model DIR's configs), e.g. SD 1.5's f16 weights as files:\n"
                  "  sdspeed quantize --random-weights --model configs/models/sd15 --weights f16 -o /tmp/sd15-f16\n";
