@@ -1,5 +1,7 @@
 #include "kernels/lowering.h"
 
+#include <optional>
+
 #include "runtime/error.h"
 #include "runtime/hash.h"
 #include "runtime/opencl/context.h"
@@ -48,10 +50,16 @@ void prebuildOp(Backend& backend, const Family& fam, const VariantDef& v, const 
 std::string loweringGap(Backend& backend, const Family& fam, const VariantDef& v, const ParamPoint& p,
                         const Problem& prob, const StorageFormat& f) {
   if (openCl(backend)) return "";
-  // Other backends say what they lack when an op is prepared; the pipelines made here are
-  // kept in the backend's map, so preparing the chosen point again costs nothing.
+  // Other backends say what they lack when an op is prepared (the lowering's own checks
+  // and messages, parameter-level ones included). On Vulkan the op is prepared with its
+  // pipelines described, not built: asking about every allowed variant (an ablation row's
+  // list) then compiles none of those the executor does not choose.
+#if SDSPEED_WITH_VULKAN
+  std::optional<vk::VulkanBackend::DescribeOnly> noBuild;
+  if (vk::VulkanBackend* vkb = vulkan(backend)) noBuild.emplace(*vkb);
+#endif
   try {
-    prepareOp(backend, fam, v, p, prob, f);
+    prepareOp(backend, fam, v, p, prob, f);  // the op is dropped unrun
     return "";
   } catch (const UnsupportedError& e) {
     return e.what();

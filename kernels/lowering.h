@@ -26,7 +26,9 @@ void prebuildOp(Backend& backend, const Family& fam, const VariantDef& v, const 
 // Why the backend cannot run this point although the family's rules allow it ("" when it
 // can): OpenCL lowers every variant; another backend may lack some variant's kernels
 // (Vulkan's GEMM has no `tiled`). The executor asks before it settles on a tuned
-// variant, so that it falls back visibly instead of failing at prepare.
+// variant, so that it falls back visibly instead of failing at prepare. Cheap: the
+// backend's lowering runs its checks but builds no program or pipeline (Vulkan:
+// VulkanBackend::DescribeOnly), so asking about variants never chosen costs no compile.
 std::string loweringGap(Backend& backend, const Family& fam, const VariantDef& v, const ParamPoint& p,
                         const Problem& prob, const StorageFormat& f);
 // A hash of the kernel source the backend builds the family from: a tuning database's

@@ -227,6 +227,35 @@ TEST(VulkanHarnessCoverage, AttentionFlashRunsEveryParameterValue) {
   EXPECT_EQ(r.status, Status::Unsupported) << r.message;
 }
 
+// loweringGap asks the Vulkan lowering without building a pipeline: a point that lowers
+// says "" and one that does not gives the lowering's own one-line message (flash NATIVE=1,
+// a parameter-level gap; a family with no table entry), both with no pipeline built and
+// none left behind. Preparing the point afterwards builds it as usual (described-only
+// pipelines are never handed out for a real op, and cannot be dispatched).
+TEST(VulkanHarnessCoverage, LoweringGapBuildsNoPipeline) {
+  if (!testBackend()) GTEST_SKIP() << "no Vulkan driver installed";
+  vk::VulkanBackend be("", "");  // a fresh one: nothing built yet
+  const Family& fam = findFamily("attention");
+  const VariantDef& flash = fam.variant("flash");
+  const Problem& prob = *fam.checkProblems(false).front();
+  const StorageFormat f32;
+  EXPECT_EQ(loweringGap(be, fam, flash, flash.defaults(), prob, f32), "");
+  std::map<std::string, int> native;
+  for (const auto& q : flash.params) native[q.name] = flash.defaults()[q.name];
+  native["NATIVE"] = 1;
+  EXPECT_NE(loweringGap(be, fam, flash, ParamPoint(native), prob, f32).find("NATIVE=1 has no Vulkan counterpart"),
+            std::string::npos);
+  for (const auto& other : allFamilies())
+    if (!findVulkanLowering(other->name())) {
+      const VariantDef& v = other->variants().front();
+      EXPECT_EQ(loweringGap(be, *other, v, v.defaults(), *other->checkProblems(false).front(), f32),
+                "family " + other->name() + " has no vulkan kernels");
+    }
+  EXPECT_EQ(be.pipelinesBuilt(), 0u);
+  const auto op = prepareOp(be, fam, flash, flash.defaults(), prob, f32);
+  EXPECT_EQ(be.pipelinesBuilt(), 1u);
+}
+
 // Heads wider than D = 160 (the VAE's 512) run flash on Vulkan with each row split across
 // invocations (attention_flash_wide.glsl); no quick problem has one, so here: D = 512 with
 // a mask at large offsets, D = 384 causal, two rows per invocation, KC = 8 (lavapipe's

@@ -148,6 +148,11 @@ const ComputePipeline& VulkanBackend::pipeline(const SpirvShader& shader, uint32
   std::string key = std::string(shader.name) + "/" + std::to_string(storageBuffers) + "/" + std::to_string(pushBytes);
   for (const auto& s : spec) key += "/" + std::to_string(s.id) + "=" + std::to_string(s.bits);
   if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
+  if (describeOnly_) {
+    if (auto it = described_.find(key); it != described_.end()) return *it->second;
+    auto d = std::make_unique<ComputePipeline>(*device_, shader, storageBuffers, pushBytes, spec, nullptr, false);
+    return *described_.emplace(key, std::move(d)).first->second;
+  }
   // Made first, inserted after: a creation that throws leaves no empty entry behind.
   auto made = std::make_unique<ComputePipeline>(*device_, shader, storageBuffers, pushBytes, spec, cache_.get());
   return *pipelines_.emplace(key, std::move(made)).first->second;

@@ -96,8 +96,27 @@ class VulkanBackend : public Backend {
   PipelineCache* pipelineCache() { return cache_.get(); }
   // The pipeline of a shader with these buffers, push-constant bytes and specialization
   // constants: made once per process (through the on-disk cache), then shared.
+  // Under a DescribeOnly: checked as for a real one but not built (see below).
   const ComputePipeline& pipeline(const SpirvShader& shader, uint32_t storageBuffers, uint32_t pushBytes,
                                   const std::vector<SpecConstant>& spec);
+  // Pipelines built so far (described-only ones not counted).
+  size_t pipelinesBuilt() const { return pipelines_.size(); }
+  // While one lives, pipeline() builds nothing new: it returns a described-only pipeline
+  // (layout checked, no shader module, no driver compile). A family's lowering then runs
+  // all its own checks, so loweringGap (kernels/lowering.h) learns whether a point lowers,
+  // with the lowering's own messages, without building pipelines for variants the executor
+  // then does not choose. Ops prepared meanwhile are for asking only: never enqueue them.
+  class DescribeOnly {
+   public:
+    explicit DescribeOnly(VulkanBackend& be) : be_(be), was_(be.describeOnly_) { be.describeOnly_ = true; }
+    ~DescribeOnly() { be_.describeOnly_ = was_; }
+    DescribeOnly(const DescribeOnly&) = delete;
+    DescribeOnly& operator=(const DescribeOnly&) = delete;
+
+   private:
+    VulkanBackend& be_;
+    bool was_;
+  };
   // The recorder ops record into (one op at a time: submission is synchronous).
   OpRecorder& recorder() { return *recorder_; }
 
@@ -107,6 +126,8 @@ class VulkanBackend : public Backend {
   DeviceCaps caps_;
   std::unique_ptr<PipelineCache> cache_;
   std::map<std::string, std::unique_ptr<ComputePipeline>> pipelines_;
+  std::map<std::string, std::unique_ptr<ComputePipeline>> described_;  // DescribeOnly's, never run
+  bool describeOnly_ = false;
   std::unique_ptr<OpRecorder> recorder_;
 };
 

@@ -156,6 +156,7 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
                           const void* push, size_t pushBytes, uint32_t gx, uint32_t gy, uint32_t gz) {
   const std::string what = std::string("dispatch of ") + pipeline.shader().name;
   if (deferred_ ? !opOpen_ : !recording_) throw Error(what + ": OpRecorder::begin() was not called");
+  if (!pipeline.built()) throw Error(what + ": a described-only pipeline (VulkanBackend::DescribeOnly) cannot run");
   if (deferred_ && (!recording_ || recorded_ == maxDispatches_)) {
     // The batch is full, or was run from inside this op (a host transfer or a freed
     // buffer between two of its dispatches): run what is recorded, and go on in a new

@@ -24,7 +24,8 @@ struct Scratch {
 }  // namespace
 
 ComputePipeline::ComputePipeline(Device& device, const SpirvShader& shader, uint32_t storageBuffers,
-                                 uint32_t pushConstantBytes, std::vector<SpecConstant> spec, PipelineCache* cache)
+                                 uint32_t pushConstantBytes, std::vector<SpecConstant> spec, PipelineCache* cache,
+                                 bool build)
     : device_(device), shader_(shader), spec_(std::move(spec)), storageBuffers_(storageBuffers),
       pushBytes_(pushConstantBytes) {
   const VulkanDeviceInfo& info = device.info();
@@ -37,6 +38,7 @@ ComputePipeline::ComputePipeline(Device& device, const SpirvShader& shader, uint
       if (spec_[i].id == spec_[j].id)
         throw Error(std::string("shader ") + shader.name + ": specialization constant " + std::to_string(spec_[i].id) +
                     " given twice");
+  if (!build) return;
   const VkDevice d = device.handle();
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(storageBuffers);

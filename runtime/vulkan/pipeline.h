@@ -23,13 +23,16 @@ class ComputePipeline {
   // Throws Error on a bad layout (push constants not a multiple of 4 or above the device's
   // limit; a shader needing f16 arithmetic or 16-bit storage the device lacks is the
   // caller's check: see Device::float16Enabled), VkError when the driver fails.
+  // build false: the layout checks only, no Vulkan object made (VulkanBackend::DescribeOnly:
+  // whether a point lowers, learnt without a driver compile); such a pipeline never runs.
   ComputePipeline(Device& device, const SpirvShader& shader, uint32_t storageBuffers, uint32_t pushConstantBytes,
-                  std::vector<SpecConstant> spec = {}, PipelineCache* cache = nullptr);
+                  std::vector<SpecConstant> spec = {}, PipelineCache* cache = nullptr, bool build = true);
   ~ComputePipeline();
   ComputePipeline(const ComputePipeline&) = delete;
   ComputePipeline& operator=(const ComputePipeline&) = delete;
 
   VkPipeline handle() const { return pipeline_; }
+  bool built() const { return pipeline_ != VK_NULL_HANDLE; }
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout setLayout() const { return setLayout_; }
   uint32_t storageBuffers() const { return storageBuffers_; }
