@@ -365,9 +365,10 @@ TEST(QuantizedWeights, TinyPipelineInt8AndInt4) {
     // Measured (PoCL, 2026-12-04; Linear and conv weights in blocks): int8 rel L2 1.6e-2,
     // PSNR 54.7 dB (psnrDb, clamped as ablate does; 54.6 unclamped); int4 0.25, 29.9 dB.
     // int8's per-weight error is ~0.5% relative (half a step of max/127) and int4's ~8%
-    // (max/8), adding up through ~20 layers. The bounds leave 2-2.5x room (PSNR: 45 dB is the int8 target for the decoded image)
-    // and still fail if quantization were skipped (rel L2 > 0) or decoded wrongly (a
-    // layout or scale mistake gives O(1) errors: rel L2 >= 1).
+    // (max/8), adding up through ~20 layers. The bounds leave 2-2.5x room (PSNR: 45 dB is
+    // the int8 target for the decoded image) and still fail if quantization were
+    // skipped (rel L2 > 0) or decoded wrongly (a layout or scale mistake gives O(1)
+    // errors: rel L2 >= 1).
     EXPECT_GT(eUnet, 0.0);
     EXPECT_LT(eUnet, q == DType::Q8_0 ? 0.04 : 0.5);
     EXPECT_GT(psnr, q == DType::Q8_0 ? 45.0 : 22.0);
