@@ -18,6 +18,7 @@
 #   vulkaninfo (full and --summary) and `sdspeed devices` (cooperative-matrix shapes);
 #   a build with the Vulkan backend (build-dev, sdspeed only);
 #   `sdspeed check --backend vulkan` of every family, f32 and f16 storage and arithmetic;
+#   then gemm coopmat_f16 (tensor cores, issue #22) on every weight format and SD 1.5's sizes;
 #   `run` instead: SD 1.5 512x512 through OpenCL f32, Vulkan f32 and Vulkan f16 arithmetic
 #   (#21's targets), the UNet medians and decoded-image PSNRs in summary.txt (~7 min; the
 #   build is reused when the machine is still warm from a `check` call).
@@ -66,6 +67,13 @@ step 60 devices $S devices
   --storage f32.buffer.nchw,f32.buffer.nc4hw4,f16.buffer.nchw,f16.buffer.nc4hw4 \
   --csv "$R/check.csv"
 [ -f "$R/check.txt" ] && tail -5 "$R/check.txt"
+# gemm coopmat_f16 (issue #22, tensor cores through VK_NV_cooperative_matrix): its first
+# run on cooperative-matrix hardware, the quick and SD 1.5 problems, every weight format,
+# more sampled points than the check above (kernels/gemm/README.md).
+[ "${1:-check}" = check ] && step 240 check-coopmat $S check --backend vulkan --op gemm --variant coopmat_f16 \
+  --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nchw,f16.buffer.nc4hw4 --weights f32,f16,int8,int4 \
+  --full --points 4 --csv "$R/check-coopmat.csv"
+[ -f "$R/check-coopmat.txt" ] && tail -5 "$R/check-coopmat.txt"
 
 if [ "${1:-check}" = run ]; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the

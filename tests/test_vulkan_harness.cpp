@@ -256,6 +256,36 @@ TEST(VulkanHarnessCoverage, AttentionFlashWideHeads) {
   EXPECT_NE(fam.unsupportedReason(v, v.defaults(), *problems[0], StorageFormat{}, openCl), "");
 }
 
+// gemm coopmat_f16 (tensor cores, VK_NV_cooperative_matrix) on a device without
+// cooperative matrices (lavapipe): refused by its device rule before any pipeline, with
+// the reason `check` prints as its skipped line, whether sampled or forced (--params),
+// and by the lowering itself; never run, never dropped. Its SPIR-V is built where this
+// glslc compiles the NV extension (it cannot be created on lavapipe).
+TEST(VulkanHarnessCoverage, GemmCoopMatRefusedWithoutCooperativeMatrices) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (be->caps().cooperativeMatrix) GTEST_SKIP() << "this device has cooperative matrices: the harness runs coopmat_f16";
+  const Family& gemm = findFamily("gemm");
+  const VariantDef& v = gemm.variant("coopmat_f16");
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), be->caps()), "device lacks cooperative matrices");
+  EXPECT_TRUE(samplePoints(v, be->caps(), 2, 7).empty());
+  const auto prob = gemm.checkProblems(false).front();
+  for (const char* text : {"f32.buffer.nchw", "f16.buffer.nc4hw4"}) {
+    const StorageFormat f = StorageFormat::parse(text).withArithmetic(DType::F16);
+    const CheckResult r = checkCase(*be, gemm, v, v.defaults(), *prob, f, 3);
+    EXPECT_EQ(r.status, Status::Unsupported) << text << ": " << r.message;
+    EXPECT_EQ(lackedCapability(r.message), "device lacks cooperative matrices") << r.message;
+    EXPECT_THROW(prepareOp(*be, gemm, v, v.defaults(), *prob, f), UnsupportedError) << text;
+  }
+#if SDSPEED_GLSLC_NV_COOPERATIVE_MATRIX
+  const VulkanModules* m = findVulkanModules("gemm_coopmat");
+  ASSERT_NE(m, nullptr) << "glslc compiles GL_NV_cooperative_matrix but the build made no gemm_coopmat modules";
+  EXPECT_NE((*m)[2], nullptr);  // f32 storage, f16 arithmetic
+#else
+  EXPECT_EQ(findVulkanModules("gemm_coopmat"), nullptr);
+#endif
+}
+
 // The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from
 // timestamps, positive for a real dispatch.
 TEST(VulkanHarnessCoverage, TimedThroughTheBackendInterface) {

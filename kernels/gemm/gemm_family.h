@@ -66,6 +66,15 @@ class GemmFamily : public Family {
   static int epilogueCode(const std::string& e);
   // Local memory of a tiled point, with the w tile doubled under GEGLU.
   static size_t tiledLocalBytes(const ParamPoint& p, bool geglu);
+  // coopmat_f16 (tensor cores through VK_NV_cooperative_matrix; gemm_coopmat.cpp): its
+  // declaration, shared memory (w tile and accumulator scratch doubled under GEGLU), the
+  // device rule (Vulkan only; the point's CM x CN x CK must be among the device's NV
+  // f16*f16+f32->f32 subgroup shapes; 32-invocation subgroups) and its tolerance.
+  static VariantDef coopMatVariant();
+  static constexpr const char* kCoopMatVariant = "coopmat_f16";  // its name
+  static size_t coopMatLocalBytes(const ParamPoint& p, bool geglu);
+  static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev);
+  static Tolerance coopMatTolerance(DType dtype);
 
  private:
   std::vector<VariantDef> variants_;
