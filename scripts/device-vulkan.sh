@@ -68,12 +68,15 @@ step 60 devices $S devices
   --csv "$R/check.csv"
 [ -f "$R/check.txt" ] && tail -5 "$R/check.txt"
 # gemm coopmat_f16 (issue #22, tensor cores through VK_NV_cooperative_matrix): its first
-# run on cooperative-matrix hardware, the quick and SD 1.5 problems, every weight format,
-# more sampled points than the check above (kernels/gemm/README.md).
+# run on cooperative-matrix hardware (kernels/gemm/README.md): the quick problems at more
+# sampled points than the check above, every weight format; then SD 1.5's sizes (--full:
+# double-precision references of up to 27 GFLOP each, so one format and the defaults).
 [ "${1:-check}" = check ] && step 240 check-coopmat $S check --backend vulkan --op gemm --variant coopmat_f16 \
   --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nchw,f16.buffer.nc4hw4 --weights f32,f16,int8,int4 \
-  --full --points 4 --csv "$R/check-coopmat.csv"
-[ -f "$R/check-coopmat.txt" ] && tail -5 "$R/check-coopmat.txt"
+  --points 6 --csv "$R/check-coopmat.csv"
+[ "${1:-check}" = check ] && step 240 check-coopmat-full $S check --backend vulkan --op gemm --variant coopmat_f16 \
+  --arithmetic f16 --storage f16.buffer.nchw --weights f16 --points 0 --full --csv "$R/check-coopmat-full.csv"
+for f in check-coopmat check-coopmat-full; do [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"; done
 
 if [ "${1:-check}" = run ]; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the
