@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <iostream>
 
 #include "kernels/attention/attention_family.h"
@@ -284,6 +285,69 @@ TEST(VulkanHarnessCoverage, GemmCoopMatRefusedWithoutCooperativeMatrices) {
 #else
   EXPECT_EQ(findVulkanModules("gemm_coopmat"), nullptr);
 #endif
+}
+
+// What lavapipe can verify of coopmat_f16 before its first run on tensor cores: the same
+// shader with the four coopmat operations done in scalar code by the same layouts
+// (COOPMAT_EMULATE: gemm_coopmat.comp), through checkCase against the Eigen reference at
+// coopmat_f16's tolerance. Points that together take every parameter value, each fitting
+// lavapipe's 32 KiB of shared memory (GEGLU's doubled tiles where they fit), on the quick
+// problems (M, N and K off every tile, several tiles and K steps, every epilogue); all
+// storage formats and weight formats at the defaults. Not verified here: the driver's
+// coopmat instructions themselves (fragment layouts, alignment, the f32 accumulation).
+TEST(VulkanHarnessCoverage, GemmCoopMatEmulatedMatchesReference) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
+  if (!findVulkanModules("gemm_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  const Family& gemm = findFamily("gemm");
+  VariantDef v = gemm.variant("coopmat_f16");
+  v.defines["COOPMAT_EMULATE"] = 1;
+  v.deviceRule = nullptr;  // no cooperative matrices needed
+  const std::vector<std::string> points = {
+      "",                                                      // defaults: 64 x 64 tiles, KS 32, double-buffered
+      "DB=0",                                                  // single buffer (and GEGLU fits)
+      "CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16",                 // 64 x 32, 8-deep, one subgroup column
+      "CN=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0",                 // 64 x 32, 4 K-steps per stage
+      "CK=8,WM=1,WN=1,SGM=2,SGN=1,KS=16",                      // 32 x 16: many tiles
+      "WM=4,WN=2,SGM=2,SGN=4,KS=16,DB=0",                      // 128 x 128: one tile covers all
+  };
+  std::set<std::string> values;  // every parameter value some point ran
+  int ok = 0, refused = 0, gegluOk = 0;
+  for (const std::string& text : points) {
+    const ParamPoint pt = v.parsePoint(text);
+    for (const auto& [name, value] : pt.values()) values.insert(name + "=" + std::to_string(value));
+    std::vector<StorageFormat> formats = {StorageFormat::parse("f32.buffer.nchw"),
+                                          StorageFormat::parse("f16.buffer.nc4hw4").withWeights(DType::Q8_0),
+                                          StorageFormat::parse("f32.buffer.nchw").withWeights(DType::Q4_0)};
+    if (text.empty())
+      for (const char* more : {"f32.buffer.nc4hw4", "f16.buffer.nchw", "f16.buffer.nc4hw4"})
+        formats.push_back(StorageFormat::parse(more));
+    if (text.empty()) formats.push_back(StorageFormat::parse("f16.buffer.nchw").withWeights(DType::F16));
+    for (StorageFormat f : formats) {
+      f = f.withArithmetic(DType::F16);
+      for (const auto& prob : gemm.checkProblems(false)) {
+        const CheckResult r = checkCase(*be, gemm, v, pt, *prob, f, 17);
+        if (r.status == Status::Unsupported) {
+          // Only GEGLU's doubled tiles may exceed lavapipe's shared memory.
+          EXPECT_NE(r.message.find("GEGLU tiles need"), std::string::npos) << text << " " << r.problem << ": " << r.message;
+          ++refused;
+          continue;
+        }
+        EXPECT_EQ(r.status, Status::Ok) << "[" << pt.text() << "] " << f.name() << " " << r.problem << ": " << r.message;
+        EXPECT_TRUE(r.canaryIntact);
+        EXPECT_EQ(r.badPadding, 0u);
+        ok += r.status == Status::Ok;
+        gegluOk += r.status == Status::Ok && r.problem.find("epilogue=geglu") != std::string::npos;
+      }
+    }
+  }
+  size_t declared = 0;
+  for (const auto& param : v.params) declared += param.values.size();
+  EXPECT_EQ(values.size(), declared) << "some parameter value is run by no point";
+  EXPECT_GE(ok, 100);
+  EXPECT_GE(gegluOk, 12);  // the hidden/gate pairing, at 4+ points in 3 formats
+  std::cout << "[   NOTE   ] coopmat_f16 emulated: " << ok << " cases ok, " << refused << " GEGLU cases over lavapipe's shared memory\n";
 }
 
 // The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from

@@ -31,9 +31,23 @@
 // subgroups (the device rule in gemm_coopmat.cpp: gl_SubgroupID picks the warp tile, the
 // work-group is SGM * SGN * 32), and the NV shape CM x CN x CK with A = B = f16, C = D =
 // f32 at subgroup scope, which the device rule looks up in the device's list.
+//
+// COOPMAT_EMULATE = 1 (module gemm_coopmat_emu, for tests only): the four coopmat
+// operations (load A, load B, multiply-add, store C) done in scalar code by the same
+// layouts, with 32 consecutive invocations as a "subgroup" and each lane holding
+// accumulator elements lane + 32 r (row e % CM, column e / CM). lavapipe, which has no
+// cooperative matrices, so runs everything else of this shader (tiling, staging, strides,
+// padding, GEGLU pairing, edges, the epilogue) through the harness.
+#if COOPMAT_EMULATE
+#define SG_ID (gl_LocalInvocationIndex / 32u)
+#define SG_LANE (gl_LocalInvocationIndex % 32u)
+#else
 #extension GL_NV_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require
+#define SG_ID gl_SubgroupID
+#define SG_LANE gl_SubgroupInvocationID
+#endif
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "../common/prelude.glsl"
 #include "../common/act.glsl"
@@ -59,6 +73,7 @@ const uint AE = KS * BM, BE = PAIRS * BN * KS;      // one stage's loaded elemen
 const uint AL = (AE + WGS - 1u) / WGS, BL = (BE + WGS - 1u) / WGS;  // per invocation
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;                          // one accumulator's elements
+const uint CE = CT / 32u;                         // of which one lane holds (COOPMAT_EMULATE)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, W, w)         // in SD_WFMT (weights.glsl)
@@ -106,12 +121,18 @@ void storeShared(uint stage) {
 }
 
 void main() {
-  const uint sg = gl_SubgroupID, sgm = sg % SGM, sgn = sg / SGM;
+  const uint sg = SG_ID, sgm = sg % SGM, sgn = sg / SGM;
   const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN, b = gl_WorkGroupID.z;
   // This subgroup's accumulator (q, i, j) covers positions (sgm * WM + i) * CM and
   // channels (sgn * WN + j) * CN of the tile, hidden rows (q = 0) or gate rows (q = 1).
+#if COOPMAT_EMULATE
+  float acc[PAIRS * WM * WN][CE];
+  for (uint a = 0u; a < PAIRS * WM * WN; ++a)
+    for (uint r = 0u; r < CE; ++r) acc[a][r] = 0.0;
+#else
   fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[PAIRS * WM * WN];
   for (uint a = 0u; a < PAIRS * WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
+#endif
 
   const uint steps = (p.K + KS - 1u) / KS;
   if (DB == 1u) {
@@ -131,6 +152,26 @@ void main() {
       barrier();
     }
     for (uint kk = 0u; kk < KS; kk += CK) {
+      // A fragment i: rows (positions) (sgm * WM + i) * CM.., columns kk.. of the stage,
+      // column-major (column c at As[.. + c * ASTR]); B fragment: rows kk.., columns
+      // (channels) q * BN + (sgn * WN + j) * CN.., column-major (column c at Bs[.. + c * BSTR]).
+#if COOPMAT_EMULATE
+      uint am[WM];
+      for (uint i = 0u; i < WM; ++i) am[i] = stage * AT + kk * ASTR + (sgm * WM + i) * CM;
+      for (uint q = 0u; q < PAIRS; ++q)
+        for (uint j = 0u; j < WN; ++j) {
+          const uint bm = stage * BT + (q * BN + (sgn * WN + j) * CN) * BSTR + kk;
+          for (uint i = 0u; i < WM; ++i) {
+            const uint a = (q * WM + i) * WN + j;
+            for (uint r = 0u; r < CE; ++r) {
+              const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
+              float sum = 0.0;  // f16 x f16 products are exact in float
+              for (uint c = 0u; c < CK; ++c) sum += float(As[am[i] + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
+              acc[a][r] += sum;
+            }
+          }
+        }
+#else
       fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
       for (uint i = 0u; i < WM; ++i)
         coopMatLoadNV(am[i], As, stage * AT + kk * ASTR + (sgm * WM + i) * CM, ASTR, true);
@@ -143,6 +184,7 @@ void main() {
             acc[a] = coopMatMulAddNV(am[i], bm, acc[a]);
           }
         }
+#endif
     }
     if (DB == 1u) {
       // The other stage was last read in step s - 1, which every subgroup finished
@@ -154,11 +196,16 @@ void main() {
 
   const bool hasBias = (p.flags & 1u) != 0u, hasRes = (p.flags & 2u) != 0u;
   const uint stored = sd_stored_channels(p.layout_, p.F);
-  const uint lane = gl_SubgroupInvocationID, scratch = sg * PAIRS * CT;
+  const uint lane = SG_LANE, scratch = sg * PAIRS * CT;
   for (uint i = 0u; i < WM; ++i)
     for (uint j = 0u; j < WN; ++j) {
-      for (uint q = 0u; q < PAIRS; ++q)
+      for (uint q = 0u; q < PAIRS; ++q) {
+#if COOPMAT_EMULATE
+        for (uint r = 0u; r < CE; ++r) Cs[scratch + q * CT + lane + r * 32u] = acc[(q * WM + i) * WN + j][r];
+#else
         coopMatStoreNV(acc[(q * WM + i) * WN + j], Cs, scratch + q * CT, CM, true);
+#endif
+      }
       barrier();  // the subgroup's stores are visible to its lanes (uniform: every subgroup runs WM x WN)
       const uint t0 = m0 + (sgm * WM + i) * CM, o0 = n0 + (sgn * WN + j) * CN;
       for (uint e = lane; e < CT; e += SGSIZE) {
