@@ -30,6 +30,8 @@ DeviceCaps vulkanDevice() {
   d.fp16 = true;
   d.storage16 = true;
   d.subgroupSize = 32;
+  d.maxAllocBytes = uint64_t{1} << 32;
+  d.globalMemBytes = uint64_t{141} << 30;
   return d;
 }
 

@@ -292,8 +292,8 @@ TEST(VulkanHarnessCoverage, GemmCoopMatRefusedWithoutCooperativeMatrices) {
 // (COOPMAT_EMULATE: gemm_coopmat.comp), through checkCase against the Eigen reference at
 // coopmat_f16's tolerance. Points that together take every parameter value, each fitting
 // lavapipe's 32 KiB of shared memory (GEGLU's doubled tiles where they fit), on the quick
-// problems (M, N and K off every tile, several tiles and K steps, every epilogue); all
-// storage formats and weight formats at the defaults. Not verified here: the driver's
+// problems (M, N and K off every tile, several tiles and K steps, every epilogue); f32 and
+// f16 storage, and every weight format at the defaults. Not verified here: the driver's
 // coopmat instructions themselves (fragment layouts, alignment, the f32 accumulation).
 TEST(VulkanHarnessCoverage, GemmCoopMatEmulatedMatchesReference) {
   vk::VulkanBackend* be = testBackend();
@@ -304,26 +304,28 @@ TEST(VulkanHarnessCoverage, GemmCoopMatEmulatedMatchesReference) {
   VariantDef v = gemm.variant("coopmat_f16");
   v.defines["COOPMAT_EMULATE"] = 1;
   v.deviceRule = nullptr;  // no cooperative matrices needed
+  // Three points that together take every value of every parameter (lavapipe builds each
+  // pipeline of this shader slowly: a point costs a pipeline per module, weight format and
+  // GEGLU or not).
   const std::vector<std::string> points = {
-      "",                                                      // defaults: 64 x 64 tiles, KS 32, double-buffered
-      "DB=0",                                                  // single buffer (and GEGLU fits)
-      "CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16",                 // 64 x 32, 8-deep, one subgroup column
-      "CN=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0",                 // 64 x 32, 4 K-steps per stage
-      "CK=8,WM=1,WN=1,SGM=2,SGN=1,KS=16",                      // 32 x 16: many tiles
-      "WM=4,WN=2,SGM=2,SGN=4,KS=16,DB=0",                      // 128 x 128: one tile covers all
+      "",                                         // defaults: 64 x 64 tiles, KS 32, double-buffered
+      "CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16",    // 64 x 32, 8-deep; GEGLU fits, double-buffered
+      "CN=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0",    // 64 x 32, 4 K-steps per stage, single buffer
   };
   std::set<std::string> values;  // every parameter value some point ran
   int ok = 0, refused = 0, gegluOk = 0;
   for (const std::string& text : points) {
     const ParamPoint pt = v.parsePoint(text);
     for (const auto& [name, value] : pt.values()) values.insert(name + "=" + std::to_string(value));
+    // f32 and f16 storage in both layouts; at the defaults also f16, int8 and int4 weights.
     std::vector<StorageFormat> formats = {StorageFormat::parse("f32.buffer.nchw"),
-                                          StorageFormat::parse("f16.buffer.nc4hw4").withWeights(DType::Q8_0),
-                                          StorageFormat::parse("f32.buffer.nchw").withWeights(DType::Q4_0)};
-    if (text.empty())
-      for (const char* more : {"f32.buffer.nc4hw4", "f16.buffer.nchw", "f16.buffer.nc4hw4"})
-        formats.push_back(StorageFormat::parse(more));
-    if (text.empty()) formats.push_back(StorageFormat::parse("f16.buffer.nchw").withWeights(DType::F16));
+                                          StorageFormat::parse("f16.buffer.nc4hw4")};
+    if (text.empty()) {
+      formats.push_back(StorageFormat::parse("f32.buffer.nc4hw4"));
+      formats.push_back(StorageFormat::parse("f16.buffer.nchw").withWeights(DType::F16));
+      formats.push_back(StorageFormat::parse("f16.buffer.nc4hw4").withWeights(DType::Q8_0));
+      formats.push_back(StorageFormat::parse("f32.buffer.nchw").withWeights(DType::Q4_0));
+    }
     for (StorageFormat f : formats) {
       f = f.withArithmetic(DType::F16);
       for (const auto& prob : gemm.checkProblems(false)) {
@@ -345,8 +347,8 @@ TEST(VulkanHarnessCoverage, GemmCoopMatEmulatedMatchesReference) {
   size_t declared = 0;
   for (const auto& param : v.params) declared += param.values.size();
   EXPECT_EQ(values.size(), declared) << "some parameter value is run by no point";
-  EXPECT_GE(ok, 100);
-  EXPECT_GE(gegluOk, 12);  // the hidden/gate pairing, at 4+ points in 3 formats
+  EXPECT_GE(ok, 40);
+  EXPECT_GE(gegluOk, 4);  // the hidden/gate pairing: two points, two formats
   std::cout << "[   NOTE   ] coopmat_f16 emulated: " << ok << " cases ok, " << refused << " GEGLU cases over lavapipe's shared memory\n";
 }
 
