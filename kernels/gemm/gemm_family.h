@@ -2,7 +2,9 @@
 // of an activation, W the Linear weight [out, in]; epilogues none, gelu, gelu_tanh,
 // quick_gelu, silu and geglu (diffusers GEGLU over the two halves of the projection).
 // Variants `tiled` (register-blocked, local-memory tiles; the tuned one) and `direct`
-// (one work-item per 4 outputs, no local memory: the ablation baseline).
+// (one work-item per 4 outputs, no local memory: the ablation baseline), `direct_f16`,
+// and `coopmat_f16` (tensor cores through VK_NV_cooperative_matrix, Vulkan only:
+// gemm_coopmat.cpp).
 // kernels/gemm/README.md: the design and what each parameter trades.
 #pragma once
 
