@@ -76,7 +76,12 @@ step 60 devices $S devices
   --points 6 --csv "$R/check-coopmat.csv"
 [ "${1:-check}" = check ] && step 240 check-coopmat-full $S check --backend vulkan --op gemm --variant coopmat_f16 \
   --arithmetic f16 --storage f16.buffer.nchw --weights f16 --points 0 --full --csv "$R/check-coopmat-full.csv"
-for f in check-coopmat check-coopmat-full; do [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"; done
+# Its time against direct_f16 on the GEGLU (2x320x1x4096, n = 2560), f16 storage
+# and weights, 8 sampled points each (every timed point passes the accuracy check first).
+[ "${1:-check}" = check ] && step 180 bench-coopmat $S bench --backend vulkan --op gemm --shape 2x320x1x4096 \
+  --attrs n=2560,epilogue=geglu,bias=1,residual=0 --variant coopmat_f16,direct_f16 --arithmetic f16 \
+  --storage f16.buffer.nchw --weights f16 --points 8 --llc-mib 60 --csv "$R/bench-coopmat.csv"
+for f in check-coopmat check-coopmat-full bench-coopmat; do [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"; done
 
 if [ "${1:-check}" = run ]; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the
