@@ -103,6 +103,11 @@ int cmdBench(const std::vector<std::string>& argv) {
       if (args.has("params")) points = {v->parsePoint(args.get("params"))};
       else if (all) points = v->space();
       else points = samplePoints(*v, dev, extra, seed);
+      if (points.empty() && prob == problems.front()) {  // a device rule refuses every point: say so, once
+        const std::string why = v->deviceLimitReason(v->defaults(), dev);
+        std::cout << "skipped: " << fam.name() << " " << v->name << ": "
+                  << (why.empty() ? "no parameter point this device can run" : why) << "\n";
+      }
       for (const auto& p : points)
         for (const auto& f : formats) {
           Measurement m = measureCase(ctx, fam, *v, p, *prob, f, policy, seed, budget);

@@ -2,6 +2,11 @@
 
 namespace sdspeed {
 
+std::string CoopMatShape::text() const {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " + a + "*" + b + "+" + c + "->" +
+         result + " (" + scope + ", " + extension + ")";
+}
+
 bool DeviceCaps::hasExtension(const std::string& ext) const {
   size_t pos = 0;
   while ((pos = extensions.find(ext, pos)) != std::string::npos) {

@@ -15,6 +15,16 @@ namespace sdspeed {
 
 enum class DeviceType { Gpu, Cpu, Accelerator, Other };
 
+// One cooperative-matrix shape a device supports (Vulkan's VK_NV_cooperative_matrix or
+// _KHR property list): what a coopmat variant's device rule chooses its shape from.
+struct CoopMatShape {
+  std::string extension;  // "NV" or "KHR"
+  uint32_t m = 0, n = 0, k = 0;
+  std::string a, b, c, result;  // component types: "f16", "f32", "s8", ...
+  std::string scope;            // "subgroup", "workgroup", ...
+  std::string text() const;     // "16x8x16 f16*f16+f32->f32 (subgroup, NV)"
+};
+
 struct DeviceCaps {
   std::string api = "opencl";  // the API the device was found through: "opencl", "vulkan"
   std::string name;
@@ -43,6 +53,7 @@ struct DeviceCaps {
   uint32_t maxSubgroups = 0;
   uint32_t subgroupSize = 0;       // 0 = not reported (OpenCL reports it per kernel)
   bool cooperativeMatrix = false;  // Vulkan cooperative matrices (NV or KHR)
+  std::vector<CoopMatShape> coopMat;  // their shapes, as the device lists them
 
   bool isGpu() const { return type == DeviceType::Gpu; }
   bool isCpu() const { return type == DeviceType::Cpu; }

@@ -18,6 +18,7 @@
 #   vulkaninfo (full and --summary) and `sdspeed devices` (cooperative-matrix shapes);
 #   a build with the Vulkan backend (build-dev, sdspeed only);
 #   `sdspeed check --backend vulkan` of every family, f32 and f16 storage and arithmetic;
+#   then gemm coopmat_f16 (tensor cores, issue #22) on every weight format and SD 1.5's sizes;
 #   `run` instead: SD 1.5 512x512 through OpenCL f32, Vulkan f32 and Vulkan f16 arithmetic
 #   (#21's targets), the UNet medians and decoded-image PSNRs in summary.txt (~7 min; the
 #   build is reused when the machine is still warm from a `check` call).
@@ -61,6 +62,21 @@ step 60 devices $S devices
   --storage f32.buffer.nchw,f32.buffer.nc4hw4,f16.buffer.nchw,f16.buffer.nc4hw4 \
   --csv "$R/check.csv"
 [ -f "$R/check.txt" ] && tail -5 "$R/check.txt"
+# gemm coopmat_f16 (issue #22, tensor cores through VK_NV_cooperative_matrix): its first
+# run on cooperative-matrix hardware (kernels/gemm/README.md): the quick problems at more
+# sampled points than the check above, every weight format; then SD 1.5's sizes (--full:
+# double-precision references of up to 27 GFLOP each, so one format and the defaults).
+[ "${1:-check}" = check ] && step 240 check-coopmat $S check --backend vulkan --op gemm --variant coopmat_f16 \
+  --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nchw,f16.buffer.nc4hw4 --weights f32,f16,int8,int4 \
+  --points 6 --csv "$R/check-coopmat.csv"
+[ "${1:-check}" = check ] && step 240 check-coopmat-full $S check --backend vulkan --op gemm --variant coopmat_f16 \
+  --arithmetic f16 --storage f16.buffer.nchw --weights f16 --points 0 --full --csv "$R/check-coopmat-full.csv"
+# Its time against direct_f16 on the issue's GEGLU (2x320x1x4096, n = 2560), f16 storage
+# and weights, 8 sampled points each (every timed point passes the accuracy check first).
+[ "${1:-check}" = check ] && step 180 bench-coopmat $S bench --backend vulkan --op gemm --shape 2x320x1x4096 \
+  --attrs n=2560,epilogue=geglu,bias=1,residual=0 --variant coopmat_f16,direct_f16 --arithmetic f16 \
+  --storage f16.buffer.nchw --weights f16 --points 8 --llc-mib 60 --csv "$R/bench-coopmat.csv"
+for f in check-coopmat check-coopmat-full bench-coopmat; do [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"; done
 
 if [ "${1:-check}" = run ]; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the

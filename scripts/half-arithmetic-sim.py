@@ -86,3 +86,20 @@ for K in [37, 100, 768, 3072, 5120]:
         out = acc.astype(h).astype(np.float64)
         err = np.abs(out - ref)
         print(f"K={K:5d} HK={'all' if HK>1e6 else HK:>3} maxabs={err.max():.2e} relL2={np.linalg.norm(out-ref)/np.linalg.norm(ref):.2e} atol_at_rtol4e-3={np.max(err - 4e-3*np.abs(ref)):.2e}")
+# gemm coopmat_f16 (tensor cores, kernels/gemm/gemm_coopmat.comp): x and w rounded to
+# half once, their products exact (11 x 11 bits fit f32), summed in f32 per 16-deep
+# coopmat step; the result rounded to half as the epilogue takes it (afp), then GELU in
+# half on the same values (a few more roundings of |y| <= 5).
+for K in [37, 320, 1280, 5120]:
+    M, N = 512, 256
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    w = (rng.standard_normal((N, K)) / np.sqrt(K)).astype(np.float32)
+    ref = x.astype(np.float64) @ w.T.astype(np.float64)
+    xh, wh = x.astype(h).astype(np.float64), w.astype(h).astype(np.float64)
+    acc = np.zeros((M, N), np.float32)
+    for k0 in range(0, K, 16):
+        acc = (acc + (xh[:, k0:k0+16] @ wh[:, k0:k0+16].T).astype(np.float32)).astype(np.float32)
+    rep(f"gemm coopmat K={K} (sum)", acc.astype(h), ref)
+    yh = H(acc)
+    g = H(H(H(0.5) * yh) * H(H(1) + H(verf(H(yh * H(0.70710678)).astype(np.float64)))))
+    rep(f"gemm coopmat K={K} (+ half gelu)", g, 0.5 * ref * (1 + verf(ref / math.sqrt(2))))

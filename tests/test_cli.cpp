@@ -74,6 +74,25 @@ TEST_F(Cli, ArithmeticF16IsUnsupportedOnEveryOpenclVariant) {
   expectOneLineError({"check", "--op", "softmax", "--arithmetic", "f8"}, {"--arithmetic", "f8"});
 }
 
+// gemm coopmat_f16 (tensor cores, Vulkan's VK_NV_cooperative_matrix) where there are
+// none: one visible skipped line from check and nothing run, on OpenCL (PoCL: no half,
+// and no OpenCL kernels at all) and on Vulkan (lavapipe: no cooperative matrices). A
+// variant that vanished would be an unknown-variant error; one that ran, a passed case.
+TEST_F(Cli, GemmCoopMatIsSkippedWithoutCooperativeMatrices) {
+  const Result cl = run({"check", "--op", "gemm", "--variant", "coopmat_f16", "--arithmetic", "f16"});
+  EXPECT_EQ(cl.exitCode, 0) << cl.describe();
+  EXPECT_CONTAINS(cl.out, "skipped: gemm coopmat_f16: device lacks cl_khr_fp16");
+  EXPECT_CONTAINS(cl.out, "check: 0 passed, 0 failed, 0 unsupported");
+  const Result devices = run({"devices", "--device", "vulkan:0"});
+  if (devices.exitCode != 0) GTEST_SKIP() << "no Vulkan device: " << devices.describe();
+  if (devices.out.find("(subgroup, NV)") != std::string::npos)
+    GTEST_SKIP() << "this Vulkan device has cooperative matrices: check runs coopmat_f16 there";
+  const Result vk = run({"check", "--backend", "vulkan", "--op", "gemm", "--variant", "coopmat_f16", "--arithmetic", "f16"});
+  EXPECT_EQ(vk.exitCode, 0) << vk.describe();
+  EXPECT_CONTAINS(vk.out, "skipped: gemm coopmat_f16: device lacks cooperative matrices");
+  EXPECT_CONTAINS(vk.out, "check: 0 passed, 0 failed, 0 unsupported");
+}
+
 TEST_F(Cli, UnknownFlag) { expectOneLineError({"check", "--bogus-flag"}, {"unknown option --bogus-flag"}); }
 
 TEST_F(Cli, OptionMissingValue) { expectOneLineError({"check", "--op"}, {"--op needs a value"}); }

@@ -175,6 +175,15 @@ TEST_F(VulkanTest, EnumeratesAndSelects) {
   if (info_.type == VK_PHYSICAL_DEVICE_TYPE_CPU && info_.name.rfind("llvmpipe", 0) == 0) {
     EXPECT_EQ(info_.key(), "vulkan-mesa-llvmpipe-" + info_.driverMajor());
   }
+  // The caps carry the cooperative-matrix shapes the family rules choose from, and device
+  // creation enables VK_NV_cooperative_matrix only where the device offers its features
+  // (never on lavapipe) and this build's glslc compiled the NV shader.
+  EXPECT_EQ(info_.caps().coopMat.size(), info_.coopMat.size());
+  EXPECT_EQ(device_->cooperativeMatrixNVEnabled(),
+            SDSPEED_GLSLC_NV_COOPERATIVE_MATRIX && info_.cooperativeMatrixNV && info_.vulkanMemoryModel);
+  if (info_.coopMat.empty()) {
+    EXPECT_FALSE(device_->cooperativeMatrixNVEnabled());
+  }
 }
 
 // The counter the other tests rely on does count: a buffer with no usage bits is an

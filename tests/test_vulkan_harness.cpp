@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <set>
 #include <iostream>
 
 #include "kernels/attention/attention_family.h"
@@ -283,6 +284,101 @@ TEST(VulkanHarnessCoverage, AttentionFlashWideHeads) {
   DeviceCaps openCl = be->caps();
   openCl.api = "opencl";
   EXPECT_NE(fam.unsupportedReason(v, v.defaults(), *problems[0], StorageFormat{}, openCl), "");
+}
+
+// gemm coopmat_f16 (tensor cores, VK_NV_cooperative_matrix) on a device without
+// cooperative matrices (lavapipe): refused by its device rule before any pipeline, with
+// the reason `check` prints as its skipped line, whether sampled or forced (--params),
+// and by the lowering itself; never run, never dropped. Its SPIR-V is built where this
+// glslc compiles the NV extension (it cannot be created on lavapipe).
+TEST(VulkanHarnessCoverage, GemmCoopMatRefusedWithoutCooperativeMatrices) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (be->caps().cooperativeMatrix) GTEST_SKIP() << "this device has cooperative matrices: the harness runs coopmat_f16";
+  const Family& gemm = findFamily("gemm");
+  const VariantDef& v = gemm.variant("coopmat_f16");
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), be->caps()), "device lacks cooperative matrices");
+  EXPECT_TRUE(samplePoints(v, be->caps(), 2, 7).empty());
+  const auto prob = gemm.checkProblems(false).front();
+  for (const char* text : {"f32.buffer.nchw", "f16.buffer.nc4hw4"}) {
+    const StorageFormat f = StorageFormat::parse(text).withArithmetic(DType::F16);
+    const CheckResult r = checkCase(*be, gemm, v, v.defaults(), *prob, f, 3);
+    EXPECT_EQ(r.status, Status::Unsupported) << text << ": " << r.message;
+    EXPECT_EQ(lackedCapability(r.message), "device lacks cooperative matrices") << r.message;
+    EXPECT_THROW(prepareOp(*be, gemm, v, v.defaults(), *prob, f), UnsupportedError) << text;
+  }
+#if SDSPEED_GLSLC_NV_COOPERATIVE_MATRIX
+  const VulkanModules* m = findVulkanModules("gemm_coopmat");
+  ASSERT_NE(m, nullptr) << "glslc compiles GL_NV_cooperative_matrix but the build made no gemm_coopmat modules";
+  EXPECT_NE((*m)[2], nullptr);  // f32 storage, f16 arithmetic
+#else
+  EXPECT_EQ(findVulkanModules("gemm_coopmat"), nullptr);
+#endif
+}
+
+// What lavapipe can verify of coopmat_f16 before its first run on tensor cores: the same
+// shader with the four coopmat operations done in scalar code by the same layouts
+// (COOPMAT_EMULATE: gemm_coopmat.comp), through checkCase against the Eigen reference at
+// coopmat_f16's tolerance. Points that together take every parameter value, each fitting
+// lavapipe's 32 KiB of shared memory (GEGLU's doubled tiles where they fit), on the quick
+// problems (M, N and K off every tile, several tiles and K steps, every epilogue); f32 and
+// f16 storage, and every weight format at the defaults. Not verified here: the driver's
+// coopmat instructions themselves (fragment layouts, alignment, the f32 accumulation).
+TEST(VulkanHarnessCoverage, GemmCoopMatEmulatedMatchesReference) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
+  if (!findVulkanModules("gemm_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  const Family& gemm = findFamily("gemm");
+  VariantDef v = gemm.variant("coopmat_f16");
+  v.defines["COOPMAT_EMULATE"] = 1;
+  v.deviceRule = nullptr;  // no cooperative matrices needed
+  // Three points that together take every value of every parameter (lavapipe builds each
+  // pipeline of this shader slowly: a point costs a pipeline per module, weight format and
+  // GEGLU or not).
+  const std::vector<std::string> points = {
+      "",                                         // defaults: 64 x 64 tiles, KS 32, double-buffered
+      "CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16",    // 64 x 32, 8-deep; GEGLU fits, double-buffered
+      "CN=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0",    // 64 x 32, 4 K-steps per stage, single buffer
+  };
+  std::set<std::string> values;  // every parameter value some point ran
+  int ok = 0, refused = 0, gegluOk = 0;
+  for (const std::string& text : points) {
+    const ParamPoint pt = v.parsePoint(text);
+    for (const auto& [name, value] : pt.values()) values.insert(name + "=" + std::to_string(value));
+    // f32 and f16 storage in both layouts; at the defaults also f16, int8 and int4 weights.
+    std::vector<StorageFormat> formats = {StorageFormat::parse("f32.buffer.nchw"),
+                                          StorageFormat::parse("f16.buffer.nc4hw4")};
+    if (text.empty()) {
+      formats.push_back(StorageFormat::parse("f32.buffer.nc4hw4"));
+      formats.push_back(StorageFormat::parse("f16.buffer.nchw").withWeights(DType::F16));
+      formats.push_back(StorageFormat::parse("f16.buffer.nc4hw4").withWeights(DType::Q8_0));
+      formats.push_back(StorageFormat::parse("f32.buffer.nchw").withWeights(DType::Q4_0));
+    }
+    for (StorageFormat f : formats) {
+      f = f.withArithmetic(DType::F16);
+      for (const auto& prob : gemm.checkProblems(false)) {
+        const CheckResult r = checkCase(*be, gemm, v, pt, *prob, f, 17);
+        if (r.status == Status::Unsupported) {
+          // Only GEGLU's doubled tiles may exceed lavapipe's shared memory.
+          EXPECT_NE(r.message.find("GEGLU tiles need"), std::string::npos) << text << " " << r.problem << ": " << r.message;
+          ++refused;
+          continue;
+        }
+        EXPECT_EQ(r.status, Status::Ok) << "[" << pt.text() << "] " << f.name() << " " << r.problem << ": " << r.message;
+        EXPECT_TRUE(r.canaryIntact);
+        EXPECT_EQ(r.badPadding, 0u);
+        ok += r.status == Status::Ok;
+        gegluOk += r.status == Status::Ok && r.problem.find("epilogue=geglu") != std::string::npos;
+      }
+    }
+  }
+  size_t declared = 0;
+  for (const auto& param : v.params) declared += param.values.size();
+  EXPECT_EQ(values.size(), declared) << "some parameter value is run by no point";
+  EXPECT_GE(ok, 40);
+  EXPECT_GE(gegluOk, 4);  // the hidden/gate pairing: two points, two formats
+  std::cout << "[   NOTE   ] coopmat_f16 emulated: " << ok << " cases ok, " << refused << " GEGLU cases over lavapipe's shared memory\n";
 }
 
 // The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from

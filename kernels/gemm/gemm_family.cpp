@@ -94,6 +94,7 @@ GemmFamily::GemmFamily() {
                                  "their sums accumulated in f32");
   dh.params.push_back({"HK", {4, 1, 8, 16}, "K slices (4 channels each) summed in half before the f32 accumulator"});
   variants_.push_back(dh);
+  variants_.push_back(coopMatVariant());  // tensor cores, Vulkan only (gemm_coopmat.cpp)
 }
 
 ProblemPtr GemmFamily::problem(Shape x, int64_t rows, const std::string& epilogue, bool bias, bool residual) {
@@ -205,6 +206,7 @@ Tolerance GemmFamily::tolerance(DType dtype) const {
 }
 
 Tolerance GemmFamily::tolerance(const VariantDef& v, DType dtype) const {
+  if (v.name == kCoopMatVariant) return coopMatTolerance(dtype);
   if (!computesInHalf(v)) return tolerance(dtype);
   // direct_f16 (u = 2^-11 = 4.9e-4): x and w rounded to half, each product and each
   // partial sum of a chunk of 4 HK products rounded to half, the chunks' sums in f32, so
@@ -263,16 +265,21 @@ std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "GEGLU tiles need " + std::to_string(local) + " bytes of local memory, device has " +
              std::to_string(dev.localMemBytes);
   }
+  if (v.name == kCoopMatVariant && p.epilogue == "geglu" && coopMatLocalBytes(pt, true) > dev.localMemBytes)
+    return "GEGLU tiles need " + std::to_string(coopMatLocalBytes(pt, true)) + " bytes of shared memory, device has " +
+           std::to_string(dev.localMemBytes);
   return {};
 }
 
 void GemmFamily::prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const {
+  if (v.name == kCoopMatVariant) throw UnsupportedError(coopMatDeviceRule(p, ctx.device()));
   buildProgram(ctx, v, p, f, 1);
 }
 
 std::unique_ptr<PreparedOp> GemmFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                                 const Problem& prob, const StorageFormat& f) const {
   const auto& g = asGemm(prob);
+  if (v.name == kCoopMatVariant) throw UnsupportedError(coopMatDeviceRule(p, ctx.device()));  // "no opencl kernels"
   const bool geglu = g.epilogue == "geglu";
   VariantDef def = v;
   if (geglu) def.defines["GEGLU"] = 1;  // only then: other epilogues share prebuild's program

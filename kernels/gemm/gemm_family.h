@@ -2,7 +2,9 @@
 // of an activation, W the Linear weight [out, in]; epilogues none, gelu, gelu_tanh,
 // quick_gelu, silu and geglu (diffusers GEGLU over the two halves of the projection).
 // Variants `tiled` (register-blocked, local-memory tiles; the tuned one) and `direct`
-// (one work-item per 4 outputs, no local memory: the ablation baseline).
+// (one work-item per 4 outputs, no local memory: the ablation baseline), `direct_f16`,
+// and `coopmat_f16` (tensor cores through VK_NV_cooperative_matrix, Vulkan only:
+// gemm_coopmat.cpp).
 // kernels/gemm/README.md: the design and what each parameter trades.
 #pragma once
 
@@ -66,6 +68,15 @@ class GemmFamily : public Family {
   static int epilogueCode(const std::string& e);
   // Local memory of a tiled point, with the w tile doubled under GEGLU.
   static size_t tiledLocalBytes(const ParamPoint& p, bool geglu);
+  // coopmat_f16 (tensor cores through VK_NV_cooperative_matrix; gemm_coopmat.cpp): its
+  // declaration, shared memory (w tile and accumulator scratch doubled under GEGLU), the
+  // device rule (Vulkan only; the point's CM x CN x CK must be among the device's NV
+  // f16*f16+f32->f32 subgroup shapes; 32-invocation subgroups) and its tolerance.
+  static VariantDef coopMatVariant();
+  static constexpr const char* kCoopMatVariant = "coopmat_f16";  // its name
+  static size_t coopMatLocalBytes(const ParamPoint& p, bool geglu);
+  static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev);
+  static Tolerance coopMatTolerance(DType dtype);
 
  private:
   std::vector<VariantDef> variants_;

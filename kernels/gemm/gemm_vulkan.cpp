@@ -9,11 +9,16 @@
 
 namespace sdspeed {
 
+// coopmat_f16, tensor cores (gemm_coopmat_vulkan.cpp).
+std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
+                                                   const ParamPoint& p, const Problem& prob, const StorageFormat& f);
+
 std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                             const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
+  if (v.name == GemmFamily::kCoopMatVariant) return lowerGemmCoopMatVulkan(be, fam, v, p, prob, f);
   const std::string base = baseVariantName(v);
   if (base != "direct" && base != "tiled")
-    throw UnsupportedError("gemm " + v.name + " has no vulkan kernels (direct and tiled have)");
+    throw UnsupportedError("gemm " + v.name + " has no vulkan kernels (direct, tiled and coopmat_f16 have)");
   const auto* g = dynamic_cast<const GemmProblem*>(&prob);
   if (!g) throw Error("gemm given a problem of another family: " + prob.text());
   const uint32_t epi = static_cast<uint32_t>(GemmFamily::epilogueCode(g->epilogue));

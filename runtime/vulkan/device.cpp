@@ -42,7 +42,27 @@ Device::Device(std::shared_ptr<Instance> instance, const VulkanDeviceInfo& info)
     float16_ = info_.shaderFloat16;
     if (!v12) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
     *tail = &f16;
+    tail = &f16.pNext;
   }
+  // Cooperative matrices (gemm coopmat_f16: kernels/gemm/gemm_coopmat.comp), only where
+  // the device has the NV extension's feature and this build's glslc compiled its shader;
+  // glslang's NV coopmat modules declare the Vulkan memory model, so that feature too.
+  // Never on lavapipe (no such extension), so CI creates its device as before.
+#if SDSPEED_GLSLC_NV_COOPERATIVE_MATRIX
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopNV{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memoryModel{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  if (info_.cooperativeMatrixNV && info_.vulkanMemoryModel) {
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    coopNV.cooperativeMatrix = VK_TRUE;
+    *tail = &coopNV;
+    tail = &coopNV.pNext;
+    if (!v12) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+    memoryModel.vulkanMemoryModel = VK_TRUE;
+    *tail = &memoryModel;
+    tail = &memoryModel.pNext;
+    coopMatNV_ = true;
+  }
+#endif
   // Creation feedback tells whether the driver's pipeline cache served a pipeline
   // (reported by ComputePipeline::driverCacheHit); core in 1.3.
   if (v13) {

@@ -32,6 +32,8 @@ class Device {
   // Which optional features creation enabled (a shader using one needs it enabled).
   bool float16Enabled() const { return float16_; }
   bool storage16Enabled() const { return storage16_; }
+  // VK_NV_cooperative_matrix and the Vulkan memory model were enabled (device.cpp says when).
+  bool cooperativeMatrixNVEnabled() const { return coopMatNV_; }
   bool creationFeedback() const { return creationFeedback_; }
   // Where storage buffers count their device memory (the backend's tracker); none: not counted.
   void setMemoryTracker(std::shared_ptr<MemoryTracker> t) { tracker_ = std::move(t); }
@@ -63,7 +65,7 @@ class Device {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
-  bool float16_ = false, storage16_ = false, creationFeedback_ = false;
+  bool float16_ = false, storage16_ = false, creationFeedback_ = false, coopMatNV_ = false;
   std::shared_ptr<MemoryTracker> tracker_;
   std::function<void()> beforeHostAccess_;
   std::mutex poolMu_, queueMu_;

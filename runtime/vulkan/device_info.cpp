@@ -142,6 +142,9 @@ VulkanDeviceInfo describe(const Instance& inst, VkPhysicalDevice pd, int index) 
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   VkPhysicalDevice8BitStorageFeatures storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coopNV{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memoryModel{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
   if (v11) {
     props.pNext = &subgroup;
     subgroup.pNext = &ids;
@@ -155,7 +158,17 @@ VulkanDeviceInfo describe(const Instance& inst, VkPhysicalDevice pd, int index) 
       *tail = &storage8;
       tail = &storage8.pNext;
     }
-    if (v12 || info.hasExtension(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) *tail = &f16;
+    if (v12 || info.hasExtension(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
+      *tail = &f16;
+      tail = &f16.pNext;
+    }
+    // glslang's GL_NV_cooperative_matrix modules declare the Vulkan memory model, so the
+    // coopmat shaders need both features (runtime/vulkan/device.cpp enables them).
+    if (info.hasExtension(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+      *tail = &coopNV;
+      tail = &coopNV.pNext;
+    }
+    if (v12 || info.hasExtension(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME)) *tail = &memoryModel;
     vkGetPhysicalDeviceFeatures2(pd, &features);
   }
 
@@ -175,6 +188,8 @@ VulkanDeviceInfo describe(const Instance& inst, VkPhysicalDevice pd, int index) 
   info.shaderInt8 = f16.shaderInt8;
   info.storageBuffer16BitAccess = storage16.storageBuffer16BitAccess;
   info.storageBuffer8BitAccess = storage8.storageBuffer8BitAccess;
+  info.cooperativeMatrixNV = coopNV.cooperativeMatrix;
+  info.vulkanMemoryModel = memoryModel.vulkanMemoryModel;
   info.subgroupSize = subgroup.subgroupSize;
   info.subgroupArithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
                             (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
@@ -221,11 +236,6 @@ VulkanDeviceInfo describe(const Instance& inst, VkPhysicalDevice pd, int index) 
 
 }  // namespace
 
-std::string CoopMatShape::text() const {
-  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) + " " + a + "*" + b + "+" + c + "->" +
-         result + " (" + scope + ", " + extension + ")";
-}
-
 bool VulkanDeviceInfo::hasExtension(const std::string& ext) const {
   return std::find(extensions.begin(), extensions.end(), ext) != extensions.end();
 }
@@ -251,6 +261,7 @@ DeviceCaps VulkanDeviceInfo::caps() const {
   c.subgroups = subgroupArithmetic;
   c.subgroupSize = subgroupSize;
   c.cooperativeMatrix = !coopMat.empty();
+  c.coopMat = coopMat;
   return c;
 }
 

@@ -20,14 +20,9 @@ namespace sdspeed::vk {
 
 class Instance;
 
-// One supported cooperative-matrix shape (VK_NV_cooperative_matrix or _KHR).
-struct CoopMatShape {
-  std::string extension;  // "NV" or "KHR"
-  uint32_t m = 0, n = 0, k = 0;
-  std::string a, b, c, result;  // component types: "f16", "f32", "s8", ...
-  std::string scope;            // "subgroup", "workgroup", ...
-  std::string text() const;     // "16x8x16 f16*f16+f32->f32 (subgroup, NV)"
-};
+// One supported cooperative-matrix shape (VK_NV_cooperative_matrix or _KHR): the
+// API-neutral record of runtime/device_caps.h, which the families' rules read.
+using CoopMatShape = sdspeed::CoopMatShape;
 
 struct VulkanDeviceInfo {
   VkPhysicalDevice physical = VK_NULL_HANDLE;
@@ -50,6 +45,8 @@ struct VulkanDeviceInfo {
   bool shaderInt8 = false;
   bool storageBuffer16BitAccess = false;  // f16 in storage buffers (GL_EXT_shader_16bit_storage)
   bool storageBuffer8BitAccess = false;
+  bool cooperativeMatrixNV = false;  // VkPhysicalDeviceCooperativeMatrixFeaturesNV::cooperativeMatrix
+  bool vulkanMemoryModel = false;    // which glslang's GL_NV_cooperative_matrix modules declare
 
   uint32_t subgroupSize = 0;
   bool subgroupArithmetic = false;  // subgroupAdd etc. in compute shaders

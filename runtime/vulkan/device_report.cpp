@@ -38,6 +38,10 @@ std::vector<std::pair<std::string, std::string>> VulkanDeviceInfo::report() cons
                                             : "no (ops cannot be timed)");
   if (coopMat.empty()) r.emplace_back("cooperative matrix", "no");
   for (size_t i = 0; i < coopMat.size(); ++i) r.emplace_back(i == 0 ? "cooperative matrix" : "", coopMat[i].text());
+  // What gemm coopmat_f16 needs beyond the shapes (runtime/vulkan/device.cpp enables both).
+  if (hasExtension("VK_NV_cooperative_matrix"))
+    r.emplace_back("coopmat NV features", std::string("cooperativeMatrix ") + (cooperativeMatrixNV ? "yes" : "no") +
+                                              ", vulkanMemoryModel " + (vulkanMemoryModel ? "yes" : "no"));
   r.emplace_back("key", key());
   return r;
 }

@@ -1,0 +1,229 @@
+#version 450
+// GEMM / Linear on tensor cores through VK_NV_cooperative_matrix (issue #22), the
+// coopmat_f16 variant (kernels/gemm/README.md):
+//   y[b, o, t] = epilogue(sum_k x[b, k, t] w[r, k] + bias[r]) (+ residual[b, o, t])
+// As a matrix product per sample: C (positions t x channels o) = A (t x k) B (k x o),
+// A[t][k] = x[b, k, t], B[k][o] = w[o, k]. Products of f16 values, accumulated in f32
+// (the shape's C = D = f32), so K adds no f16 rounding: the only f16 roundings are x and
+// w on their way into shared memory, once each.
+//
+// A work-group computes a BM x BN tile (BM = SGM * WM * CM positions, BN = SGN * WN * CN
+// channels); each of its SGM x SGN subgroups a WM x WN block of CM x CN accumulators (the
+// "warp tile"), twice that under GEGLU (hidden and gate rows). K advances KS at a time:
+// every invocation reads its share of the x tile and the w tile from global memory in
+// the op's storage type and weight format (weights.glsl dequantizes q8_0/q4_0), converts
+// to f16 and writes it to shared memory, zeros past K, past the positions and past the
+// channels (so partial tiles and K % KS != 0 need no other case). With DB = 1 the next
+// step's tile is read into registers while this step multiplies, and written to the
+// other of two shared buffers: one barrier per step instead of two.
+// Shared layouts (f16; rows padded by 8 halves, 16 bytes, the alignment the coopmat
+// loads need and a skew against bank conflicts):
+//   As: KS rows of BM positions (k-major, positions contiguous as in NCHW): A is loaded
+//       column-major, column k at As[k * ASTR + t];
+//   Bs: PAIRS * BN rows of KS (channel-major, k contiguous as in w's rows): B is loaded
+//       column-major, column o at Bs[o * BSTR + k].
+// Epilogue: each subgroup stores one accumulator at a time (CM x CN f32, column-major:
+// neighbouring lanes then hold neighbouring positions, coalesced stores in NCHW) to its
+// own shared scratch, and its lanes apply bias, activation (GEGLU: hidden * gelu(gate)),
+// residual and the store per element, skipping positions past HW and writing 0 to the
+// NC4HW4 padding channels, as gemm_tiled.comp does.
+// Needs: shaderFloat16 (f16 in shared memory and in the matrices), 32-invocation
+// subgroups (the device rule in gemm_coopmat.cpp: gl_SubgroupID picks the warp tile, the
+// work-group is SGM * SGN * 32), and the NV shape CM x CN x CK with A = B = f16, C = D =
+// f32 at subgroup scope, which the device rule looks up in the device's list.
+//
+// COOPMAT_EMULATE = 1 (module gemm_coopmat_emu, for tests only): the four coopmat
+// operations (load A, load B, multiply-add, store C) done in scalar code by the same
+// layouts, with 32 consecutive invocations as a "subgroup" and each lane holding
+// accumulator elements lane + 32 r (row e % CM, column e / CM). lavapipe, which has no
+// cooperative matrices, so runs everything else of this shader (tiling, staging, strides,
+// padding, GEGLU pairing, edges, the epilogue) through the harness.
+#if COOPMAT_EMULATE
+#define SG_ID (gl_LocalInvocationIndex / 32u)
+#define SG_LANE (gl_LocalInvocationIndex % 32u)
+#else
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#define SG_ID gl_SubgroupID
+#define SG_LANE gl_SubgroupInvocationID
+#endif
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#include "../common/prelude.glsl"
+#include "../common/act.glsl"
+#include "../common/weights.glsl"
+
+layout(local_size_x_id = 0) in;  // SGM * SGN * 32
+layout(constant_id = 1) const uint CM = 16;   // coopmat shape: positions
+layout(constant_id = 2) const uint CN = 16;   //                channels
+layout(constant_id = 3) const uint CK = 16;   //                reduction
+layout(constant_id = 4) const uint WM = 2;    // accumulators per subgroup along positions
+layout(constant_id = 5) const uint WN = 2;    //                           along channels
+layout(constant_id = 6) const uint SGM = 2;   // subgroups per work-group along positions
+layout(constant_id = 7) const uint SGN = 2;   //                          along channels
+layout(constant_id = 8) const uint KS = 32;   // K per shared-memory step (a multiple of CK)
+layout(constant_id = 9) const uint DB = 1;    // double-buffered shared tiles
+layout(constant_id = 10) const uint PAIRS = 1;  // 2 under GEGLU (hidden and gate rows)
+layout(constant_id = 11) const uint SGSIZE = 32;  // the device's subgroup size (checked: 32)
+
+const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
+const uint ASTR = BM + 8u, BSTR = KS + 8u;      // padded row lengths (halves)
+const uint AT = KS * ASTR, BT = PAIRS * BN * BSTR;  // one stage's shared elements
+const uint AE = KS * BM, BE = PAIRS * BN * KS;      // one stage's loaded elements
+const uint AL = (AE + WGS - 1u) / WGS, BL = (BE + WGS - 1u) / WGS;  // per invocation
+const uint STAGES = DB == 1u ? 2u : 1u;
+const uint CT = CM * CN;                          // one accumulator's elements
+const uint CE = CT / 32u;                         // of which one lane holds (COOPMAT_EMULATE)
+
+layout(std430, binding = 0) readonly buffer X { sfp x[]; };
+SD_WEIGHT_BUFFER(1, W, w)         // in SD_WFMT (weights.glsl)
+SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
+layout(std430, binding = 3) readonly buffer R { sfp res[]; };
+layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
+layout(push_constant) uniform Push {
+  uint K, F, HW, epi, flags, layout_;  // flags: 1 bias, 2 residual
+} p;
+
+shared float16_t As[STAGES * AT];
+shared float16_t Bs[STAGES * BT];
+shared float Cs[SGM * SGN * PAIRS * CT];  // per subgroup: its hidden (and gate) accumulator
+
+float16_t ar[AL];
+float16_t br[BL];
+
+// Step k0's tiles into registers, as f16: x[b, k0 + kk, m0 + mm] and w[row, k0 + kk],
+// 0 past K, past the positions or past the channels.
+void loadGlobal(uint b, uint m0, uint n0, uint k0) {
+  const uint lid = gl_LocalInvocationID.x;
+  for (uint i = 0u; i < AL; ++i) {
+    // positions fastest: neighbouring invocations read neighbouring x elements (NCHW).
+    const uint e = lid + i * WGS, kk = e / BM, mm = e % BM, k = k0 + kk, t = m0 + mm;
+    ar[i] = float16_t((e < AE && k < p.K && t < p.HW) ? float(x[sd_index(p.layout_, b, k, t, p.K, p.HW)]) : 0.0);
+  }
+  for (uint i = 0u; i < BL; ++i) {
+    // k fastest: neighbouring invocations read a w row's consecutive elements.
+    const uint e = lid + i * WGS, kk = e % KS, nn = e / KS, k = k0 + kk;
+    const uint pair = nn / BN, o = n0 + nn % BN;
+    br[i] = float16_t((e < BE && k < p.K && o < p.F) ? w_w(pair * p.F + o, k, p.K) : 0.0);
+  }
+}
+
+void storeShared(uint stage) {
+  const uint lid = gl_LocalInvocationID.x;
+  for (uint i = 0u; i < AL; ++i) {
+    const uint e = lid + i * WGS;
+    if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
+  }
+  for (uint i = 0u; i < BL; ++i) {
+    const uint e = lid + i * WGS;
+    if (e < BE) Bs[stage * BT + (e / KS) * BSTR + e % KS] = br[i];
+  }
+}
+
+void main() {
+  const uint sg = SG_ID, sgm = sg % SGM, sgn = sg / SGM;
+  const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN, b = gl_WorkGroupID.z;
+  // This subgroup's accumulator (q, i, j) covers positions (sgm * WM + i) * CM and
+  // channels (sgn * WN + j) * CN of the tile, hidden rows (q = 0) or gate rows (q = 1).
+#if COOPMAT_EMULATE
+  float acc[PAIRS * WM * WN][CE];
+  for (uint a = 0u; a < PAIRS * WM * WN; ++a)
+    for (uint r = 0u; r < CE; ++r) acc[a][r] = 0.0;
+#else
+  fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[PAIRS * WM * WN];
+  for (uint a = 0u; a < PAIRS * WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
+#endif
+
+  const uint steps = (p.K + KS - 1u) / KS;
+  if (DB == 1u) {
+    loadGlobal(b, m0, n0, 0u);
+    storeShared(0u);
+    barrier();
+  }
+  for (uint s = 0u; s < steps; ++s) {
+    uint stage = 0u;
+    if (DB == 1u) {
+      stage = s & 1u;
+      if (s + 1u < steps) loadGlobal(b, m0, n0, (s + 1u) * KS);  // in flight during the products
+    } else {
+      loadGlobal(b, m0, n0, s * KS);
+      barrier();  // the previous step's coopmat loads of the tiles are done
+      storeShared(0u);
+      barrier();
+    }
+    for (uint kk = 0u; kk < KS; kk += CK) {
+      // A fragment i: rows (positions) (sgm * WM + i) * CM.., columns kk.. of the stage,
+      // column-major (column c at As[.. + c * ASTR]); B fragment: rows kk.., columns
+      // (channels) q * BN + (sgn * WN + j) * CN.., column-major (column c at Bs[.. + c * BSTR]).
+#if COOPMAT_EMULATE
+      uint am[WM];
+      for (uint i = 0u; i < WM; ++i) am[i] = stage * AT + kk * ASTR + (sgm * WM + i) * CM;
+      for (uint q = 0u; q < PAIRS; ++q)
+        for (uint j = 0u; j < WN; ++j) {
+          const uint bm = stage * BT + (q * BN + (sgn * WN + j) * CN) * BSTR + kk;
+          for (uint i = 0u; i < WM; ++i) {
+            const uint a = (q * WM + i) * WN + j;
+            for (uint r = 0u; r < CE; ++r) {
+              const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
+              float sum = 0.0;  // f16 x f16 products are exact in float
+              for (uint c = 0u; c < CK; ++c) sum += float(As[am[i] + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
+              acc[a][r] += sum;
+            }
+          }
+        }
+#else
+      fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
+      for (uint i = 0u; i < WM; ++i)
+        coopMatLoadNV(am[i], As, stage * AT + kk * ASTR + (sgm * WM + i) * CM, ASTR, true);
+      for (uint q = 0u; q < PAIRS; ++q)
+        for (uint j = 0u; j < WN; ++j) {
+          fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
+          coopMatLoadNV(bm, Bs, stage * BT + (q * BN + (sgn * WN + j) * CN) * BSTR + kk, BSTR, true);
+          for (uint i = 0u; i < WM; ++i) {
+            const uint a = (q * WM + i) * WN + j;
+            acc[a] = coopMatMulAddNV(am[i], bm, acc[a]);
+          }
+        }
+#endif
+    }
+    if (DB == 1u) {
+      // The other stage was last read in step s - 1, which every subgroup finished
+      // before the barrier that ended it.
+      if (s + 1u < steps) storeShared(stage ^ 1u);
+      barrier();
+    }
+  }
+
+  const bool hasBias = (p.flags & 1u) != 0u, hasRes = (p.flags & 2u) != 0u;
+  const uint stored = sd_stored_channels(p.layout_, p.F);
+  const uint lane = SG_LANE, scratch = sg * PAIRS * CT;
+  for (uint i = 0u; i < WM; ++i)
+    for (uint j = 0u; j < WN; ++j) {
+      for (uint q = 0u; q < PAIRS; ++q) {
+#if COOPMAT_EMULATE
+        for (uint r = 0u; r < CE; ++r) Cs[scratch + q * CT + lane + r * 32u] = acc[(q * WM + i) * WN + j][r];
+#else
+        coopMatStoreNV(acc[(q * WM + i) * WN + j], Cs, scratch + q * CT, CM, true);
+#endif
+      }
+      barrier();  // the subgroup's stores are visible to its lanes (uniform: every subgroup runs WM x WN)
+      const uint t0 = m0 + (sgm * WM + i) * CM, o0 = n0 + (sgn * WN + j) * CN;
+      for (uint e = lane; e < CT; e += SGSIZE) {
+        const uint t = t0 + e % CM, o = o0 + e / CM;  // column-major: e % CM is the position
+        if (t >= p.HW || o >= stored) continue;
+        float out_ = 0.0;
+        if (o < p.F) {
+          const float h = Cs[scratch + e] + (hasBias ? wbias_p(o) : 0.0);
+          if (PAIRS == 2u) {
+            const float g = Cs[scratch + CT + e] + (hasBias ? wbias_p(p.F + o) : 0.0);
+            out_ = h * float(gelu(afp(g)));
+          } else {
+            out_ = p.epi == 0u ? h : float(apply(afp(h), p.epi - 1u));
+          }
+          if (hasRes) out_ += float(res[sd_index(p.layout_, b, o, t, p.F, p.HW)]);
+        }
+        y[sd_index(p.layout_, b, o, t, p.F, p.HW)] = sfp(out_);
+      }
+      barrier();  // read before the next accumulator overwrites the scratch
+    }
+}

@@ -1,0 +1,97 @@
+// gemm coopmat_f16 (issue #22): the declaration of the tensor-core variant, its device
+// rule (which cooperative-matrix shapes the device lists), its shared memory and its
+// tolerance. API-neutral: the shader is kernels/gemm/gemm_coopmat.comp, its Vulkan
+// lowering gemm_coopmat_vulkan.cpp; OpenCL has no kernel for it (cooperative matrices are
+// a Vulkan extension) and says so.
+#include <string>
+
+#include "kernels/common/half_variant.h"
+#include "kernels/gemm/gemm_family.h"
+
+namespace sdspeed {
+namespace {
+
+constexpr size_t kMaxLocalBytes = 48 * 1024;  // the H200's maxComputeSharedMemorySize (and OpenCL's limit)
+constexpr int kSubgroup = 32;                 // the invocations of one subgroup the shader assumes
+
+int wgOf(const ParamPoint& p) { return p["SGM"] * p["SGN"] * kSubgroup; }
+
+}  // namespace
+
+VariantDef GemmFamily::coopMatVariant() {
+  VariantDef c;
+  c.name = "coopmat";
+  c.params = {
+      {"CM", {16}, "cooperative-matrix rows (positions); one of the device's shapes"},
+      {"CN", {16, 8}, "cooperative-matrix columns (output channels); one of the device's shapes"},
+      {"CK", {16, 8}, "cooperative-matrix reduction depth; one of the device's shapes"},
+      {"WM", {2, 1, 4}, "accumulators per subgroup along the positions (warp tile rows)"},
+      {"WN", {2, 1, 4}, "accumulators per subgroup along the channels (warp tile columns)"},
+      {"SGM", {2, 1, 4}, "subgroups per work-group along the positions"},
+      {"SGN", {2, 1, 4}, "subgroups per work-group along the channels"},
+      {"KS", {32, 16, 64}, "K per shared-memory step"},
+      {"DB", {1, 0}, "double-buffered shared tiles: the next step's global reads overlap this step's products"},
+  };
+  c.constraints = {
+      {"KS % CK == 0 (whole coopmat steps per stage)", [](const ParamPoint& p) { return p["KS"] % p["CK"] == 0; }},
+      {"WM * WN <= 8 (accumulators per subgroup, 16 under GEGLU)",
+       [](const ParamPoint& p) { return p["WM"] * p["WN"] <= 8; }},
+      {"64 <= SGM * SGN * 32 <= 512 (work-group)",
+       [](const ParamPoint& p) { return wgOf(p) >= 64 && wgOf(p) <= 512; }},
+      {"shared memory under GEGLU <= 48 KiB", [](const ParamPoint& p) { return coopMatLocalBytes(p, true) <= kMaxLocalBytes; }},
+  };
+  c.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(wgOf(p)); };
+  c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, false); };
+  c.deviceRule = coopMatDeviceRule;
+  // Products of f16 values (x and w rounded to f16 once, in shared memory), accumulated
+  // in f32; the epilogue in half as direct_f16's. An f16-arithmetic variant, named and
+  // declared as the half twins are (requires cl_khr_fp16, i.e. shaderFloat16 on Vulkan):
+  // `check --arithmetic f16` runs it, an f32 run never does.
+  return halfVariant(c, "tensor cores (VK_NV_cooperative_matrix): f16 products accumulated in f32, SGM x SGN "
+                        "subgroups of WM x WN CMxCN accumulators, x and w staged in shared memory as f16");
+}
+
+size_t GemmFamily::coopMatLocalBytes(const ParamPoint& p, bool geglu) {
+  const size_t pairs = geglu ? 2 : 1, stages = p["DB"] ? 2 : 1;
+  const size_t bm = static_cast<size_t>(p["SGM"] * p["WM"] * p["CM"]), bn = static_cast<size_t>(p["SGN"] * p["WN"] * p["CN"]);
+  const size_t ks = static_cast<size_t>(p["KS"]);
+  // As (KS rows of BM + 8 halves) and Bs (pairs * BN rows of KS + 8 halves) per stage,
+  // as gemm_coopmat.comp declares them, and each subgroup's f32 accumulator scratch.
+  const size_t tiles = 2 * stages * (ks * (bm + 8) + pairs * bn * (ks + 8));
+  const size_t scratch = 4 * static_cast<size_t>(p["SGM"] * p["SGN"]) * pairs * static_cast<size_t>(p["CM"] * p["CN"]);
+  return tiles + scratch;
+}
+
+std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {
+  // OpenCL has no cooperative matrices: the variant is Vulkan's alone.
+  if (dev.api != "vulkan") return "gemm coopmat_f16 has no " + dev.api + " kernels (cooperative matrices are Vulkan's)";
+  if (!dev.cooperativeMatrix) return "device lacks cooperative matrices";
+  // The shader's types (gemm_coopmat.comp): NV, A = B = f16, C = D = f32, subgroup scope.
+  CoopMatShape want{"NV", static_cast<uint32_t>(p["CM"]), static_cast<uint32_t>(p["CN"]), static_cast<uint32_t>(p["CK"]),
+                    "f16", "f16", "f32", "f32", "subgroup"};
+  bool listed = false;
+  for (const CoopMatShape& s : dev.coopMat)
+    listed |= s.extension == want.extension && s.m == want.m && s.n == want.n && s.k == want.k && s.a == want.a &&
+              s.b == want.b && s.c == want.c && s.result == want.result && s.scope == want.scope;
+  if (!listed) return "device lacks cooperative-matrix shape " + want.text();
+  if (dev.subgroupSize != static_cast<uint32_t>(kSubgroup))
+    return "coopmat_f16 assumes 32-invocation subgroups, device has " + std::to_string(dev.subgroupSize);
+  return {};
+}
+
+Tolerance GemmFamily::coopMatTolerance(DType) {
+  // x and w rounded to f16 once (u = 2^-11) and their exact products (11 x 11 bits fit
+  // f32's 24) summed in f32: each product is off by <= 2u |x w|, independent signs, so
+  // the sum is off by ~u sqrt(sum (x w)^2) ~ u for x ~ N(0, 1), w ~ N(0, 1/K), flat in K
+  // (f32's own growth, 2^-24 sqrt(K), is 100x smaller). Emulated
+  // (scripts/half-arithmetic-sim.py, "gemm coopmat": products in double, f32 sums per
+  // 16-deep step, K = 37 to 5120): the sum rounded to half relL2 3.6e-4, max 2.1e-3;
+  // with GELU in half after it relL2 4.9e-4, max 3.5e-3, an atol of 1.2e-3 at rtol
+  // 4e-3; flat in K. The other epilogues' half roundings are direct_f16's. f16 storage:
+  // x is rounded already (the reference sees it), y to half: u |y| more.
+  // atol 1e-2, rtol 8e-3, relL2 3e-3: ~6x the emulated errors (room for a device's half
+  // built-ins), still 100x under a lost K tail, a swapped GEGLU half or a wrong edge tile.
+  return {1e-2, 8e-3, 3e-3};
+}
+
+}  // namespace sdspeed

@@ -1,0 +1,54 @@
+// The Vulkan lowering of gemm coopmat_f16 (kernels/gemm/gemm_coopmat.comp): the point's
+// coopmat shape, warp tile, subgroups, K step and double buffering as specialization
+// constants, the problem as gemm.comp's push constants, one dispatch of a work-group per
+// BM x BN output tile per sample. Refused in one line where the build's glslc made no
+// module (no GL_NV_cooperative_matrix) or the device did not enable the extension; the
+// family's device rule (gemm_coopmat.cpp) has already checked the device's shape list.
+#include "kernels/gemm/gemm_family.h"
+#include "kernels/vulkan/vulkan_lowering.h"
+#include "runtime/error.h"
+
+namespace sdspeed {
+
+std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
+                                                   const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
+  const auto* g = dynamic_cast<const GemmProblem*>(&prob);
+  if (!g) throw Error("gemm given a problem of another family: " + prob.text());
+  // Tests only (tests/test_vulkan_harness.cpp): the same shader with the coopmat operations
+  // in scalar code (COOPMAT_EMULATE), which any device with shaderFloat16 runs.
+  const auto emu = v.defines.find("COOPMAT_EMULATE");
+  const bool emulate = emu != v.defines.end() && emu->second;
+  const char* module = emulate ? "gemm_coopmat_emu" : "gemm_coopmat";
+  if (!emulate) {
+    if (!findVulkanModules(module))
+      throw UnsupportedError("gemm " + v.name + " has no vulkan kernels in this build (its glslc lacks "
+                             "GL_NV_cooperative_matrix: cmake/VulkanBackend.cmake)");
+    // The rule again, for a caller that skipped it (a --params point on another device).
+    if (std::string why = GemmFamily::coopMatDeviceRule(p, be.caps()); !why.empty()) throw UnsupportedError(why);
+    if (!be.device().cooperativeMatrixNVEnabled())
+      throw UnsupportedError("device lacks the cooperativeMatrix and vulkanMemoryModel features "
+                             "VK_NV_cooperative_matrix shaders need");
+  }
+  const uint32_t epi = static_cast<uint32_t>(GemmFamily::epilogueCode(g->epilogue));
+  const Shape y = g->outShape();
+  const uint32_t layout = vulkanLayoutCode(f);
+  const uint32_t flags = (g->bias ? 1u : 0u) | (g->residual ? 2u : 0u);
+  std::vector<uint32_t> push{u32(g->x.c), u32(y.c), u32(y.hw()), epi, flags, layout};
+  auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
+  // 32: the device rule checked it (the emulation makes its own groups of 32).
+  const uint32_t subgroup = emulate ? 32u : be.info().subgroupSize;
+  const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
+  const auto& pipe = be.pipeline(
+      vulkanModuleFor(module, f), 5, 6 * 4,
+      {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
+       vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
+       vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")),
+       vk::specU32(10, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(11, subgroup), vulkanWeightFormat(fam, f)});
+  // Output channels in tiles of BN: BN is a multiple of 8, so the tiles also cover
+  // NC4HW4's padding channels (C rounded up to 4), which the shader writes as 0.
+  return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),
+                                        std::array<uint32_t, 3>{ceilDiv(y.hw(), bm), ceilDiv(y.c, bn), u32(y.n)},
+                                        kVkWeightBindings12);
+}
+
+}  // namespace sdspeed

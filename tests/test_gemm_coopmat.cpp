@@ -1,0 +1,190 @@
+// gemm coopmat_f16's declaration and device rule (kernels/gemm/gemm_coopmat.cpp), on
+// capability records made by hand: the H200's cooperative-matrix list as it reports it
+// (results/vulkan/h200/, /work/shared/vulkan/h200-cooperative-matrix-properties.txt),
+// lavapipe's (none), a KHR-only device and OpenCL. Which shapes and points each accepts.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "kernels/gemm/gemm_family.h"
+#include "kernels/registry.h"
+#include "tuning/check.h"
+
+using namespace sdspeed;
+
+namespace {
+
+CoopMatShape shape(const char* ext, uint32_t m, uint32_t n, uint32_t k, const char* ab, const char* cd) {
+  return {ext, m, n, k, ab, ab, cd, cd, "subgroup"};
+}
+
+// A Vulkan record with the H200's limits (shared memory 48 KiB, work-groups of 1024,
+// subgroups of 32, shaderFloat16) and no cooperative matrices yet.
+DeviceCaps vulkanDevice() {
+  DeviceCaps d;
+  d.api = "vulkan";
+  d.maxWorkGroupSize = 1024;
+  d.maxWorkItemSizes = {1024, 1024, 64};
+  d.localMemBytes = 49152;
+  d.fp16 = true;
+  d.storage16 = true;
+  d.subgroupSize = 32;
+  d.maxAllocBytes = uint64_t{1} << 32;
+  d.globalMemBytes = uint64_t{141} << 30;
+  return d;
+}
+
+// The H200's list: NV and KHR, f16 inputs with f16 or f32 accumulators, and the integer
+// shapes (which the f16 variant must never pick).
+DeviceCaps h200() {
+  DeviceCaps d = vulkanDevice();
+  d.cooperativeMatrix = true;
+  for (const char* ext : {"NV", "KHR"}) {
+    for (const char* acc : {"f16", "f32"}) {
+      d.coopMat.push_back(shape(ext, 16, 16, 16, "f16", acc));
+      d.coopMat.push_back(shape(ext, 16, 8, 16, "f16", acc));
+      d.coopMat.push_back(shape(ext, 16, 8, 8, "f16", acc));
+    }
+    d.coopMat.push_back(shape(ext, 16, 16, 32, "s8", "s32"));
+    d.coopMat.push_back(shape(ext, 16, 8, 32, "u8", "u32"));
+  }
+  return d;
+}
+
+const VariantDef& coopmat() { return findFamily("gemm").variant(GemmFamily::kCoopMatVariant); }
+
+ParamPoint withShape(int cm, int cn, int ck) {
+  std::map<std::string, int> v = coopmat().defaults().values();
+  v["CM"] = cm;
+  v["CN"] = cn;
+  v["CK"] = ck;
+  return ParamPoint(v);
+}
+
+}  // namespace
+
+TEST(GemmCoopMat, DeclaredAsAnF16ArithmeticVariant) {
+  const VariantDef& v = coopmat();
+  EXPECT_EQ(v.name, "coopmat_f16");
+  EXPECT_EQ(v.arithmetic, std::vector<DType>{DType::F16});
+  // cl_khr_fp16 is DeviceCaps::fp16 (shaderFloat16) on Vulkan: the shader's f16 tiles.
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), [] {
+    DeviceCaps d = h200();
+    d.fp16 = false;
+    return d;
+  }()), "device lacks f16 arithmetic (shaderFloat16)");
+  for (const char* p : {"CM", "CN", "CK", "WM", "WN", "SGM", "SGN", "KS", "DB"}) EXPECT_NE(v.param(p), nullptr) << p;
+  // Its own tolerance, not the f32 one and not direct_f16's (gemm_coopmat.cpp says why).
+  const Family& gemm = findFamily("gemm");
+  const Tolerance t = gemm.tolerance(v, DType::F32);
+  EXPECT_DOUBLE_EQ(t.atol, 1e-2);
+  EXPECT_DOUBLE_EQ(t.relL2, 3e-3);
+  EXPECT_NE(gemm.tolerance(gemm.variant("direct_f16"), DType::F32).relL2, t.relL2);
+}
+
+TEST(GemmCoopMat, H200ShapesAreAcceptedOthersRejected) {
+  const VariantDef& v = coopmat();
+  const DeviceCaps dev = h200();
+  // The three NV shapes with f32 accumulators, as the H200 lists them.
+  EXPECT_EQ(v.deviceLimitReason(withShape(16, 16, 16), dev), "");
+  EXPECT_EQ(v.deviceLimitReason(withShape(16, 8, 16), dev), "");
+  EXPECT_EQ(v.deviceLimitReason(withShape(16, 8, 8), dev), "");
+  // 16x16x8 is in the parameter space but not in the list.
+  EXPECT_EQ(v.deviceLimitReason(withShape(16, 16, 8), dev),
+            "device lacks cooperative-matrix shape 16x16x8 f16*f16+f32->f32 (subgroup, NV)");
+
+  // Only f16 accumulators: the f32-accumulating variant takes none of them.
+  DeviceCaps f16acc = dev;
+  f16acc.coopMat.clear();
+  for (const auto& s : dev.coopMat)
+    if (s.c == "f16") f16acc.coopMat.push_back(s);
+  EXPECT_NE(v.deviceLimitReason(withShape(16, 16, 16), f16acc).find("device lacks cooperative-matrix shape"),
+            std::string::npos);
+  // KHR only: the shader is GL_NV_cooperative_matrix, so no shape qualifies.
+  DeviceCaps khr = dev;
+  khr.coopMat.clear();
+  for (const auto& s : dev.coopMat)
+    if (s.extension == "KHR") khr.coopMat.push_back(s);
+  EXPECT_NE(v.deviceLimitReason(withShape(16, 16, 16), khr).find("(subgroup, NV)"), std::string::npos);
+  // Workgroup scope is not subgroup scope.
+  DeviceCaps wg = dev;
+  for (auto& s : wg.coopMat) s.scope = "workgroup";
+  EXPECT_NE(v.deviceLimitReason(withShape(16, 16, 16), wg), "");
+  // Subgroups of 64 (the shader's warp tiles assume 32).
+  DeviceCaps wide = dev;
+  wide.subgroupSize = 64;
+  EXPECT_NE(v.deviceLimitReason(withShape(16, 16, 16), wide).find("32-invocation subgroups"), std::string::npos);
+
+  // Over the whole space: every accepted point's shape is one of the listed three, the
+  // rejected ones are exactly the 16x16x8 points, and `check` has points to sample.
+  size_t accepted = 0, rejected = 0;
+  for (const ParamPoint& p : v.space()) {
+    const std::string why = v.deviceLimitReason(p, dev);
+    const bool listed = !(p["CN"] == 16 && p["CK"] == 8);
+    EXPECT_EQ(why.empty(), listed) << p.text() << ": " << why;
+    (why.empty() ? accepted : rejected) += 1;
+    EXPECT_LE(GemmFamily::coopMatLocalBytes(p, true), 49152u) << p.text();
+    EXPECT_LE(v.workGroupSize(p), 512u) << p.text();
+  }
+  EXPECT_GT(accepted, 100u);
+  EXPECT_GT(rejected, 0u);
+  EXPECT_FALSE(samplePoints(v, dev, 2, 1).empty());
+}
+
+TEST(GemmCoopMat, NoCooperativeMatricesRejectsEveryPoint) {
+  const VariantDef& v = coopmat();
+  // lavapipe: Vulkan with shaderFloat16, no cooperative-matrix extension, an empty list.
+  DeviceCaps lavapipe = vulkanDevice();
+  lavapipe.localMemBytes = 32768;
+  lavapipe.subgroupSize = 8;
+  // Every point is refused; those within lavapipe's 32 KiB for lack of the matrices (the
+  // others first for their shared memory: deviceLimitReason checks the limits first).
+  size_t forLack = 0;
+  for (const ParamPoint& p : v.space()) {
+    const std::string why = v.deviceLimitReason(p, lavapipe);
+    EXPECT_NE(why, "") << p.text();
+    if (GemmFamily::coopMatLocalBytes(p, false) <= lavapipe.localMemBytes) {
+      EXPECT_EQ(why, "device lacks cooperative matrices") << p.text();
+      ++forLack;
+    }
+  }
+  EXPECT_GT(forLack, 100u);
+  EXPECT_TRUE(samplePoints(v, lavapipe, 2, 1).empty());
+  EXPECT_EQ(lackedCapability(v.deviceLimitReason(v.defaults(), lavapipe)), "device lacks cooperative matrices");
+  // The flag without a list (an extension whose query failed) still chooses nothing.
+  DeviceCaps flagOnly = vulkanDevice();
+  flagOnly.cooperativeMatrix = true;
+  EXPECT_NE(v.deviceLimitReason(v.defaults(), flagOnly), "");
+  // OpenCL, even with cl_khr_fp16: no kernels there, said as a lowering gap.
+  DeviceCaps cl;
+  cl.maxWorkGroupSize = 1024;
+  cl.localMemBytes = 49152;
+  cl.extensions = "cl_khr_fp16";
+  cl.fp16 = true;
+  const std::string why = v.deviceLimitReason(v.defaults(), cl);
+  EXPECT_EQ(why, "gemm coopmat_f16 has no opencl kernels (cooperative matrices are Vulkan's)");
+  EXPECT_EQ(lackedCapability(why), why);
+}
+
+TEST(GemmCoopMat, SharedMemoryAsTheShaderDeclaresIt) {
+  // Defaults: BM = BN = 2 * 2 * 16 = 64, KS = 32, two stages. As: 32 x (64 + 8) halves,
+  // Bs: 64 x (32 + 8) halves (x2 under GEGLU), per stage; the scratch: 4 subgroups x 256
+  // floats (x2 under GEGLU).
+  const ParamPoint d = coopmat().defaults();
+  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, false), 2u * 2 * (32 * 72 + 64 * 40) + 4u * 4 * 256);
+  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, true), 2u * 2 * (32 * 72 + 2 * 64 * 40) + 4u * 4 * 2 * 256);
+  EXPECT_EQ(coopmat().localMemBytes(d), GemmFamily::coopMatLocalBytes(d, false));
+  // GEGLU's larger tiles are checked where the problem is known.
+  const Family& gemm = findFamily("gemm");
+  DeviceCaps small = h200();
+  small.localMemBytes = GemmFamily::coopMatLocalBytes(d, false);
+  const auto geglu = gemm.makeProblem({1, 64, 1, 32}, {{"n", "64"}, {"epilogue", "geglu"}});
+  const auto plain = gemm.makeProblem({1, 64, 1, 32}, {{"n", "64"}});
+  const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);
+  EXPECT_EQ(gemm.unsupportedReason(coopmat(), d, *plain, f, small), "");
+  EXPECT_NE(gemm.unsupportedReason(coopmat(), d, *geglu, f, small).find("GEGLU tiles need"), std::string::npos);
+  // An f32-arithmetic format is never run under this f16 variant.
+  EXPECT_NE(gemm.unsupportedReason(coopmat(), d, *plain, StorageFormat{}, h200()).find("computes in f16 only"),
+            std::string::npos);
+}
