@@ -171,6 +171,41 @@ TEST(VulkanPipelineMemory, PlannerIsBitIdenticalAndCounted) {
   EXPECT_EQ(outs[0], outs[1]);
 }
 
+// conv's Winograd variants in the graph (conv_winograd_vulkan.cpp): every 3x3 stride-1
+// convolution of tiny-sd-a's UNet forced to each tile size, held to the fixture's float32
+// rule like the default run; F(4x4) again with derived weights per call (U per block in the
+// planner's scratch, not cached), which must compute exactly what resident U does.
+TEST(VulkanPipelineWinograd, EveryTileMatchesDiffusers) {
+  if (!backend()) GTEST_SKIP() << "no Vulkan driver installed";
+  const int errorsBefore = backend()->instance().validationErrors();
+  const Fixture f = load("tiny-sd-a");
+  auto x = f.ref->toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const auto emb = f.ref->toFloat("text_embeddings");
+  std::vector<float> f4;
+  for (const char* v : {"winograd_f2x2_3x3", "winograd_f4x4_3x3", "winograd_f6x6_3x3", "winograd_f4x4_3x3"}) {
+    const bool perCall = !f4.empty() && std::string(v) == "winograd_f4x4_3x3";
+    ExecOptions e = execOptions("f32.buffer.nc4hw4");
+    e.variants["conv"] = {v};
+    e.derivedWeightsPerCall = perCall;
+    SdPipeline pipe(*backend(), f.src, e, f.h, f.w, 2);
+    const auto out = pipe.predictNoise(x, 999.0f, emb);
+    int wino = 0, perCallOps = 0;
+    for (const auto& ch : pipe.stats("unet").choices) {
+      wino += ch.variant == v;
+      perCallOps += ch.variant == v && ch.derivedPerCall;
+    }
+    EXPECT_GT(wino, 0) << v << " ran no convolution";
+    EXPECT_EQ(perCallOps, perCall ? wino : 0) << v;
+    std::printf("tiny-sd-a vulkan conv=%s%s: %d ops, unet_out_t999 rel L2 %.3g\n", v, perCall ? " (per call)" : "",
+                wino, relL2(out, f.ref->toFloat("unet_out_t999")));
+    expectClose(out, f.ref->toFloat("unet_out_t999"), f.spread("unet_out_t999"), std::string("vulkan ") + v);
+    if (perCall) EXPECT_EQ(out, f4) << "per-call U differs from resident U";
+    if (std::string(v) == "winograd_f4x4_3x3") f4 = out;
+  }
+  EXPECT_EQ(backend()->instance().validationErrors(), errorsBefore) << backend()->instance().lastValidationError();
+}
+
 // The weight formats through Vulkan (kernels/common/weights.glsl), on tiny-sd-a, held to
 // the OpenCL runs' bounds (test_sd_fixture.cpp F16Weights and QuantizedWeights):
 //   - f16 weights: text, UNet and decoded image (VAE alone) within 5e-3 rel L2 of
