@@ -32,6 +32,7 @@ enum Stage : uint32_t { kWeights = 0, kInput = 1, kGemm = 2, kOutput = 3 };
 struct Push {
   uint32_t Cin, H, W, Cout, Ho, Wo, flags, layout, tilesH, tilesW, T, TP, NB, co0, t0, mOff;
 };
+static_assert(sizeof(Push) == 16 * 4, "conv_winograd.comp pushes 16 words");
 
 uint32_t up4(int64_t x) { return static_cast<uint32_t>((x + 3) / 4 * 4); }
 
