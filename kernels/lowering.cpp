@@ -1,6 +1,7 @@
 #include "kernels/lowering.h"
 
 #include <optional>
+#include <sstream>
 
 #include "runtime/error.h"
 #include "runtime/hash.h"
@@ -73,9 +74,11 @@ std::string familySourceHash(Backend& backend, const Family& fam) {
   if (vulkan(backend))
     if (const VulkanLowering* l = findVulkanLowering(fam.name())) {
       Fnv1a h;
-      if (const VulkanModules* m = findVulkanModules(l->modules))
-        for (const auto* s : *m)
-          if (s) h.add(s->spirvString());
+      std::istringstream names(l->modules);  // one name, or several (conv: its Winograd module too)
+      for (std::string name; names >> name;)
+        if (const VulkanModules* m = findVulkanModules(name))
+          for (const auto* s : *m)
+            if (s) h.add(s->spirvString());
       return h.hex().substr(0, 12);
     }
 #endif

@@ -14,9 +14,11 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <random>
 #include <iostream>
 
 #include "kernels/attention/attention_family.h"
+#include "kernels/conv/conv_family.h"
 #include "kernels/lowering.h"
 #include "kernels/registry.h"
 #include "kernels/vulkan/vulkan_lowering.h"
@@ -398,6 +400,70 @@ TEST(VulkanHarnessCoverage, TimedThroughTheBackendInterface) {
   EXPECT_EQ(s.repeats, 3);
   EXPECT_GT(s.minMs, 0.0);
   EXPECT_LT(s.maxMs, 1000.0);
+}
+
+
+// conv's Winograd on Vulkan with derived weights per call (conv_winograd_vulkan.cpp): the
+// OpenCL test ConvPerCallBlocks' problem, 150 output channels in blocks of 64 and tiles in
+// blocks of 4 (several weight-transform and tile blocks per call), in f32 and in f16
+// NC4HW4 with q8_0 weights: bit-identical to resident U, the scratch one block's.
+TEST(VulkanConvWinograd, PerCallBlocksMatchResident) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  const int errorsBefore = be->instance().validationErrors();
+  const Family& fam = findFamily("conv");
+  const auto prob = fam.makeProblem(Shape{2, 12, 9, 11}, {{"cout", "150"}, {"temb", "1"}, {"residual", "1"}});
+  for (const char* name : {"winograd_f2x2_3x3", "winograd_f4x4_3x3", "winograd_f6x6_3x3"}) {
+    VariantDef v = fam.variant(name);
+    v.defines["PER_CALL_CO"] = 64;
+    v.defines["PER_CALL_TILES"] = 4;
+    const ParamPoint pt = v.defaults();
+    for (const StorageFormat f :
+         {StorageFormat{}, StorageFormat{DType::F16, Storage::Buffer, Layout::NC4HW4}.withWeights(DType::Q8_0)}) {
+      SCOPED_TRACE(std::string(name) + " " + f.name());
+      const CheckResult resident = checkCase(*be, fam, v, pt, *prob, f, 77);
+      const CheckResult perCall = checkCase(*be, fam, v, pt, *prob, f, 77, /*derivedWeightsPerCall=*/true);
+      ASSERT_EQ(resident.status, Status::Ok) << resident.message;
+      ASSERT_EQ(perCall.status, Status::Ok) << perCall.message;
+      EXPECT_EQ(perCall.outputHash, resident.outputHash) << "per-call blocks differ from resident weights in bits";
+      const ConvScratch s = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*prob), pt);
+      EXPECT_EQ(s.blockChannels, 64);
+      EXPECT_EQ(s.blockTiles, 4);
+      EXPECT_EQ(perCall.scratchBytes, s.inputBlock + s.outputBlock + s.weightsBlock);
+      EXPECT_EQ(resident.scratchBytes, s.input + s.output + s.weights);
+    }
+  }
+  EXPECT_EQ(be->instance().validationErrors(), errorsBefore) << be->instance().lastValidationError();
+}
+
+// The resident U is cached per weight tensor and follows its rewrites: weights uploaded
+// again into the same tensor are transformed again (the output is the fresh op's, in
+// bits), and every call returns the 3 per-inference dispatches' events (the transform's
+// is not timed).
+TEST(VulkanConvWinograd, CachedWeightsFollowRewrites) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  const Family& fam = findFamily("conv");
+  const VariantDef& v = fam.variant("winograd_f4x4_3x3");
+  const auto prob = fam.makeProblem(Shape{1, 8, 10, 10}, {{"cout", "12"}});
+  std::mt19937_64 rng(5);
+  const auto a = fam.makeInputs(*prob, rng), b = fam.makeInputs(*prob, rng);
+  auto run = [&](PreparedOp& op, OpTensors& t) {
+    const OpEvents ev = op.enqueue(t.args());
+    EXPECT_EQ(ev.size(), 3u);
+    be->finish();
+    return t.output().download();
+  };
+  auto op = prepareOp(*be, fam, v, v.defaults(), *prob, StorageFormat{});
+  OpTensors t = OpTensors::create(*be, fam, *prob, StorageFormat{}, false);
+  t.upload(a);
+  const auto ya = run(*op, t);
+  EXPECT_EQ(run(*op, t), ya);  // from the cache
+  t.upload(b);                 // new weights (and x) in the same tensors
+  const auto yb = run(*op, t);
+  auto fresh = prepareOp(*be, fam, v, v.defaults(), *prob, StorageFormat{});
+  EXPECT_EQ(run(*fresh, t), yb);
+  EXPECT_NE(ya, yb);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "fixture_compare.h"
 #include "pipeline/run/ablation.h"
+#include "kernels/registry.h"
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
 #include "pipeline/schedulers/scheduler.h"
@@ -170,6 +171,48 @@ TEST(VulkanPipelineMemory, PlannerIsBitIdenticalAndCounted) {
     EXPECT_EQ(backend()->memoryStats().liveBytes, live0) << "the pipeline left device memory behind";
   }
   EXPECT_EQ(outs[0], outs[1]);
+}
+
+// conv's Winograd variants in the graph (conv_winograd_vulkan.cpp): every 3x3 stride-1
+// convolution of tiny-sd-a's UNet forced to each tile size, held to the fixture's float32
+// rule like the default run, except that the per-element bound is widened by the factor
+// the conv family's tolerance gives the variant over direct (F(2x2) 1, F(4x4) 10, F(6x6)
+// 20: ConvFamily::tolerance, from the measured error growth of the larger tiles). Measured
+// on lavapipe: max abs 1.37e-5 at F(6x6), just above the plain rule's 1.33e-5. F(4x4)
+// again with derived weights per call (U per block in the planner's scratch, not cached),
+// which must compute exactly what resident U does.
+TEST(VulkanPipelineWinograd, EveryTileMatchesDiffusers) {
+  if (!backend()) GTEST_SKIP() << "no Vulkan driver installed";
+  const int errorsBefore = backend()->instance().validationErrors();
+  const Fixture f = load("tiny-sd-a");
+  auto x = f.ref->toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const auto emb = f.ref->toFloat("text_embeddings");
+  std::vector<float> f4;
+  for (const char* v : {"winograd_f2x2_3x3", "winograd_f4x4_3x3", "winograd_f6x6_3x3", "winograd_f4x4_3x3"}) {
+    const bool perCall = !f4.empty() && std::string(v) == "winograd_f4x4_3x3";
+    ExecOptions e = execOptions("f32.buffer.nc4hw4");
+    e.variants["conv"] = {v};
+    e.derivedWeightsPerCall = perCall;
+    SdPipeline pipe(*backend(), f.src, e, f.h, f.w, 2);
+    const auto out = pipe.predictNoise(x, 999.0f, emb);
+    int wino = 0, perCallOps = 0;
+    for (const auto& ch : pipe.stats("unet").choices) {
+      wino += ch.variant == v;
+      perCallOps += ch.variant == v && ch.derivedPerCall;
+    }
+    EXPECT_GT(wino, 0) << v << " ran no convolution";
+    EXPECT_EQ(perCallOps, perCall ? wino : 0) << v;
+    std::printf("tiny-sd-a vulkan conv=%s%s: %d ops, unet_out_t999 rel L2 %.3g\n", v, perCall ? " (per call)" : "",
+                wino, relL2(out, f.ref->toFloat("unet_out_t999")));
+    const Family& conv = findFamily("conv");
+    Spread spread = f.spread("unet_out_t999");
+    spread.maxAbs *= conv.tolerance(conv.variant(v), DType::F32).atol / conv.tolerance(DType::F32).atol;
+    expectClose(out, f.ref->toFloat("unet_out_t999"), spread, std::string("vulkan ") + v);
+    if (perCall) EXPECT_EQ(out, f4) << "per-call U differs from resident U";
+    if (std::string(v) == "winograd_f4x4_3x3") f4 = out;
+  }
+  EXPECT_EQ(backend()->instance().validationErrors(), errorsBefore) << backend()->instance().lastValidationError();
 }
 
 // The weight formats through Vulkan (kernels/common/weights.glsl), on tiny-sd-a, held to

@@ -388,10 +388,14 @@ std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "conv1x1 needs a 1x1 kernel, stride 1, no padding (got k=" + std::to_string(d.kernel) + ", stride " +
              std::to_string(d.stride) + ", pad " + std::to_string(d.pad) + ")";
   }
-  // The Vulkan kernels allocate no scratch (conv_vulkan.cpp: im2col_gemm gathers its
-  // columns on the fly; Winograd is refused there), so only OpenCL's limits apply.
-  if (dev.api == "vulkan") return {};
+  // Vulkan's direct / im2col_gemm / conv1x1 allocate no scratch (conv_vulkan.cpp:
+  // im2col_gemm gathers its columns on the fly); its Winograd has OpenCL's buffers, but V
+  // and M in one (conv_winograd_vulkan.cpp).
+  if (dev.api == "vulkan" && !winogradTile(v)) return {};
   const ConvScratch s = scratch(v, p, pt);
+  if (dev.api == "vulkan" && s.input + s.output > dev.maxAllocBytes)
+    return "a " + std::to_string((s.input + s.output) >> 20) + " MiB scratch buffer (V and M) exceeds the device's " +
+           "largest allocation (" + std::to_string(dev.maxAllocBytes >> 20) + " MiB)";
   for (size_t bytes : {s.weights, s.input, s.output})
     if (bytes > dev.maxAllocBytes)
       return "a " + std::to_string(bytes >> 20) + " MiB scratch buffer exceeds the device's largest allocation (" +

@@ -2,10 +2,11 @@
 // conv_direct.glsl; `im2col_gemm` and `conv1x1` run conv_gemm.glsl, an implicit GEMM that
 // gathers x's im2col columns into shared memory itself: no scratch and no packed weights
 // on Vulkan, so the op asks for none (no scratchRegions, no derived weights). The
-// Winograd variants have no Vulkan kernels yet and are refused in one line. w is read in
+// Winograd variants are conv_winograd_vulkan.cpp's (their own module). w is read in
 // the op's weight format (f32, f16, q8_0, q4_0) and bias in f32 or f16, decoded from uint
 // words (kernels/common/weights.glsl, specialization constant 20).
 #include "kernels/conv/conv_family.h"
+#include "kernels/conv/conv_winograd_vulkan.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
 
@@ -20,10 +21,10 @@ constexpr uint32_t kModeDirect = 0, kModeGemm = 1;  // conv.comp's MODE
 std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                             const ParamPoint& pt, const Problem& prob, const StorageFormat& f) {
   const bool direct = v.name == "direct", gemm = v.name == "im2col_gemm" || v.name == "conv1x1";
-  if (!direct && !gemm)
-    throw UnsupportedError("conv " + v.name + " has no vulkan kernels (direct, im2col_gemm and conv1x1 have)");
   const auto* c = dynamic_cast<const ConvProblem*>(&prob);
   if (!c) throw Error("conv given a problem of another family: " + prob.text());
+  if (ConvFamily::winogradTile(v)) return lowerConvWinogradVulkan(be, fam, v, pt, *c, f);
+  if (!direct && !gemm) throw UnsupportedError("conv " + v.name + " has no vulkan kernels");
   const ConvDims& d = c->dims;
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t Ho = u32(d.outHeight()), Wo = u32(d.outWidth()), N = u32(d.batch);

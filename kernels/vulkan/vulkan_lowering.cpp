@@ -16,7 +16,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"reshape", &lowerReshapeVulkan, "reshape"},
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
       {"gemm", &lowerGemmVulkan, "gemm"},
-      {"conv", &lowerConvVulkan, "conv"},
+      {"conv", &lowerConvVulkan, "conv conv_winograd"},
       {"timestep", &lowerTimestepVulkan, "timestep"},
       {"attention", &lowerAttentionVulkan, "attention"},
   };

@@ -24,7 +24,7 @@ using VulkanLowerFn = std::unique_ptr<PreparedOp> (*)(vk::VulkanBackend&, const 
 struct VulkanLowering {
   const char* family;
   VulkanLowerFn prepare;
-  const char* modules;  // the name its SPIR-V modules go by (findVulkanModules)
+  const char* modules;  // the names its SPIR-V modules go by (findVulkanModules), space-separated
 };
 
 // The SPIR-V modules of one shader, per (storage type, arithmetic type): f32 storage and

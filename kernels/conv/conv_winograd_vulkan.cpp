@@ -1,0 +1,222 @@
+// conv's Winograd variants on Vulkan (winograd_f2x2_3x3, _f4x4_, _f6x6_): conv_winograd.comp,
+// one pipeline per stage, chained in one recording as conv_family.cpp's ConvOp chains
+// conv.cl's kernels on OpenCL (the recorder's barriers order them like the in-order queue):
+//   weights (U = G g G^T) -> input (V = B^T d B) -> GEMM over the alpha^2 planes -> output.
+// Same variants, parameters and block rules as OpenCL (ConvFamily::scratch), so the tuner's
+// keys and the memory the executor plans are the same:
+//  - resident derived weights: U is made on the first enqueue with a weight tensor and
+//    cached (up to 64 tensors, keyed by buffer, offset and version, the buffer held so its
+//    address is never reused); that dispatch's event is dropped, so timings cover only the
+//    per-inference dispatches, as on OpenCL;
+//  - per call: per block of output channels (U into a scratch region, then the block's
+//    GEMMs), within it per block of tiles, each output element computed as with resident
+//    weights.
+// Scratch: V and M are one region (`planes`, M after V's bytes) so the module binds 8
+// buffers, the backend recorder's most; per call the U block is a second region. The
+// executor binds regions of its arena; an op nobody binds (check, bench) allocates its own.
+#include "kernels/conv/conv_winograd_vulkan.h"
+
+#include <algorithm>
+
+#include "runtime/error.h"
+
+namespace sdspeed {
+namespace {
+
+constexpr uint32_t kBindings = 8;         // x, w, bias, temb, residual, y, U, planes
+constexpr uint32_t kTransformWg = 64;     // the transforms' work-group (OpenCL's kTransformWg)
+constexpr size_t kCacheEntries = 64;      // runtime/timing.h rotates up to 64 weight sets
+enum Stage : uint32_t { kWeights = 0, kInput = 1, kGemm = 2, kOutput = 3 };
+
+// conv_winograd.comp's push constants, in its order.
+struct Push {
+  uint32_t Cin, H, W, Cout, Ho, Wo, flags, layout, tilesH, tilesW, T, TP, NB, co0, t0, mOff;
+};
+static_assert(sizeof(Push) == 16 * 4, "conv_winograd.comp pushes 16 words");
+
+uint32_t up4(int64_t x) { return static_cast<uint32_t>((x + 3) / 4 * 4); }
+
+class VkWinogradOp : public PreparedOp {
+ public:
+  VkWinogradOp(vk::VulkanBackend& be, std::array<const vk::ComputePipeline*, 4> pipes, const Push& base,
+               const ConvScratch& s, uint32_t tm, uint32_t tn, uint32_t tiles, uint32_t alpha2)
+      : be_(be), pipes_(pipes), base_(base), s_(s), tm_(tm), tn_(tn), tiles_(tiles), a2_(alpha2) {}
+
+  std::vector<uint64_t> scratchRegions() const override {
+    if (perCall_) return {s_.inputBlock + s_.outputBlock, s_.weightsBlock};
+    return {s_.input + s_.output};
+  }
+  void bindScratch(const std::vector<BufferRegion>& regions) override {
+    const auto sizes = scratchRegions();
+    if (regions.size() != sizes.size())
+      throw Error("conv Winograd on Vulkan takes " + std::to_string(sizes.size()) + " scratch regions, given " +
+                  std::to_string(regions.size()));
+    bound_.clear();
+    for (size_t i = 0; i < regions.size(); ++i)
+      bound_.push_back({static_cast<const vk::Buffer*>(regions[i].mem), regions[i].offset, sizes[i]});
+  }
+  uint64_t derivedWeightBytes() const override { return s_.weights; }
+  void setDerivedWeightsPerCall(bool perCall) override {
+    perCall_ = perCall;
+    cache_.clear();
+    bound_.clear();
+    own_.clear();
+  }
+  bool derivedWeightsPerCall() const override { return perCall_; }
+
+  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
+    if (t.size() != 6) throw Error("conv takes 6 tensors, got " + std::to_string(t.size()));
+    std::vector<vk::BufferRange> buffers;
+    for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
+    for (size_t i : {1, 2}) checkWords(i, *t[i], buffers[i]);  // w and bias are read as uint words
+    const auto sizes = scratchRegions();
+    if (bound_.empty() && own_.empty())
+      for (uint64_t bytes : sizes)
+        own_.push_back(be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>(bytes / 4)}, StorageFormat{}}));
+    auto region = [&](size_t i) { return bound_.empty() ? vk::asVk(*own_[i]).range() : bound_[i]; };
+    buffers.push_back({});  // U (binding 6): the cache's, or the per-call block's
+    buffers.push_back(region(0));
+    // U before recording: a cache entry dropped here frees a buffer, which runs the batch.
+    bool fresh = false;
+    buffers[6] = perCall_ ? region(1) : cachedWeights(*t[1], fresh);
+    auto& rec = be_.recorder();
+    rec.begin();
+    auto dispatch = [&](Stage st, const Push& p, uint32_t gx, uint32_t gy, uint32_t gz) {
+      rec.dispatch(*pipes_[st], buffers, &p, sizeof(Push), gx, gy, gz);
+    };
+    const uint32_t coutP = base_.NB, tilesP = base_.TP, cin = base_.Cin;
+    const uint32_t tileBlock = perCall_ ? static_cast<uint32_t>(s_.blockTiles) : tilesP;
+    const bool oneTileBlock = tileBlock >= tiles_;
+    Push p = base_;
+    p.mOff = static_cast<uint32_t>((perCall_ ? s_.inputBlock : s_.input) / 4);
+    auto input = [&](uint32_t t0, uint32_t tb, uint32_t tbP) {
+      p.t0 = t0, p.T = tb, p.TP = tbP;
+      dispatch(kInput, p, ceilDiv(tbP, kTransformWg), cin, 1);
+    };
+    auto weights = [&](uint32_t co0, uint32_t nb) {
+      p.co0 = co0, p.NB = nb;
+      dispatch(kWeights, p, ceilDiv(nb, kTransformWg), cin, 1);
+    };
+    bool dropFirst = false;  // the resident transform's dispatch: a one-time cost, not timed
+    uint32_t block = coutP;
+    if (perCall_) {
+      block = static_cast<uint32_t>(s_.blockChannels);
+    } else if (fresh) {  // the new cache entry, transformed before its first use
+      weights(0, coutP);
+      dropFirst = true;
+    }
+    if (oneTileBlock) input(0, tiles_, tilesP);
+    for (uint32_t co0 = 0; co0 < coutP; co0 += block) {
+      const uint32_t nb = std::min(block, coutP - co0);
+      if (perCall_) weights(co0, nb);  // into the U block, read by this block's GEMMs
+      for (uint32_t t0 = 0; t0 < tiles_; t0 += tileBlock) {
+        const uint32_t tb = oneTileBlock ? tiles_ : std::min(tileBlock, tiles_ - t0);
+        const uint32_t tbP = oneTileBlock ? tilesP : up4(tb);
+        if (!oneTileBlock) input(t0, tb, tbP);
+        p.co0 = co0, p.NB = nb, p.t0 = t0, p.T = tb, p.TP = tbP;
+        dispatch(kGemm, p, ceilDiv(tbP, tn_), ceilDiv(nb, tm_), a2_);
+        dispatch(kOutput, p, ceilDiv(tb, kTransformWg), nb / 4, 1);
+      }
+    }
+    OpEvents events = vk::eventsOf(rec.submit());
+    if (dropFirst) events.erase(events.begin());
+    return events;
+  }
+
+ private:
+  // VkDispatchOp's rule (vulkan_lowering.h): a binding read as whole words must cover them.
+  static void checkWords(size_t i, const DeviceTensor& t, const vk::BufferRange& r) {
+    const uint64_t covered = r.bytes ? r.bytes : r.buffer->bytes() - r.offset;
+    if (covered < (t.desc().bytes() + 3) / 4 * 4)
+      throw UnsupportedError("binding " + std::to_string(i) + " (" + t.desc().text() + ", " +
+                             std::to_string(t.desc().bytes()) + " bytes) is read as 4-byte words on Vulkan but " +
+                             "its buffer range covers " + std::to_string(covered) + " bytes");
+  }
+
+  // The resident U of weight tensor w: the cached one, or (fresh) a new entry's buffer,
+  // which the caller fills by recording the weights stage into it.
+  vk::BufferRange cachedWeights(const DeviceTensor& w, bool& fresh) {
+    fresh = false;
+    const vk::VkTensor& vw = vk::asVk(w);
+    for (const auto& e : cache_)
+      if (e.source.get() == &vw.buffer() && e.offset == w.offsetBytes() && e.version == w.version())
+        return vk::asVk(*e.prepared).range();
+    for (auto it = cache_.begin(); it != cache_.end(); ++it)
+      if (it->source.get() == &vw.buffer() && it->offset == w.offsetBytes()) {
+        cache_.erase(it);  // the same tensor with new contents
+        break;
+      }
+    if (cache_.size() >= kCacheEntries) cache_.erase(cache_.begin());
+    Entry e{vw.sharedBuffer(), w.offsetBytes(), w.version(),
+            be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>(s_.weights / 4)}, StorageFormat{}})};
+    const vk::BufferRange r = vk::asVk(*e.prepared).range();
+    cache_.push_back(std::move(e));
+    fresh = true;
+    return r;
+  }
+
+  struct Entry {
+    std::shared_ptr<vk::Buffer> source;  // held: its address identifies the tensor
+    uint64_t offset = 0, version = 0;
+    std::unique_ptr<DeviceTensor> prepared;
+  };
+
+ private:
+  vk::VulkanBackend& be_;
+  std::array<const vk::ComputePipeline*, 4> pipes_;
+  Push base_;  // the problem's constants; NB = CoutP, TP = tiles rounded up to 4
+  ConvScratch s_;
+  uint32_t tm_, tn_, tiles_, a2_;
+  bool perCall_ = false;
+  std::vector<Entry> cache_;
+  std::vector<vk::BufferRange> bound_;                // regions the executor bound
+  std::vector<std::unique_ptr<DeviceTensor>> own_;    // else the op's own
+};
+
+}  // namespace
+
+std::unique_ptr<PreparedOp> lowerConvWinogradVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
+                                                    const ParamPoint& pt, const ConvProblem& c,
+                                                    const StorageFormat& f) {
+  const int m = ConvFamily::winogradTile(v);
+  const ConvDims& d = c.dims;
+  if (d.kernel != 3 || d.stride != 1)  // the family's unsupportedReason says so first
+    throw UnsupportedError("Winograd F(m x m, 3 x 3) needs a 3x3 kernel with stride 1");
+  const uint32_t layout = vulkanLayoutCode(f);
+  const uint32_t Ho = u32(d.outHeight()), Wo = u32(d.outWidth()), alpha = u32(m + 2);
+  const uint32_t tilesH = ceilDiv(Ho, m), tilesW = ceilDiv(Wo, m), tiles = u32(d.batch) * tilesH * tilesW;
+  const uint32_t coutP = up4(d.cout), cin = u32(d.cin);
+  const uint32_t tm = u32(pt["TM"]), tn = u32(pt["TN"]), rm = u32(pt["RM"]), rn = u32(pt["RN"]);
+  const ConvScratch s = ConvFamily::scratch(v, c, pt);
+  // The largest grids (resident: one block of everything) within the device's group counts.
+  const auto& lim = be.info().maxWorkGroupCount;
+  const std::array<std::array<uint32_t, 3>, 3> grids = {
+      {{ceilDiv(up4(tiles), kTransformWg), cin, 1}, {ceilDiv(up4(tiles), tn), ceilDiv(coutP, tm), alpha * alpha},
+       {ceilDiv(coutP, kTransformWg), std::max(cin, coutP / 4), 1}}};
+  for (const auto& g : grids)
+    for (int i = 0; i < 3; ++i)
+      if (g[i] > lim[i])
+        throw UnsupportedError("conv " + v.name + " needs " + std::to_string(g[i]) +
+                               " work-groups along dimension " + std::to_string(i) +
+                               ", above the device's maxComputeWorkGroupCount " + std::to_string(lim[i]));
+  const auto& module = vulkanModuleFor("conv_winograd", f);
+  auto pipeline = [&](Stage st, uint32_t wg, std::vector<vk::SpecConstant> more) {
+    std::vector<vk::SpecConstant> spec = {vulkanLocalSizeX(be, wg), vk::specU32(1, st), vk::specU32(2, u32(m)),
+                                          vk::specU32(3, u32(d.pad))};
+    spec.insert(spec.end(), more.begin(), more.end());
+    spec.push_back(vulkanWeightFormat(fam, f));
+    return &be.pipeline(module, kBindings, sizeof(Push), spec);
+  };
+  const std::array<const vk::ComputePipeline*, 4> pipes = {
+      pipeline(kWeights, kTransformWg, {}), pipeline(kInput, kTransformWg, {}),
+      pipeline(kGemm, (tm / rm) * (tn / rn),  // the family's constraint keeps it in [16, 256]
+               {vk::specU32(9, tm), vk::specU32(10, tn), vk::specU32(11, rm), vk::specU32(12, rn),
+                vk::specU32(13, u32(pt["KT"]))}),
+      pipeline(kOutput, kTransformWg, {})};
+  const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
+  const Push base{cin, u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, layout, tilesH, tilesW,
+                  tiles, up4(tiles), coutP, 0, 0, 0};
+  return std::make_unique<VkWinogradOp>(be, pipes, base, s, tm, tn, tiles, alpha * alpha);
+}
+
+}  // namespace sdspeed
