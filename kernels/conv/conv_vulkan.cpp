@@ -5,6 +5,7 @@
 // Winograd variants have no Vulkan kernels yet and are refused in one line. w is read in
 // the op's weight format (f32, f16, q8_0, q4_0) and bias in f32 or f16, decoded from uint
 // words (kernels/common/weights.glsl, specialization constant 20).
+#include "kernels/common/half_variant.h"
 #include "kernels/conv/conv_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
@@ -19,7 +20,8 @@ constexpr uint32_t kModeDirect = 0, kModeGemm = 1;  // conv.comp's MODE
 
 std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                             const ParamPoint& pt, const Problem& prob, const StorageFormat& f) {
-  const bool direct = v.name == "direct", gemm = v.name == "im2col_gemm" || v.name == "conv1x1";
+  const std::string base = baseVariantName(v);  // the half twins run conv.comp's afp modules
+  const bool direct = base == "direct", gemm = base == "im2col_gemm" || base == "conv1x1";
   if (!direct && !gemm)
     throw UnsupportedError("conv " + v.name + " has no vulkan kernels (direct, im2col_gemm and conv1x1 have)");
   const auto* c = dynamic_cast<const ConvProblem*>(&prob);
