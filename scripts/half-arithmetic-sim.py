@@ -103,3 +103,62 @@ for K in [37, 320, 1280, 5120]:
     yh = H(acc)
     g = H(H(H(0.5) * yh) * H(H(1) + H(verf(H(yh * H(0.70710678)).astype(np.float64)))))
     rep(f"gemm coopmat K={K} (+ half gelu)", g, 0.5 * ref * (1 + verf(ref / math.sqrt(2))))
+
+# GEMM tiled_f16 and the conv implicit GEMM twins (im2col_gemm_f16, conv1x1_f16): the
+# same scheme with a chunk of one local-memory step (tiled's KWG, conv's KT: 8 to 32
+# products) and the tiles rounded to half once; conv's K = Cin k k reaches 23040 (w ~
+# N(0, 1/K) as ConvFamily::makeInputs draws them). Then the epilogue: GEMM's in half,
+# conv's adds (bias, temb, residual ~ N(0, 1)) in f32 on the f32 sum.
+print("conv implicit GEMM / gemm tiled_f16: chunk = KT (or KWG) products")
+for K in [27, 2880, 11520, 23040]:
+    M, N = 32, 32
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    w = (rng.standard_normal((N, K)) / np.sqrt(K)).astype(np.float32)
+    res = rng.standard_normal((M, N)).astype(np.float32)
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + res
+    xh, wh = x.astype(h), w.astype(h)
+    for KT in [8, 32]:
+        acc = np.zeros((M, N), np.float32)
+        for k0 in range(0, K, KT):
+            part = np.zeros((M, N), h)
+            for k in range(k0, min(K, k0 + KT)):
+                part = (part + (xh[:, k:k+1] * wh[:, k][None, :]).astype(h)).astype(h)
+            acc = acc + part.astype(np.float32)
+        rep(f"conv K={K:5d} KT={KT:2d} (+res in f32)", (acc + res).astype(h), ref)
+
+# attention flash_f16: q pre-scaled by scale log2 e, q, K, V rounded to half; a score's
+# per-lane sums of D/4 products in half, its 4 lanes summed in f32; online softmax in
+# f32 per chunk of KC keys (max, corr, exp2, sum); the weights rounded to half, each
+# chunk's P V summed in half and added to the f32 accumulator after the rescaling.
+# Inputs as AttentionFamily::makeInputs: q, k, v ~ N(0, 1), scale 1/sqrt(D).
+print("attention flash_f16 (KC = 16)")
+for D, L in [(8, 37), (40, 45), (40, 4096), (160, 256), (512, 1024)]:
+    S, KC = 16, 16
+    q = rng.standard_normal((S, D)).astype(np.float32)
+    k = rng.standard_normal((L, D)).astype(np.float32)
+    v = rng.standard_normal((L, D)).astype(np.float32)
+    sc = 1 / math.sqrt(D)
+    lg = q.astype(np.float64) @ k.T.astype(np.float64) * sc
+    pr = np.exp(lg - lg.max(1, keepdims=True)); pr /= pr.sum(1, keepdims=True)
+    ref = pr @ v.astype(np.float64)
+    qh = H(q * np.float32(sc * math.log2(math.e))); kh, vh = H(k), H(v)
+    lanes = np.zeros((S, L, 4), h)
+    for j in range(D // 4):  # per-lane half FMA chains over the head's slices
+        lanes = (lanes + (qh[:, None, 4*j:4*j+4] * kh[None, :, 4*j:4*j+4]).astype(h)).astype(h)
+    lf = lanes.astype(np.float32)
+    x = (lf[..., 0] + lf[..., 1]) + (lf[..., 2] + lf[..., 3])
+    m = np.full((S, 1), -np.inf, np.float32); den = np.zeros((S, 1), np.float32)
+    acc = np.zeros((S, D), np.float32)
+    for c0 in range(0, L, KC):
+        xc = x[:, c0:c0+KC]
+        mnew = np.maximum(m, xc.max(1, keepdims=True))
+        corr = np.exp2(m - mnew); m = mnew
+        den = den * corr; acc = acc * corr
+        p = np.exp2(xc - mnew).astype(np.float32); den = den + p.sum(1, keepdims=True, dtype=np.float32)
+        part = np.zeros((S, D), h)
+        for c in range(xc.shape[1]):
+            part = (part + (H(p[:, c:c+1]) * vh[c0 + c][None, :]).astype(h)).astype(h)
+        acc = acc + part.astype(np.float32)
+    out = (acc / den)
+    rep(f"flash_f16 D={D:3d} L={L:4d} (f32 out)", out, ref)
+    rep(f"flash_f16 D={D:3d} L={L:4d} (f16 out)", H(out), ref)

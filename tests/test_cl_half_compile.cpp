@@ -2,7 +2,8 @@
 // cl_khr_fp16, so the f16-arithmetic variants never run there; without this test a
 // phone would find their first syntax error. For every family x variant computing in
 // f16 x every value of every parameter x every storage and weight format the variant
-// supports, the program text is made as the runtime makes it (Family::programSource,
+// supports (pairwise: EveryHalfProgramCompiles says how), the program text is made as
+// the runtime makes it (Family::programSource,
 // with the accessor width and per-problem #defines its prepare() uses) and compiled by
 // clang's OpenCL C front end with cl_khr_fp16 on (-fsyntax-only: parse and type-check
 // against the OpenCL built-ins, e.g. half4 * float is an error there as on a device).
@@ -23,6 +24,7 @@
 #include <regex>
 #include <set>
 
+#include "kernels/attention/attention_family.h"
 #include "kernels/common/half_variant.h"
 #include "kernels/lowering.h"
 #include "kernels/registry.h"
@@ -55,9 +57,20 @@ int programVec(const Family& fam, const ParamPoint& p) {
   return fam.name() == "groupnorm" ? p["VEC"] : 1;
 }
 
-// The #define sets prepare() adds per problem: GEMM's GEGLU (twice the accumulators).
-std::vector<std::map<std::string, int>> problemDefines(const Family& fam) {
+// The #define sets prepare() adds per problem: GEMM's GEGLU (twice the accumulators), and
+// flash attention's HS (D / 4, a register-array bound) for each head size of the family's
+// check problems that OpenCL's flash takes (D <= 160).
+std::vector<std::map<std::string, int>> problemDefines(const Family& fam, const VariantDef& v) {
   if (fam.name() == "gemm") return {{}, {{"GEGLU", 1}}};
+  if (fam.name() == "attention" && baseVariantName(v) == "flash") {
+    std::vector<std::map<std::string, int>> out;
+    for (const auto& prob : fam.checkProblems(false)) {
+      const int hs = static_cast<int>(dynamic_cast<const AttentionProblem&>(*prob).headDim / 4);
+      const std::map<std::string, int> d = {{"HS", hs}};
+      if (hs <= 40 && std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+    }
+    return out;
+  }
   return {{}};
 }
 
@@ -171,19 +184,27 @@ TEST_F(ClHalfCompile, EveryHalfProgramCompiles) {
       EXPECT_TRUE(std::find(v.requiredExtensions.begin(), v.requiredExtensions.end(), "cl_khr_fp16") !=
                   v.requiredExtensions.end())
           << fam->name() << "." << v.name << " computes in half without requiring cl_khr_fp16";
-      for (const StorageFormat& f : formatsOf(*fam, DType::F16)) {
+      const auto formats = formatsOf(*fam, DType::F16);
+      for (const StorageFormat& f : formats) {
         // A format the variant refuses on every check problem (images for one_pass_f16).
         bool supported = false;
         for (const auto& prob : problems)
           supported |= fam->unsupportedReason(v, v.defaults(), *prob, f, phone).empty();
         if (!supported) continue;
+        // Pairwise, not the full product (CI time: ~1500 programs would take 2.5 minutes):
+        // every point in every storage format with f32 weights, and in the first storage
+        // format (f32 NCHW buffers) with every weight format; the default point in every
+        // format. So each parameter value meets each storage and each weight format.
+        const bool allPoints = f.weights == DType::F32 || f.withWeights(DType::F32) == formats.front();
         for (const ParamPoint& p : everyValue(v))
-          for (const auto& extra : problemDefines(*fam)) {
+          for (const auto& extra : problemDefines(*fam, v)) {
+            if (!allPoints && !(p == v.defaults())) continue;
             VariantDef def = v;
             for (const auto& [k, x] : extra) def.defines[k] = x;
             const std::string src = fam->programSource(ctx, def, p, f, programVec(*fam, p));
             const std::string label = fam->name() + "." + v.name + " [" + p.text() + "] " + f.name() +
-                                      (extra.empty() ? "" : " +GEGLU");
+                                      (extra.empty() ? "" : " +" + extra.begin()->first + "=" +
+                                                            std::to_string(extra.begin()->second));
             const Compiled c = clangCompile(src);
             EXPECT_TRUE(c.ok) << label << ":\n" << c.log;
             EXPECT_EQ(mismatchedTwins(src, twins), "") << label;
@@ -196,8 +217,11 @@ TEST_F(ClHalfCompile, EveryHalfProgramCompiles) {
   std::string names;
   for (const auto& n : variants) names += " " + n;
   std::cout << "[   INFO   ] " << compiled << " f16-arithmetic programs compiled:" << names << "\n";
-  // activation, binary, groupnorm, layernorm, softmax, gemm (kernels/README.md).
-  EXPECT_GE(variants.size(), 6u);
+  // kernels/README.md's table: every half twin is compiled here.
+  for (const char* name : {"activation.slices_f16", "binary.slices_f16", "groupnorm.one_pass_f16",
+                           "layernorm.cooperative_f16", "softmax.cooperative_f16", "gemm.direct_f16", "gemm.tiled_f16",
+                           "conv.im2col_gemm_f16", "conv.conv1x1_f16", "attention.flash_f16"})
+    EXPECT_EQ(variants.count(name), 1u) << name << " was not compiled";
   // act_slices, gn_one_pass and gemm_direct have f32 and half bodies: the check above ran.
   EXPECT_GT(twins, 0);
 }
@@ -212,7 +236,10 @@ TEST_F(ClHalfCompile, F32ProgramsCompileTheSameWay) {
       if (computesInHalf(v)) continue;
       for (const StorageFormat& f : formatsOf(*fam, DType::F32)) {
         const ParamPoint p = v.defaults();
-        const Compiled c = clangCompile(fam->programSource(ctx, v, p, f, programVec(*fam, p)));
+        VariantDef def = v;  // with the first of prepare()'s per-problem #define sets (flash's HS)
+        const auto extras = problemDefines(*fam, v);
+        for (const auto& [k, x] : extras.front()) def.defines[k] = x;
+        const Compiled c = clangCompile(fam->programSource(ctx, def, p, f, programVec(*fam, p)));
         EXPECT_TRUE(c.ok) << fam->name() << "." << v.name << " " << f.name() << ":\n" << c.log;
         ++compiled;
       }
@@ -252,7 +279,7 @@ TEST_F(ClHalfCompile, PreparedTextMatchesThisTest) {
       const StorageFormat f{};
       const ParamPoint p = v.defaults();
       std::set<std::string> expected;
-      for (const auto& extra : problemDefines(*fam)) {
+      for (const auto& extra : problemDefines(*fam, v)) {
         VariantDef def = v;
         for (const auto& [k, x] : extra) def.defines[k] = x;
         expected.insert(fam->programSource(ctx, def, p, f, programVec(*fam, p)));
@@ -269,7 +296,7 @@ TEST_F(ClHalfCompile, PreparedTextMatchesThisTest) {
               << fam->name() << "." << v.name << " " << prob->text() << ": prepare() built " << records[i].label
               << ", a program text this test does not make";
       }
-      // GEMM builds two programs (with and without GEGLU), the others one.
+      // GEMM builds two programs (with and without GEGLU), flash one per head size, the others one.
       if (prepared > 0) {
         EXPECT_EQ(checked, expected.size()) << fam->name() << "." << v.name;
       }

@@ -4,6 +4,7 @@
 
 #include <set>
 
+#include "kernels/common/half_variant.h"
 #include "kernels/family.h"
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
@@ -376,11 +377,14 @@ TEST(ConvProblem, VariantsSayWhatTheyCannotRun) {
   const auto s2 = conv.makeProblem({1, 8, 9, 9}, {{"stride", "2"}});
   const auto k1 = conv.makeProblem({1, 8, 9, 9}, {{"k", "1"}});
   const auto k3 = conv.makeProblem({1, 8, 9, 9}, {});
+  dev.fp16 = true;  // the half twins (im2col_gemm_f16, conv1x1_f16), in their own arithmetic
+  dev.extensions = "cl_khr_fp16";
   for (const auto& v : conv.variants()) {
-    const bool wino = v.name.rfind("winograd", 0) == 0;
-    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *s2, StorageFormat{}, dev).empty(), !wino && v.name != "conv1x1") << v.name;
-    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *k1, StorageFormat{}, dev).empty(), !wino) << v.name;
-    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *k3, StorageFormat{}, dev).empty(), v.name != "conv1x1") << v.name;
+    const bool wino = v.name.rfind("winograd", 0) == 0, is1x1 = baseVariantName(v) == "conv1x1";
+    const StorageFormat f = StorageFormat{}.withArithmetic(v.arithmetic.front());
+    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *s2, f, dev).empty(), !wino && !is1x1) << v.name;
+    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *k1, f, dev).empty(), !wino) << v.name;
+    EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *k3, f, dev).empty(), !is1x1) << v.name;
   }
 }
 }  // namespace sdspeed

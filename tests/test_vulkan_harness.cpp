@@ -19,6 +19,7 @@
 
 #include "kernels/attention/attention_family.h"
 #include "kernels/conv/conv_family.h"
+#include "kernels/common/half_variant.h"
 #include "kernels/lowering.h"
 #include "kernels/registry.h"
 #include "kernels/vulkan/vulkan_lowering.h"
@@ -66,6 +67,12 @@ std::vector<Case> allCases() {
           // their float16_t modules (lavapipe has shaderFloat16).
           for (DType a : v.arithmetic) {
             if (f.storage != Storage::Buffer) continue;
+            const bool twoFormats = f == StorageFormat{} || f == StorageFormat{DType::F16, Storage::Buffer, Layout::NC4HW4};
+            // A half twin of a variant that runs here too (tiled_f16, flash_f16, ...) runs
+            // f32 NCHW and f16 NC4HW4 only: both storage types through its afp modules,
+            // both layouts, while the layouts' indexing (sd_index) is the f32 twin's code,
+            // run in all four formats. CI time: lavapipe builds a pipeline per case.
+            if (computesInHalf(v) && baseVariantName(v) != v.name && !twoFormats) continue;
             cases.push_back({fam.get(), &v, p, f.withArithmetic(a)});
             // The other weight formats (kernels/common/weights.glsl), sampled: every variant
             // and point, in f32 NCHW and f16 NC4HW4 only. On Vulkan the weight decode is
@@ -75,7 +82,7 @@ std::vector<Case> allCases() {
             // harness's time for no other code. f16 where the family reads weights (a
             // family reading none would run f32 weights again: Family::keyFormat); int8 /
             // int4 (q8_0/q4_0 blocks) where it has a quantized path (GEMM, conv).
-            if (!(f == StorageFormat{} || f == StorageFormat{DType::F16, Storage::Buffer, Layout::NC4HW4})) continue;
+            if (!twoFormats) continue;
             if (fam->readsWeights()) cases.push_back({fam.get(), &v, p, f.withArithmetic(a).withWeights(DType::F16)});
             if (fam->readsQuantizedWeights())
               for (DType q : {DType::Q8_0, DType::Q4_0})

@@ -160,20 +160,37 @@ void attn_pv(v_PARAMS, out_PARAMS, SD_REGION(const float, scores), SD_REGION(con
 #else
 #define FLASH_EXP2 exp2
 #endif
+// flash_f16 (SD_HALF, cl_khr_fp16): q (pre-scaled), the K/V tiles and the QK^T and PV
+// products are half4 (FLASH_T4): a score's HS products per lane are summed in half and
+// its 4 lanes in f32; each chunk of KC keys' P V (weights in [0, 1]) is summed in half
+// and joins the f32 accumulator after the chunk's rescaling. The softmax statistics (max,
+// sum), the exponentials and the rescaling stay f32, as in softmax's cooperative_f16: a
+// half sum over thousands of keys would lose the small weights.
+#ifdef SD_HALF
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define FLASH_T4 half4
+#define FLASH_TO_T4(v) convert_half4(v)
+#define FLASH_TO_F4(v) convert_float4(v)
+#else
+#define FLASH_T4 float4
+#define FLASH_TO_T4(v) (v)
+#define FLASH_TO_F4(v) (v)
+#endif
 // Scores of keys c0 .. c0+KC-1 of every row (log2 units) into sc[r][c], the rows' maxima
 // into cmax[r]. Each K slice is read from local memory once for all RQ rows.
 // CHECKED (a literal): apply the mask, the causal rule and the tile's end.
 #define FLASH_SCORES(CHECKED)                                                        \
   for (int c = 0; c < KC; ++c) {                                                     \
     const int kk = c0 + c, key = k0 + kk;                                            \
-    float4 d4[RQ];                                                                   \
-    for (int r = 0; r < RQ; ++r) d4[r] = (float4)(0.0f);                             \
+    FLASH_T4 d4[RQ];                                                                 \
+    for (int r = 0; r < RQ; ++r) d4[r] = (FLASH_T4)(0.0f);                           \
     for (int j = 0; j < HS; ++j) {                                                   \
-      const float4 kv = Ks[kk][j];                                                   \
+      const FLASH_T4 kv = Ks[kk][j];                                                 \
       for (int r = 0; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);                 \
     }                                                                                \
     for (int r = 0; r < RQ; ++r) {                                                   \
-      float x = (d4[r].x + d4[r].y) + (d4[r].z + d4[r].w);                           \
+      const float4 d4f = FLASH_TO_F4(d4[r]);                                         \
+      float x = (d4f.x + d4f.y) + (d4f.z + d4f.w);                                   \
       if (CHECKED) {                                                                 \
         const int s = row0 + r * WG + lid;                                           \
         if (hasMask && s < S && key < L) x += mask_LOAD(b, 0, s * L + key) * M_LOG2E_F; \
@@ -189,19 +206,20 @@ void attn_pv(v_PARAMS, out_PARAMS, SD_REGION(const float, scores), SD_REGION(con
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void attn_flash(q_PARAMS, k_PARAMS, v_PARAMS, mask_PARAMS, out_PARAMS, const int H, const float scale,
                 const int causal, const int hasMask) {
-  __local float4 Ks[BK][HS];
-  __local float4 Vs[BK][HS];
+  __local FLASH_T4 Ks[BK][HS];
+  __local FLASH_T4 Vs[BK][HS];
   const int lid = get_local_id(0);
   const int bh = get_group_id(1), b = bh / H, h = bh % H;
   const int S = q_HW, L = k_HW;
   const int row0 = get_group_id(0) * WG * RQ;
   const float qscale = scale * M_LOG2E_F;
-  float4 qr[RQ][HS], acc[RQ][HS];
+  FLASH_T4 qr[RQ][HS];
+  float4 acc[RQ][HS];
   float m[RQ], den[RQ];
   for (int r = 0; r < RQ; ++r) {
     const int s = row0 + r * WG + lid;
     for (int j = 0; j < HS; ++j) {
-      qr[r][j] = s < S ? q_LOAD4(b, h * HS + j, s) * qscale : (float4)(0.0f);
+      qr[r][j] = FLASH_TO_T4(s < S ? q_LOAD4(b, h * HS + j, s) * qscale : (float4)(0.0f));
       acc[r][j] = (float4)(0.0f);
     }
     m[r] = -INFINITY;
@@ -213,8 +231,8 @@ void attn_flash(q_PARAMS, k_PARAMS, v_PARAMS, mask_PARAMS, out_PARAMS, const int
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < BK * HS; e += WG) {
       const int kk = e % BK, j = e / BK, key = k0 + kk;  // neighbouring items: neighbouring keys
-      Ks[kk][j] = key < L ? k_LOAD4(b, h * HS + j, key) : (float4)(0.0f);
-      Vs[kk][j] = key < L ? v_LOAD4(b, h * HS + j, key) : (float4)(0.0f);
+      Ks[kk][j] = FLASH_TO_T4(key < L ? k_LOAD4(b, h * HS + j, key) : (float4)(0.0f));
+      Vs[kk][j] = FLASH_TO_T4(key < L ? v_LOAD4(b, h * HS + j, key) : (float4)(0.0f));
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     const int kn = min(BK, kend - k0);
@@ -237,6 +255,14 @@ void attn_flash(q_PARAMS, k_PARAMS, v_PARAMS, mask_PARAMS, out_PARAMS, const int
         den[r] *= corr;
         for (int j = 0; j < HS; ++j) acc[r][j] *= corr;
       }
+#ifdef SD_HALF
+      half4 part[RQ][HS];  // this chunk's P V, in half
+      for (int r = 0; r < RQ; ++r)
+        for (int j = 0; j < HS; ++j) part[r][j] = (half4)(0.0h);
+#define FLASH_ACC part
+#else
+#define FLASH_ACC acc
+#endif
       for (int c = 0; c < KC; ++c) {
         float p[RQ];
         for (int r = 0; r < RQ; ++r) {
@@ -244,10 +270,15 @@ void attn_flash(q_PARAMS, k_PARAMS, v_PARAMS, mask_PARAMS, out_PARAMS, const int
           den[r] += p[r];
         }
         for (int j = 0; j < HS; ++j) {
-          const float4 vv = Vs[c0 + c][j];  // read once for all RQ rows
-          for (int r = 0; r < RQ; ++r) acc[r][j] = fma((float4)(p[r]), vv, acc[r][j]);
+          const FLASH_T4 vv = Vs[c0 + c][j];  // read once for all RQ rows
+          for (int r = 0; r < RQ; ++r) FLASH_ACC[r][j] = fma((FLASH_T4)(p[r]), vv, FLASH_ACC[r][j]);
         }
       }
+#ifdef SD_HALF
+      for (int r = 0; r < RQ; ++r)
+        for (int j = 0; j < HS; ++j) acc[r][j] += convert_float4(part[r][j]);
+#endif
+#undef FLASH_ACC
     }
   }
   for (int r = 0; r < RQ; ++r) {

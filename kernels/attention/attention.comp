@@ -6,7 +6,8 @@
 // read as D/4 vec4 slices (the family requires D % 4 == 0, so a slice never straddles an
 // NC4HW4 group and the tensors have no padding lanes). mask is an f32 host input
 // [B, 1, S, L] added to the scaled scores when flags & 2; causal (flags & 1) masks keys
-// l > s (top-left aligned, as PyTorch). Everything is computed in float.
+// l > s (top-left aligned, as PyTorch). Everything is computed in float, except flash's
+// products in the f16-arithmetic modules (flash_f16: attention_flash.glsl).
 //
 // One module, four stages chosen by the specialization constant STAGE (each stage's
 // shared arrays are sized 1 in the others, so a pipeline holds only its own):

@@ -1,5 +1,7 @@
 #include "kernels/attention/attention_family.h"
 
+#include "kernels/common/half_variant.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -84,6 +86,10 @@ AttentionFamily::AttentionFamily() {
   f.constraints = {{"BK % KC == 0", [](const ParamPoint& p) { return p["BK"] % p["KC"] == 0; }}};
   f.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
   variants_.push_back(f);
+  // flash in half (cl_khr_fp16): QK^T and PV products in half, per-chunk sums of them in
+  // half, the softmax statistics, exponentials and rescaling in f32 (attention.cl).
+  variants_.push_back(halfVariant(f, "flash computing its QK^T and PV products in half4 (cl_khr_fp16); the "
+                                     "online softmax's max, sum and rescaling in f32"));
 }
 
 ProblemPtr AttentionFamily::problem(int64_t batch, int64_t heads, int64_t headDim, int64_t queries, int64_t keys,
@@ -181,6 +187,25 @@ Tolerance AttentionFamily::tolerance(DType dtype) const {
   return {2e-3, 2e-3, 1e-3};
 }
 
+Tolerance AttentionFamily::tolerance(const VariantDef& v, DType dtype) const {
+  if (!computesInHalf(v)) return tolerance(dtype);
+  // flash_f16 (u = 2^-11): q (pre-scaled by scale log2 e), K and V rounded to half; a
+  // score's D/4 products per lane summed in half (~u sqrt(D/4) of a lane's partial, in
+  // log2 units: a relative error of ln 2 times that in the key's weight); the weights
+  // rounded to half for P V, each chunk of KC keys' P V summed in half, in f32 across
+  // chunks; max, sum and rescaling in f32. Emulated (scripts/half-arithmetic-sim.py,
+  // "flash_f16": q, k, v ~ N(0, 1) as makeInputs draws them, KC = 16): D = 8 to 160,
+  // L = 37 to 4096: at most 1.2e-3 absolute, relL2 <= 1.5e-3, not growing with L (the
+  // chunk sums); D = 512 (all 128 slices chained in half: the wide kernel's chains are
+  // HSL <= 16 slices, so this is pessimistic) 6e-4 and 2.3e-3. f16 storage adds the
+  // output's rounding (2^-11 of |out| < ~3). Measured on lavapipe (its half may be
+  // carried out wider): at most 3.0e-3 absolute, relL2 1.0e-3 (every check problem and
+  // storage format). atol 1e-2, rtol 1e-2 (GEMM's half margins: 3x lavapipe's largest,
+  // 8x the emulation's), relL2 4e-3: far under a dropped key tile or a wrong row
+  // statistic (O(0.1) and up).
+  return {1e-2, 1e-2, 4e-3};
+}
+
 size_t AttentionFamily::minBytes(const Problem& prob, const StorageFormat& f) const {
   const auto& p = asAttention(prob);
   const size_t elem = f.dtype == DType::F32 ? 4 : 2;
@@ -215,7 +240,7 @@ ProblemPtr AttentionFamily::makeProblem(const Shape& shape, const std::map<std::
 }
 
 size_t AttentionFamily::scratchBytes(const VariantDef& v, const AttentionProblem& p) {
-  if (v.name == "flash") return 0;
+  if (baseVariantName(v) == "flash") return 0;
   const size_t rows = static_cast<size_t>(p.batch * p.heads * p.queries);
   return rows * static_cast<size_t>(p.keys) * sizeof(float) + rows * 2 * sizeof(float);
 }
@@ -231,7 +256,7 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
   if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
   const auto& p = asAttention(prob);
   if (p.headDim % 4) return "head size " + std::to_string(p.headDim) + " is not a multiple of 4 (heads are float4 slices)";
-  if (v.name == "flash") {
+  if (baseVariantName(v) == "flash") {
     const int64_t hs = p.headDim / 4;
     size_t local = 2 * static_cast<size_t>(pt["BK"] * hs) * 16;
     if (hs > kMaxFlashSlices) {
@@ -257,7 +282,7 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
 }
 
 void AttentionFamily::prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const {
-  if (v.name != "flash") Family::prebuild(ctx, v, p, f);
+  if (baseVariantName(v) != "flash") Family::prebuild(ctx, v, p, f);
 }
 
 namespace {
@@ -266,7 +291,7 @@ class AttentionOp : public PreparedOp {
  public:
   AttentionOp(Context& ctx, const AttentionFamily& fam, const VariantDef& v, const ParamPoint& pt,
               const AttentionProblem& p, const StorageFormat& f)
-      : ctx_(ctx), p_(p), slots_(fam.slots()), flash_(v.name == "flash"), naive_(v.name == "naive") {
+      : ctx_(ctx), p_(p), slots_(fam.slots()), flash_(baseVariantName(v) == "flash"), naive_(v.name == "naive") {
     const size_t bh = static_cast<size_t>(p.batch * p.heads), S = static_cast<size_t>(p.queries);
     if (flash_) {
       VariantDef sized = v;  // the head size is a register-array bound: a #define

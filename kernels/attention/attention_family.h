@@ -34,6 +34,7 @@ class AttentionFamily : public Family {
   std::vector<HostTensor> makeInputs(const Problem& p, std::mt19937_64& rng) const override;
   std::vector<double> reference(const Problem& p, const std::vector<HostTensor>& in) const override;
   Tolerance tolerance(DType dtype) const override;
+  Tolerance tolerance(const VariantDef& v, DType dtype) const override;
   // q, k, v and out once (and the mask when the op has one; the unused placeholder is
   // not counted).
   size_t minBytes(const Problem& p, const StorageFormat& f) const override;

@@ -1,9 +1,20 @@
 // attention.comp's stage 3, the flash variant (attn_flash of attention.cl, in the same
 // order of operations). A row's statistics (max, sum) and its accumulator are float.
+// In the f16-arithmetic modules (flash_f16) q (pre-scaled), the K/V tiles and the QK^T and
+// PV products are f16vec4 (FVEC): a score's D/4 products per lane are summed in half and
+// its 4 lanes in float; each chunk of KC keys' P V is summed in half (weights in [0, 1])
+// and joins the float accumulator after the chunk's rescaling. The softmax statistics
+// (max, sum), the exponentials and the rescaling stay float, as in softmax's
+// cooperative_f16 (a half sum over thousands of keys would lose the small weights).
+#if AFP_F16
+#define FVEC f16vec4
+#else
+#define FVEC vec4
+#endif
 
 const uint N_KV = STAGE == 3u ? BK * HS : 1u;
-shared vec4 FK[N_KV];  // FK[kk * HS + j]: slice j of key k0 + kk
-shared vec4 FV[N_KV];
+shared FVEC FK[N_KV];  // FK[kk * HS + j]: slice j of key k0 + kk
+shared FVEC FV[N_KV];
 
 // Scores of keys c0 .. c0+KC-1 of every row (log2 units) into sc[r][c], the rows' maxima
 // into cmax[r]. Each K slice is read from shared memory once for all RQ rows (and, the
@@ -12,14 +23,14 @@ shared vec4 FV[N_KV];
 #define FLASH_SCORES(CHECKED)                                                      \
   for (uint c = 0u; c < KC; ++c) {                                                 \
     const uint kk = c0 + c, key = k0 + kk;                                         \
-    vec4 d4[RQ];                                                                   \
-    for (uint r = 0u; r < RQ; ++r) d4[r] = vec4(0.0);                              \
+    FVEC d4[RQ];                                                                   \
+    for (uint r = 0u; r < RQ; ++r) d4[r] = FVEC(0.0);                              \
     for (uint j = 0u; j < HS; ++j) {                                               \
-      const vec4 kv = FK[kk * HS + j];                                             \
+      const FVEC kv = FK[kk * HS + j];                                             \
       for (uint r = 0u; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);             \
     }                                                                              \
     for (uint r = 0u; r < RQ; ++r) {                                               \
-      float x = (d4[r].x + d4[r].y) + (d4[r].z + d4[r].w);                         \
+      float x = (float(d4[r].x) + float(d4[r].y)) + (float(d4[r].z) + float(d4[r].w)); \
       if (CHECKED) {                                                               \
         const uint s = row0 + r * WG + lid;                                        \
         if (hasMask() && s < p.S && key < p.L) x += loadMask(b, s, key) * LOG2E;   \
@@ -35,12 +46,13 @@ void flashStage() {
   const uint bh = gl_WorkGroupID.y, b = bh / p.H, h = bh % p.H;
   const uint row0 = gl_WorkGroupID.x * WG * RQ;
   const float qscale = p.scale * LOG2E;  // scores in log2 units: exp2 below
-  vec4 qr[RQ][HS], acc[RQ][HS];
+  FVEC qr[RQ][HS];
+  vec4 acc[RQ][HS];
   float m[RQ], den[RQ];
   for (uint r = 0u; r < RQ; ++r) {
     const uint s = row0 + r * WG + lid;
     for (uint j = 0u; j < HS; ++j) {
-      qr[r][j] = s < p.S ? loadQ(b, h * HS + j, s) * qscale : vec4(0.0);
+      qr[r][j] = FVEC(s < p.S ? loadQ(b, h * HS + j, s) * qscale : vec4(0.0));
       acc[r][j] = vec4(0.0);
     }
     m[r] = NEG_INF;
@@ -52,8 +64,8 @@ void flashStage() {
     barrier();
     for (uint e = lid; e < BK * HS; e += WG) {
       const uint kk = e % BK, j = e / BK, key = k0 + kk;  // neighbouring invocations: neighbouring keys
-      FK[kk * HS + j] = key < p.L ? loadK(b, h * HS + j, key) : vec4(0.0);
-      FV[kk * HS + j] = key < p.L ? loadV(b, h * HS + j, key) : vec4(0.0);
+      FK[kk * HS + j] = FVEC(key < p.L ? loadK(b, h * HS + j, key) : vec4(0.0));
+      FV[kk * HS + j] = FVEC(key < p.L ? loadV(b, h * HS + j, key) : vec4(0.0));
     }
     barrier();
     const uint kn = min(BK, kend - k0);
@@ -75,6 +87,14 @@ void flashStage() {
         den[r] *= corr;
         for (uint j = 0u; j < HS; ++j) acc[r][j] *= corr;
       }
+#if AFP_F16
+      FVEC part[RQ][HS];  // this chunk's P V, in half
+      for (uint r = 0u; r < RQ; ++r)
+        for (uint j = 0u; j < HS; ++j) part[r][j] = FVEC(0.0);
+#define SD_FLASH_ACC part
+#else
+#define SD_FLASH_ACC acc
+#endif
       for (uint c = 0u; c < KC; ++c) {
         float pr[RQ];
         for (uint r = 0u; r < RQ; ++r) {
@@ -82,10 +102,15 @@ void flashStage() {
           den[r] += pr[r];
         }
         for (uint j = 0u; j < HS; ++j) {
-          const vec4 vv = FV[(c0 + c) * HS + j];  // read once for all RQ rows
-          for (uint r = 0u; r < RQ; ++r) acc[r][j] = fma(vec4(pr[r]), vv, acc[r][j]);
+          const FVEC vv = FV[(c0 + c) * HS + j];  // read once for all RQ rows
+          for (uint r = 0u; r < RQ; ++r) SD_FLASH_ACC[r][j] = fma(FVEC(pr[r]), vv, SD_FLASH_ACC[r][j]);
         }
       }
+#if AFP_F16
+      for (uint r = 0u; r < RQ; ++r)
+        for (uint j = 0u; j < HS; ++j) acc[r][j] += vec4(part[r][j]);
+#endif
+#undef SD_FLASH_ACC
     }
   }
   for (uint r = 0u; r < RQ; ++r) {

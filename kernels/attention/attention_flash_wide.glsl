@@ -9,11 +9,13 @@
 //   replaces the K tile and each invocation updates its slices of the accumulator.
 // RQ rows per invocation as in stage 3 (row r of slot is query row0 + r * RW + slot).
 // Work-group WG, groups (ceil(S / (RW * RQ)), B*H), RW = WG / PARTS.
+// flash_f16 (the f16-arithmetic modules): as stage 3, FVEC tiles, q and products, each
+// chunk's P V summed in half; the partial scores WP, statistics and accumulator float.
 
 layout(constant_id = 8) const uint PARTS = 8;
 const uint HSL = (HS + PARTS - 1u) / PARTS;  // slices per invocation
 const uint N_WT = STAGE == 4u ? KC * HS : 1u;
-shared vec4 WT[N_WT];  // WT[kk * HS + j]: slice j of key k0 + kk (K, then V)
+shared FVEC WT[N_WT];  // WT[kk * HS + j]: slice j of key k0 + kk (K, then V)
 const uint N_WP = STAGE == 4u ? RQ * gl_WorkGroupSize.x * KC : 1u;
 shared float WP[N_WP];  // WP[(r * WG + lid) * KC + c]: partial score of row r, key c
 
@@ -23,12 +25,13 @@ void flashWideStage() {
   const uint bh = gl_WorkGroupID.y, b = bh / p.H, h = bh % p.H;
   const uint row0 = gl_WorkGroupID.x * RW * RQ;
   const float qscale = p.scale * LOG2E;
-  vec4 qr[RQ][HSL], acc[RQ][HSL];
+  FVEC qr[RQ][HSL];
+  vec4 acc[RQ][HSL];
   float m[RQ], den[RQ];
   for (uint r = 0u; r < RQ; ++r) {
     const uint s = row0 + r * RW + slot;
     for (uint j = 0u; j < HSL; ++j) {
-      qr[r][j] = (s < p.S && j0 + j < HS) ? loadQ(b, h * HS + j0 + j, s) * qscale : vec4(0.0);
+      qr[r][j] = FVEC((s < p.S && j0 + j < HS) ? loadQ(b, h * HS + j0 + j, s) * qscale : vec4(0.0));
       acc[r][j] = vec4(0.0);
     }
     m[r] = NEG_INF;
@@ -40,18 +43,19 @@ void flashWideStage() {
     barrier();  // the previous chunk's V tile is read
     for (uint e = lid; e < KC * HS; e += WG) {
       const uint kk = e % KC, j = e / KC, key = k0 + kk;  // neighbouring invocations: neighbouring keys
-      WT[kk * HS + j] = key < p.L ? loadK(b, h * HS + j, key) : vec4(0.0);
+      WT[kk * HS + j] = FVEC(key < p.L ? loadK(b, h * HS + j, key) : vec4(0.0));
     }
     barrier();
     for (uint c = 0u; c < KC; ++c) {
-      vec4 d4[RQ];
-      for (uint r = 0u; r < RQ; ++r) d4[r] = vec4(0.0);
+      FVEC d4[RQ];
+      for (uint r = 0u; r < RQ; ++r) d4[r] = FVEC(0.0);
       for (uint j = 0u; j < HSL; ++j) {
         if (j0 + j >= HS) break;
-        const vec4 kv = WT[c * HS + j0 + j];
+        const FVEC kv = WT[c * HS + j0 + j];
         for (uint r = 0u; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);
       }
-      for (uint r = 0u; r < RQ; ++r) WP[(r * WG + lid) * KC + c] = (d4[r].x + d4[r].y) + (d4[r].z + d4[r].w);
+      for (uint r = 0u; r < RQ; ++r)
+        WP[(r * WG + lid) * KC + c] = (float(d4[r].x) + float(d4[r].y)) + (float(d4[r].z) + float(d4[r].w));
     }
     barrier();
     float sc[RQ][KC], mref[RQ];
@@ -77,9 +81,17 @@ void flashWideStage() {
     barrier();  // the K tile is read: V replaces it
     for (uint e = lid; e < KC * HS; e += WG) {
       const uint kk = e % KC, j = e / KC, key = k0 + kk;
-      WT[kk * HS + j] = key < p.L ? loadV(b, h * HS + j, key) : vec4(0.0);
+      WT[kk * HS + j] = FVEC(key < p.L ? loadV(b, h * HS + j, key) : vec4(0.0));
     }
     barrier();
+#if AFP_F16
+    FVEC part[RQ][HSL];  // this chunk's P V, in half
+    for (uint r = 0u; r < RQ; ++r)
+      for (uint j = 0u; j < HSL; ++j) part[r][j] = FVEC(0.0);
+#define SD_FLASH_ACC part
+#else
+#define SD_FLASH_ACC acc
+#endif
     for (uint c = 0u; c < KC; ++c) {
       float pr[RQ];
       for (uint r = 0u; r < RQ; ++r) {
@@ -88,10 +100,15 @@ void flashWideStage() {
       }
       for (uint j = 0u; j < HSL; ++j) {
         if (j0 + j >= HS) break;
-        const vec4 vv = WT[c * HS + j0 + j];
-        for (uint r = 0u; r < RQ; ++r) acc[r][j] = fma(vec4(pr[r]), vv, acc[r][j]);
+        const FVEC vv = WT[c * HS + j0 + j];
+        for (uint r = 0u; r < RQ; ++r) SD_FLASH_ACC[r][j] = fma(FVEC(pr[r]), vv, SD_FLASH_ACC[r][j]);
       }
     }
+#if AFP_F16
+    for (uint r = 0u; r < RQ; ++r)
+      for (uint j = 0u; j < HSL; ++j) acc[r][j] += vec4(part[r][j]);
+#endif
+#undef SD_FLASH_ACC
   }
   for (uint r = 0u; r < RQ; ++r) {
     const uint s = row0 + r * RW + slot;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "kernels/attention/attention_family.h"
+#include "kernels/common/half_variant.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
 
@@ -98,7 +99,7 @@ std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend& be, const Fa
     return &be.pipeline(module, kBindings, kPushWords * 4, spec);
   };
 
-  if (v.name == "flash") {
+  if (baseVariantName(v) == "flash") {  // flash_f16 too: the afp modules (attention_flash.glsl)
     // GLSL has one exp2, whose precision Vulkan bounds; there is no native_exp2 to pick,
     // so NATIVE=1 would time the same kernel under another label.
     if (pt["NATIVE"] != 0)

@@ -144,8 +144,23 @@ __kernel void conv_im2col(x_PARAMS, SD_REGION(float, col), const int H, const in
 // of positions, group g at channel m0 + 4 * (g * WY + ty) (so neighbouring work-items
 // read neighbouring float4s of local memory).
 // Grid (ceil(Ncols / TN) * WX, ceil(Mp / TM) * WY, batches), local (WX, WY, 1).
+//
+// The half twins (im2col_gemm_f16, conv1x1_f16: SD_HALF, cl_khr_fp16) stage A and B in
+// local memory as half4 (rounded once, when stored), and sum the products of one KT stage
+// (KT products per output) in half4, each stage's sum joining the f32 accumulator: GEMM
+// direct_f16's scheme (kernels/gemm/gemm.cl), so the error is ~u of the output at every
+// K = Cin k k instead of growing as u sqrt(K). The epilogue (bias, temb, residual) adds
+// in f32 on the f32 sum. The scratch (Wt, col) stays f32.
 #define WX (TN / RN)
 #define WY (TM / RM)
+#ifdef SD_HALF
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define CONV_T4 half4
+#define CONV_TO_T4(v) convert_half4(v)
+#else
+#define CONV_T4 float4
+#define CONV_TO_T4(v) (v)
+#endif
 __kernel __attribute__((reqd_work_group_size(WX, WY, 1)))
 void conv_gemm(SD_REGION(const float, A), const int aStride, const int Mp, const int K,
 #ifdef CONV1X1
@@ -166,8 +181,8 @@ void conv_gemm(SD_REGION(const float, A), const int aStride, const int Mp, const
 #ifdef WINO
   __global float* C = SD_AT(C);
 #endif
-  __local float4 As[KT][TM / 4];
-  __local float4 Bs[KT][TN / 4];
+  __local CONV_T4 As[KT][TM / 4];
+  __local CONV_T4 Bs[KT][TN / 4];
   const int tx = get_local_id(0), ty = get_local_id(1), lid = ty * WX + tx;
   const int b = get_global_id(2);
   const int m0 = get_group_id(1) * TM, n0 = get_group_id(0) * TN;
@@ -185,7 +200,7 @@ void conv_gemm(SD_REGION(const float, A), const int aStride, const int Mp, const
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int e = lid; e < KT * (TM / 4); e += WX * WY) {
       const int m4 = e % (TM / 4), kk = e / (TM / 4), m = m0 + 4 * m4, k = k0 + kk;
-      As[kk][m4] = (k < K && m < Mp) ? vload4(0, A + (size_t)k * Mp + m) : (float4)(0.0f);
+      As[kk][m4] = CONV_TO_T4((k < K && m < Mp) ? vload4(0, A + (size_t)k * Mp + m) : (float4)(0.0f));
     }
     for (int e = lid; e < KT * (TN / 4); e += WX * WY) {
       const int n4 = e % (TN / 4), kk = e / (TN / 4), n = n0 + 4 * n4, k = k0 + kk;
@@ -197,25 +212,38 @@ void conv_gemm(SD_REGION(const float, A), const int aStride, const int Mp, const
         if (n + 2 < Ncols) v.z = x_LOAD(b, k, n + 2);
         if (n + 3 < Ncols) v.w = x_LOAD(b, k, n + 3);
       }
-      Bs[kk][n4] = v;
+      Bs[kk][n4] = CONV_TO_T4(v);
 #else
-      Bs[kk][n4] = (k < K && n < Ncols) ? vload4(0, B + (size_t)k * ldb + n) : (float4)(0.0f);
+      Bs[kk][n4] = CONV_TO_T4((k < K && n < Ncols) ? vload4(0, B + (size_t)k * ldb + n) : (float4)(0.0f));
 #endif
     }
     barrier(CLK_LOCAL_MEM_FENCE);
+#ifdef SD_HALF
+    half4 hacc[RM][RN / 4];  // this stage's sums (acc takes them after it)
+    for (int i = 0; i < RM; ++i)
+      for (int j = 0; j < RN / 4; ++j) hacc[i][j] = (half4)(0.0h);
+#define CONV_ACC hacc
+#else
+#define CONV_ACC acc
+#endif
     for (int kk = 0; kk < KT; ++kk) {
-      float4 bv[RN / 4];
+      CONV_T4 bv[RN / 4];
       for (int j = 0; j < RN / 4; ++j) bv[j] = Bs[kk][j * WX + tx];
       for (int g = 0; g < RM / 4; ++g) {
-        const float4 av = As[kk][g * WY + ty];
+        const CONV_T4 av = As[kk][g * WY + ty];
         for (int j = 0; j < RN / 4; ++j) {
-          acc[4 * g][j] = fma((float4)(av.x), bv[j], acc[4 * g][j]);
-          acc[4 * g + 1][j] = fma((float4)(av.y), bv[j], acc[4 * g + 1][j]);
-          acc[4 * g + 2][j] = fma((float4)(av.z), bv[j], acc[4 * g + 2][j]);
-          acc[4 * g + 3][j] = fma((float4)(av.w), bv[j], acc[4 * g + 3][j]);
+          CONV_ACC[4 * g][j] = fma((CONV_T4)(av.x), bv[j], CONV_ACC[4 * g][j]);
+          CONV_ACC[4 * g + 1][j] = fma((CONV_T4)(av.y), bv[j], CONV_ACC[4 * g + 1][j]);
+          CONV_ACC[4 * g + 2][j] = fma((CONV_T4)(av.z), bv[j], CONV_ACC[4 * g + 2][j]);
+          CONV_ACC[4 * g + 3][j] = fma((CONV_T4)(av.w), bv[j], CONV_ACC[4 * g + 3][j]);
         }
       }
     }
+#ifdef SD_HALF
+    for (int i = 0; i < RM; ++i)
+      for (int j = 0; j < RN / 4; ++j) acc[i][j] += convert_float4(hacc[i][j]);
+#endif
+#undef CONV_ACC
   }
   for (int g = 0; g < RM / 4; ++g) {
     const int m = m0 + 4 * (g * WY + ty);

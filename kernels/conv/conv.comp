@@ -9,7 +9,8 @@
 // every conv kernel. Weights and bias are uint words in the op's weight format (f32, f16,
 // q8_0, q4_0 blocks along each output channel's Cin * KS * KS; weights.glsl); x,
 // temb, residual and y are sfp in the layout pushed (NCHW or NC4HW4, pad lanes written
-// 0). Arithmetic is float: conv has no half twin.
+// 0). Arithmetic is float, except the implicit GEMM's products in the f16-arithmetic
+// modules (im2col_gemm_f16, conv1x1_f16: conv_gemm.glsl).
 #include "../common/prelude.glsl"
 #include "../common/weights.glsl"
 

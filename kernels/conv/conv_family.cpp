@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kernels/common/elementwise.h"
+#include "kernels/common/half_variant.h"
 #include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
@@ -87,6 +88,12 @@ ConvFamily::ConvFamily() {
                                   "Winograd F(4x4,3x3): input transform, GEMM over 36 planes, output transform"));
   variants_.push_back(gemmVariant("winograd_f6x6_3x3", "WINO", 6,
                                   "Winograd F(6x6,3x3): input transform, GEMM over 64 planes, output transform"));
+  // The implicit GEMM's half twins (cl_khr_fp16): half tiles and products, each KT
+  // stage's sum accumulated in f32 (conv.cl, conv_gemm.glsl); the epilogue in f32.
+  variants_.push_back(halfVariant(variants_[1], "im2col_gemm computing in half4 (cl_khr_fp16): each KT stage's "
+                                                "products summed in half, those sums in f32"));
+  variants_.push_back(halfVariant(variants_[2], "conv1x1 computing in half4 (cl_khr_fp16): each KT stage's "
+                                                "products summed in half, those sums in f32"));
 }
 
 ProblemPtr ConvFamily::problem(Shape x, int64_t cout, int k, int stride, bool bias, bool temb, bool residual, int pad) {
@@ -250,6 +257,16 @@ Tolerance ConvFamily::tolerance(const VariantDef& v, DType dtype) const {
   //               9.0e-6 / 2.0e-4. atol = rtol 2e-3, rel L2 5e-5.
   // In f16 storage the output's rounding (2^-11) still dominates, so the f16
   // tolerance is direct's except for F(6x6), which keeps a little more room.
+  if (computesInHalf(v)) {
+    // im2col_gemm_f16, conv1x1_f16 (u = 2^-11): x and w rounded to half, products and
+    // their sum over one KT stage (8, 16 or 32 products) in half, the stages' sums in f32,
+    // then the epilogue in f32: GEMM direct_f16's scheme with 4 HK = KT. Emulated
+    // (scripts/half-arithmetic-sim.py, "conv implicit GEMM": x ~ N(0, 1), w ~ N(0,
+    // 1/K), K = 27 to 23040, KT = 32): at most ~6e-3 absolute, relL2 ~1.3e-3, flat in K,
+    // as for GEMM; f16 storage adds the output's rounding (2^-11 of |y| <~ 5). GEMM's
+    // half tolerance: 1.5e-2 / 1e-2 / 4e-3, far under a lost K tail or a wrong tap (O(1)).
+    return {1.5e-2, 1e-2, 4e-3};
+  }
   const int m = winogradTile(v);
   if (m == 0 || m == 2) return tolerance(dtype);
   if (m == 4) return dtype == DType::F32 ? Tolerance{1e-3, 1e-3, 2.5e-5} : tolerance(dtype);
@@ -344,7 +361,7 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
   ConvScratch s;
   const ConvDims& d = p.dims;
   const size_t coutP = up4(d.cout), f = sizeof(float);
-  if (v.name == "direct") return s;
+  if (baseVariantName(v) == "direct") return s;
   size_t rowBytes = 0;  // derived weights per output channel
   int64_t tilesP = 0;   // Winograd's tiles, rounded up to 4
   if (const int m = winogradTile(v)) {
@@ -357,7 +374,7 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
   } else {
     const size_t K = static_cast<size_t>(d.cin * d.kernel * d.kernel);
     rowBytes = K * f;
-    if (v.name == "im2col_gemm")
+    if (baseVariantName(v) == "im2col_gemm")
       s.input = static_cast<size_t>(d.batch) * K * up4(d.outHeight() * d.outWidth()) * f;
   }
   s.weights = rowBytes * coutP;
@@ -383,7 +400,7 @@ std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
     if (d.kernel != 3 || d.stride != 1)
       return "Winograd F(m x m, 3 x 3) needs a 3x3 kernel with stride 1 (got k=" + std::to_string(d.kernel) +
              ", stride " + std::to_string(d.stride) + ")";
-  } else if (v.name == "conv1x1") {
+  } else if (baseVariantName(v) == "conv1x1") {
     if (d.kernel != 1 || d.stride != 1 || d.pad != 0)
       return "conv1x1 needs a 1x1 kernel, stride 1, no padding (got k=" + std::to_string(d.kernel) + ", stride " +
              std::to_string(d.stride) + ", pad " + std::to_string(d.pad) + ")";
@@ -427,7 +444,7 @@ class ConvOp : public PreparedOp {
     coutP_ = static_cast<cl_int>(up4(d.cout));
     const size_t N = static_cast<size_t>(d.batch), Ho = static_cast<size_t>(d.outHeight()),
                  Wo = static_cast<size_t>(d.outWidth());
-    if (v.name == "direct") {
+    if (baseVariantName(v) == "direct") {
       kind_ = Kind::Direct;
       const size_t wgx = pt["WGX"], wgy = pt["WGY"], px = pt["PX"], co = pt["CO"];
       const size_t coBlocks = (static_cast<size_t>(d.cout) + co - 1) / co;
@@ -461,7 +478,7 @@ class ConvOp : public PreparedOp {
     const size_t K = cin * static_cast<size_t>(d.kernel * d.kernel);
     prep_ = Launch::cover(2, {coutP, K, 1}, {kTransformWg, 1, 1});
     prepKernel_ = ClBoundKernel(ctx, program_, "conv_pack_weights");
-    if (v.name == "im2col_gemm") {
+    if (baseVariantName(v) == "im2col_gemm") {
       kind_ = Kind::Im2col;
       pp_ = static_cast<cl_int>(up4(static_cast<int64_t>(Ho * Wo)));
       add("conv_im2col", 3, {static_cast<size_t>(pp_), K, N}, {kTransformWg, 1, 1});

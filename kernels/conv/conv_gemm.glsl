@@ -10,6 +10,12 @@
 // lays them (neighbouring invocations read neighbouring vec4s of B's tile; all of a
 // row of the work-group read the same vec4 of A's). Dispatch (ceil(Ho * Wo / TN),
 // ceil(stored channels / TM), N).
+// In the f16-arithmetic modules (im2col_gemm_f16, conv1x1_f16) the products and their sum
+// over one KT stage (KT products per output) are f16vec4 FMAs on the shared tiles
+// converted when read, and each stage's sum joins the float accumulator: GEMM
+// direct_f16's scheme (gemm.cl says why), so the error stays ~u of the output at every
+// K = Cin KS KS. The tiles stay float in shared memory (the pool is shared with
+// conv_direct.glsl, which is float), the epilogue adds in float (storeY).
 // Included twice by conv.comp: SD_CONV_PART 0 its constants, 1 its code.
 #if SD_CONV_PART == 0
 layout(constant_id = 9) const uint TM = 64;
@@ -86,19 +92,33 @@ void convGemm() {
     }
     barrier();
     if (k0 + KT < K) fetchStage(k0 + KT, lid, b, m0, K, row0, iy0, ix0);
+#if AFP_F16
+    f16vec4 part[RM * RN4];  // this stage's sums, in half
+    for (uint i = 0u; i < RM * RN4; ++i) part[i] = f16vec4(0.0);
+#define SD_CONV_V4 f16vec4
+#define SD_CONV_ACC part
+#else
+#define SD_CONV_V4 vec4
+#define SD_CONV_ACC acc
+#endif
     for (uint kk = 0u; kk < KT; ++kk) {
-      vec4 bv[RN4];
-      for (uint j = 0u; j < RN4; ++j) bv[j] = smem[BS0 + kk * TN4 + j * WX + tx];
+      SD_CONV_V4 bv[RN4];
+      for (uint j = 0u; j < RN4; ++j) bv[j] = SD_CONV_V4(smem[BS0 + kk * TN4 + j * WX + tx]);
       for (uint g = 0u; g < RM / 4u; ++g) {
-        const vec4 av = smem[kk * AROW + g * WY + ty];
+        const SD_CONV_V4 av = SD_CONV_V4(smem[kk * AROW + g * WY + ty]);
         for (uint j = 0u; j < RN4; ++j) {
-          acc[(4u * g) * RN4 + j] = fma(vec4(av.x), bv[j], acc[(4u * g) * RN4 + j]);
-          acc[(4u * g + 1u) * RN4 + j] = fma(vec4(av.y), bv[j], acc[(4u * g + 1u) * RN4 + j]);
-          acc[(4u * g + 2u) * RN4 + j] = fma(vec4(av.z), bv[j], acc[(4u * g + 2u) * RN4 + j]);
-          acc[(4u * g + 3u) * RN4 + j] = fma(vec4(av.w), bv[j], acc[(4u * g + 3u) * RN4 + j]);
+          SD_CONV_ACC[(4u * g) * RN4 + j] = fma(SD_CONV_V4(av.x), bv[j], SD_CONV_ACC[(4u * g) * RN4 + j]);
+          SD_CONV_ACC[(4u * g + 1u) * RN4 + j] = fma(SD_CONV_V4(av.y), bv[j], SD_CONV_ACC[(4u * g + 1u) * RN4 + j]);
+          SD_CONV_ACC[(4u * g + 2u) * RN4 + j] = fma(SD_CONV_V4(av.z), bv[j], SD_CONV_ACC[(4u * g + 2u) * RN4 + j]);
+          SD_CONV_ACC[(4u * g + 3u) * RN4 + j] = fma(SD_CONV_V4(av.w), bv[j], SD_CONV_ACC[(4u * g + 3u) * RN4 + j]);
         }
       }
     }
+#if AFP_F16
+    for (uint i = 0u; i < RM * RN4; ++i) acc[i] += vec4(part[i]);
+#endif
+#undef SD_CONV_V4
+#undef SD_CONV_ACC
   }
   const uint stored = sd_stored_channels(p.layout_, p.Cout);
   for (uint g = 0u; g < RM / 4u; ++g)

@@ -5,6 +5,7 @@
 // Winograd variants are conv_winograd_vulkan.cpp's (their own module). w is read in
 // the op's weight format (f32, f16, q8_0, q4_0) and bias in f32 or f16, decoded from uint
 // words (kernels/common/weights.glsl, specialization constant 20).
+#include "kernels/common/half_variant.h"
 #include "kernels/conv/conv_family.h"
 #include "kernels/conv/conv_winograd_vulkan.h"
 #include "kernels/vulkan/vulkan_lowering.h"
@@ -20,7 +21,8 @@ constexpr uint32_t kModeDirect = 0, kModeGemm = 1;  // conv.comp's MODE
 
 std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                             const ParamPoint& pt, const Problem& prob, const StorageFormat& f) {
-  const bool direct = v.name == "direct", gemm = v.name == "im2col_gemm" || v.name == "conv1x1";
+  const std::string base = baseVariantName(v);  // the half twins run conv.comp's afp modules
+  const bool direct = base == "direct", gemm = base == "im2col_gemm" || base == "conv1x1";
   const auto* c = dynamic_cast<const ConvProblem*>(&prob);
   if (!c) throw Error("conv given a problem of another family: " + prob.text());
   if (ConvFamily::winogradTile(v)) return lowerConvWinogradVulkan(be, fam, v, pt, *c, f);

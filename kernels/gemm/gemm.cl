@@ -24,6 +24,8 @@
 //     the next step's tiles are loaded into registers before this step computes
 //     (one barrier pair per step either way). Constraints make every work-item load
 //     whole float4 of each tile (no partial load loops).
+//   tiled_f16 (TILED + SD_HALF): gemm_tiled with half tiles and products, each KWG
+//     step's products summed in half, those sums in f32 (see realT below).
 //   DIRECT: gemm_direct, the ablation baseline: one work-item per (position, 4 output
 //     channels), no local memory, K loop over float4 slices of x; WG work-items.
 
@@ -101,12 +103,63 @@ inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
 #endif
 }
 
+#ifdef SD_HALF
+// The half twins' epilogue (direct_f16, tiled_f16): bias, activation and residual in
+// half on the f32 sum rounded once.
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+
+inline half4 gemm_gelu_h(half4 v) { return 0.5h * v * (1.0h + erf(v * 0.70710678h)); }
+
+inline half4 gemm_act_h(half4 v, const int epi) {
+  if (epi == 1) return gemm_gelu_h(v);
+  if (epi == 2) {
+    const half4 u = 0.79788456h * (v + 0.044715h * v * v * v);
+    return 0.5h * v * (1.0h + tanh(u));
+  }
+  if (epi == 3) return v / (1.0h + exp(-1.702h * v));
+  if (epi == 4) return v / (1.0h + exp(-v));
+  return v;
+}
+
+inline void gemm_epilogue_h(bias_PARAMS, residual_PARAMS, y_PARAMS, const int b, const int s, const int t,
+                            half4 h, half4 g, const int epi, const int hasBias, const int hasResidual) {
+  const int F = y_C, c = 4 * s, valid = min(4, F - c);
+  if (hasBias) {
+    h += convert_half4(gemm_bias4(bias_ARGS, c, valid));
+#if GEGLU
+    g += convert_half4(gemm_bias4(bias_ARGS, F + c, valid));
+#endif
+  }
+#if GEGLU
+  half4 out = h * gemm_gelu_h(g);
+#else
+  half4 out = gemm_act_h(h, epi);
+#endif
+  if (hasResidual) out += convert_half4(residual_LOAD4(b, s, t));
+  y_STORE4(b, s, t, convert_float4(out));
+}
+
+#endif  // SD_HALF
+
 #ifdef TILED
 #define MDIMC (MWG / MWI)  // work-items along positions
 #define NDIMC (NWG / NWI)  // work-items along output channels
 #define WGS (MDIMC * NDIMC)
-#define floatV SD_FLOATN(VEC)
-#define NQ (NWG / 4)  // float4 columns of one w tile half
+#define NQ (NWG / 4)  // 4-wide columns of one w tile half
+// The tiles' and products' type: float, or half in tiled_f16 (SD_HALF). tiled_f16 stages
+// x and w in local memory as half (rounded once, when stored) and sums the products of
+// one KWG step (KWG products per output, direct_f16's HK = KWG / 4 <= 8) in half, each
+// step's sum joining an f32 accumulator: direct_f16's scheme (below), so the error is
+// ~u of the output at every K rather than u sqrt(K).
+#ifdef SD_HALF
+#define realT half
+#define real4 half4
+#define realV SD_HALFN(VEC)
+#else
+#define realT float
+#define real4 float4
+#define realV SD_FLOATN(VEC)
+#endif
 
 // Element l of a floatV into dst[i + l].
 #if VEC == 1
@@ -114,7 +167,7 @@ inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
 #else
 #define GEMM_SPREAD(dst, i, v) \
   do {                         \
-    const float4 sp_ = (v);    \
+    const real4 sp_ = (v);     \
     dst[(i) + 0] = sp_.x;      \
     dst[(i) + 1] = sp_.y;      \
     dst[(i) + 2] = sp_.z;      \
@@ -135,7 +188,7 @@ inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
 #define GEMM_STORE_W()                                                                        \
   for (int r = 0; r < LB; ++r) {                                            \
     const int e = lid + r * WGS, c = e % (PAIRS * NWG), q = e / (PAIRS * NWG);                \
-    __local float* bs = (__local float*)Bs;                                                   \
+    __local realT* bs = (__local realT*)Bs;                                                   \
     bs[(4 * q + 0) * (PAIRS * NWG) + c] = wr[r].x;                                            \
     bs[(4 * q + 1) * (PAIRS * NWG) + c] = wr[r].y;                                            \
     bs[(4 * q + 2) * (PAIRS * NWG) + c] = wr[r].z;                                            \
@@ -159,7 +212,7 @@ inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
   {                                                                                           \
     for (int r = 0; r < LA; ++r) {                                          \
       const int e = lid + r * WGS, m = e % MWG, q = e / MWG;                                  \
-      __local float* as = (__local float*)As;                                                 \
+      __local realT* as = (__local realT*)As;                                                 \
       as[(4 * q + 0) * MWG + m] = xr[r].x;                                                    \
       as[(4 * q + 1) * MWG + m] = xr[r].y;                                                    \
       as[(4 * q + 2) * MWG + m] = xr[r].z;                                                    \
@@ -172,9 +225,9 @@ inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
 __kernel __attribute__((reqd_work_group_size(MDIMC, NDIMC, 1)))
 void gemm_tiled(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, const int epi, const int hasBias,
                 const int hasResidual) {
-  __local floatV As[KWG][MWG / VEC];  // x tile, k-major: row k holds the MWG positions
+  __local realV As[KWG][MWG / VEC];  // x tile, k-major: row k holds the MWG positions
 #if SB
-  __local float4 Bs[KWG][PAIRS * NQ];  // w tile, k-major: hidden columns, then gate columns
+  __local real4 Bs[KWG][PAIRS * NQ];  // w tile, k-major: hidden columns, then gate columns
 #endif
   const int tm = get_local_id(0), tn = get_local_id(1), lid = tn * MDIMC + tm;
   const int b = get_group_id(2);
@@ -208,9 +261,19 @@ void gemm_tiled(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, cons
     // The next step's tiles: in flight while this step computes.
     if (k0 + KWG < K) GEMM_LOAD_GLOBAL(k0 + KWG)
 #endif
+#ifdef SD_HALF
+    half hacc[MWI][PAIRS * NWI];  // this step's sums (the f32 acc takes them after it)
+#pragma unroll
+    for (int i = 0; i < MWI; ++i)
+#pragma unroll
+      for (int j = 0; j < PAIRS * NWI; ++j) hacc[i][j] = 0.0h;
+#define GEMM_ACC hacc
+#else
+#define GEMM_ACC acc
+#endif
 #pragma unroll
     for (int k = 0; k < KWG; ++k) {
-      float a[MWI], bb[PAIRS * NWI];
+      realT a[MWI], bb[PAIRS * NWI];
 #pragma unroll
       for (int iv = 0; iv < MWI / VEC; ++iv) GEMM_SPREAD(a, iv * VEC, As[k][iv * MDIMC + tm]);
 #if SB
@@ -218,7 +281,7 @@ void gemm_tiled(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, cons
       for (int p = 0; p < PAIRS; ++p)
 #pragma unroll
         for (int jv = 0; jv < NWI / 4; ++jv) {
-          const float4 v = Bs[k][p * NQ + jv * NDIMC + tn];
+          const real4 v = Bs[k][p * NQ + jv * NDIMC + tn];
           bb[p * NWI + jv * 4 + 0] = v.x;
           bb[p * NWI + jv * 4 + 1] = v.y;
           bb[p * NWI + jv * 4 + 2] = v.z;
@@ -239,8 +302,15 @@ void gemm_tiled(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, cons
 #pragma unroll
       for (int i = 0; i < MWI; ++i)
 #pragma unroll
-        for (int j = 0; j < PAIRS * NWI; ++j) acc[i][j] = fma(a[i], bb[j], acc[i][j]);
+        for (int j = 0; j < PAIRS * NWI; ++j) GEMM_ACC[i][j] = fma(a[i], bb[j], GEMM_ACC[i][j]);
     }
+#ifdef SD_HALF
+#pragma unroll
+    for (int i = 0; i < MWI; ++i)
+#pragma unroll
+      for (int j = 0; j < PAIRS * NWI; ++j) acc[i][j] += (float)hacc[i][j];
+#endif
+#undef GEMM_ACC
   }
 
 #pragma unroll
@@ -258,7 +328,12 @@ void gemm_tiled(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, cons
 #else
       const float4 g = (float4)(0.0f);
 #endif
+#ifdef SD_HALF
+      gemm_epilogue_h(bias_ARGS, residual_ARGS, y_ARGS, b, s, t, convert_half4(h), convert_half4(g), epi, hasBias,
+                      hasResidual);
+#else
       gemm_epilogue(bias_ARGS, residual_ARGS, y_ARGS, b, s, t, h, g, epi, hasBias, hasResidual);
+#endif
     }
   }
 }
@@ -302,39 +377,6 @@ void gemm_direct(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, con
 // K) of the output, so its rounding adds ~u of it, and the error stays ~u sqrt(K / 4
 // HK) * sqrt(4 HK / K) ~ u at every K. The epilogue (bias, activation, residual) runs
 // in half on the f32 sum rounded once.
-#pragma OPENCL EXTENSION cl_khr_fp16 : enable
-
-inline half4 gemm_gelu_h(half4 v) { return 0.5h * v * (1.0h + erf(v * 0.70710678h)); }
-
-inline half4 gemm_act_h(half4 v, const int epi) {
-  if (epi == 1) return gemm_gelu_h(v);
-  if (epi == 2) {
-    const half4 u = 0.79788456h * (v + 0.044715h * v * v * v);
-    return 0.5h * v * (1.0h + tanh(u));
-  }
-  if (epi == 3) return v / (1.0h + exp(-1.702h * v));
-  if (epi == 4) return v / (1.0h + exp(-v));
-  return v;
-}
-
-inline void gemm_epilogue_h(bias_PARAMS, residual_PARAMS, y_PARAMS, const int b, const int s, const int t,
-                            half4 h, half4 g, const int epi, const int hasBias, const int hasResidual) {
-  const int F = y_C, c = 4 * s, valid = min(4, F - c);
-  if (hasBias) {
-    h += convert_half4(gemm_bias4(bias_ARGS, c, valid));
-#if GEGLU
-    g += convert_half4(gemm_bias4(bias_ARGS, F + c, valid));
-#endif
-  }
-#if GEGLU
-  half4 out = h * gemm_gelu_h(g);
-#else
-  half4 out = gemm_act_h(h, epi);
-#endif
-  if (hasResidual) out += convert_half4(residual_LOAD4(b, s, t));
-  y_STORE4(b, s, t, convert_float4(out));
-}
-
 // The 4 output channels' products of K-slice ks added to acc: w rows `rows` (+ `base`).
 inline half4 gemm_slice_h(w_PARAMS, const half4 xv, const int* rows, const int base, const int ks, const int K,
                           half4 acc) {

@@ -80,6 +80,13 @@ GemmFamily::GemmFamily() {
   t.localMemBytes = [](const ParamPoint& p) { return tiledLocalBytes(p, false); };
   variants_.push_back(t);
 
+  // tiled in half (cl_khr_fp16): half tiles and products, each KWG step's products summed
+  // in half (direct_f16's HK = KWG / 4: 2, 4 or 8), those sums in f32 (gemm.cl); the
+  // epilogue in half. Its local memory is half of tiled's (the declared bound stays
+  // tiled's: safe).
+  variants_.push_back(halfVariant(t, "tiled computing in half (cl_khr_fp16): half tiles and products, each KWG "
+                                     "step's sum accumulated in f32"));
+
   VariantDef d;
   d.name = "direct";
   d.summary = "one work-item per (position, 4 output channels), K loop over float4 slices, no local memory";
@@ -216,7 +223,9 @@ Tolerance GemmFamily::tolerance(const VariantDef& v, DType dtype) const {
   // at rtol 4e-3, relL2 <= 1.3e-3, flat in K; all of K in half reaches relL2 1.1e-2 and
   // 5.7e-2 absolute at K = 5120. The epilogue adds a few half roundings (bias, the
   // activation's built-in, the residual): 1.5e-2 / 1e-2 / 4e-3, still far under a lost
-  // K tail or a swapped GEGLU half (O(1)).
+  // K tail or a swapped GEGLU half (O(1)). tiled_f16 is the same scheme with a chunk of
+  // one KWG step (HK = KWG / 4 = 2, 4 or 8: inside the emulated HK <= 16), its tiles
+  // rounded to half once as direct_f16's x and w are: the same tolerance.
   return {1.5e-2, 1e-2, 4e-3};
 }
 
@@ -259,7 +268,7 @@ std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
                                           const StorageFormat& f, const DeviceCaps& dev) const {
   if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
   const auto& p = asGemm(prob);
-  if (v.name == "tiled" && p.epilogue == "geglu") {
+  if (baseVariantName(v) == "tiled" && p.epilogue == "geglu") {
     const size_t local = tiledLocalBytes(pt, true);
     if (local > dev.localMemBytes)
       return "GEGLU tiles need " + std::to_string(local) + " bytes of local memory, device has " +
@@ -288,7 +297,7 @@ std::unique_ptr<PreparedOp> GemmFamily::prepare(Context& ctx, const VariantDef& 
   const size_t F = static_cast<size_t>(g.outChannels());
   Launch l;
   std::string kernel;
-  if (v.name == "tiled") {
+  if (baseVariantName(v) == "tiled") {
     const size_t mwg = p["MWG"], nwg = p["NWG"], mdim = mwg / p["MWI"], ndim = nwg / p["NWI"];
     // One work-group per MWG x NWG output tile.
     l = Launch::cover(3, {(T + mwg - 1) / mwg * mdim, (F + nwg - 1) / nwg * ndim, B}, {mdim, ndim, 1});

@@ -11,8 +11,11 @@
 // ND = NWG / NWI): neighbouring invocations touch neighbouring positions, so x loads and
 // y stores coalesce in both layouts. VEC (gemm.cl's floatVEC reads of the x tile) is
 // accepted and has no effect here: SPIR-V compilers vectorize shared-memory reads themselves.
-// f32 arithmetic (tiled has no half twin); f16 storage through sfp. NC4HW4 padding lanes
-// written 0.
+// In the f16-arithmetic modules (tiled_f16) the tiles are afp in shared memory (rounded
+// once, when stored), the products and their sum over one KWG step are afp, and each
+// step's sum joins a float accumulator: direct_f16's scheme with a chunk of KWG products
+// (gemm.cl says why: all of K in half grows as u sqrt(K)); the epilogue runs in afp.
+// f16 storage through sfp. NC4HW4 padding lanes written 0.
 #include "../common/prelude.glsl"
 #include "../common/act.glsl"
 #include "../common/weights.glsl"
@@ -42,8 +45,8 @@ layout(push_constant) uniform Push {
   uint K, F, HW, epi, flags, layout_;  // flags: 1 bias, 2 residual
 } p;
 
-shared float As[XT];      // k-major: row kk holds the MWG positions
-shared float Bs[WT + 1u]; // k-major: PAIRS * NWG channels per row (+1: never 0-sized)
+shared afp As[XT];      // k-major: row kk holds the MWG positions
+shared afp Bs[WT + 1u]; // k-major: PAIRS * NWG channels per row (+1: never 0-sized)
 
 float xr[XL];
 float wr[WL + 1u];
@@ -71,12 +74,12 @@ void storeShared() {
   const uint lid = gl_LocalInvocationID.x;
   for (uint i = 0u; i < XL; ++i) {
     const uint e = lid + i * WGS;
-    if (e < XT) As[e] = xr[i];
+    if (e < XT) As[e] = afp(xr[i]);
   }
   if (SB == 1u)
     for (uint i = 0u; i < WL; ++i) {
       const uint e = lid + i * WGS;
-      if (e < WT) Bs[(e % KWG) * (PAIRS * NWG) + e / KWG] = wr[i];
+      if (e < WT) Bs[(e % KWG) * (PAIRS * NWG) + e / KWG] = afp(wr[i]);
     }
 }
 
@@ -94,23 +97,35 @@ void main() {
     storeShared();
     barrier();
     if (PF == 1u && k0 + KWG < p.K) loadGlobal(b, m0, n0, k0 + KWG);  // in flight while this step computes
+#if AFP_F16
+    afp part[MWI][2u * NWI];  // this step's sums, in half
+    for (uint i = 0u; i < MWI; ++i)
+      for (uint j = 0u; j < 2u * NWI; ++j) part[i][j] = afp(0.0);
+#define SD_GEMM_ACC part
+#else
+#define SD_GEMM_ACC acc
+#endif
     for (uint kk = 0u; kk < KWG; ++kk) {
-      float a[MWI];
+      afp a[MWI];
       for (uint i = 0u; i < MWI; ++i) a[i] = As[kk * MWG + tm + i * MD];
       for (uint q = 0u; q < PAIRS; ++q)
         for (uint j = 0u; j < NWI; ++j) {
-          float bv;
+          afp bv;
           if (SB == 1u) {
             bv = Bs[kk * (PAIRS * NWG) + q * NWG + tn + j * ND];
           } else {
             // Straight from global memory: past K or past F a clamped index (x is 0 there,
             // or the output is not stored).
             const uint o = min(n0 + tn + j * ND, p.F - 1u), k = min(k0 + kk, p.K - 1u);
-            bv = w_w(q * p.F + o, k, p.K);
+            bv = afp(w_w(q * p.F + o, k, p.K));
           }
-          for (uint i = 0u; i < MWI; ++i) acc[i][q * NWI + j] += a[i] * bv;
+          for (uint i = 0u; i < MWI; ++i) SD_GEMM_ACC[i][q * NWI + j] += a[i] * bv;
         }
     }
+#if AFP_F16
+    for (uint i = 0u; i < MWI; ++i)
+      for (uint j = 0u; j < PAIRS * NWI; ++j) acc[i][j] += float(part[i][j]);
+#endif
   }
 
   const bool hasBias = (p.flags & 1u) != 0u, hasRes = (p.flags & 2u) != 0u;
@@ -121,16 +136,17 @@ void main() {
     for (uint i = 0u; i < MWI; ++i) {
       const uint t = m0 + tm + i * MD;
       if (t >= p.HW) continue;
-      float out_ = 0.0;
+      // In afp (float in the f32 modules, so their arithmetic is unchanged).
+      afp out_ = afp(0.0);
       if (o < p.F) {
-        const float h = acc[i][j] + (hasBias ? wbias_p(o) : 0.0);
+        const afp h = afp(acc[i][j] + (hasBias ? wbias_p(o) : 0.0));
         if (PAIRS == 2u) {
-          const float g = acc[i][NWI + j] + (hasBias ? wbias_p(p.F + o) : 0.0);
-          out_ = h * float(gelu(afp(g)));
+          const afp g = afp(acc[i][NWI + j] + (hasBias ? wbias_p(p.F + o) : 0.0));
+          out_ = h * gelu(g);
         } else {
-          out_ = p.epi == 0u ? h : float(apply(afp(h), p.epi - 1u));
+          out_ = p.epi == 0u ? h : apply(h, p.epi - 1u);
         }
-        if (hasRes) out_ += float(res[sd_index(p.layout_, b, o, t, p.F, p.HW)]);
+        if (hasRes) out_ += afp(res[sd_index(p.layout_, b, o, t, p.F, p.HW)]);
       }
       y[sd_index(p.layout_, b, o, t, p.F, p.HW)] = sfp(out_);
     }

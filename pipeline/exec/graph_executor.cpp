@@ -1,5 +1,7 @@
 #include "pipeline/exec/graph_executor.h"
 
+#include "kernels/common/half_variant.h"
+
 #include "runtime/quant/quant.h"
 
 #include <algorithm>
@@ -93,6 +95,20 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const Storage
     const std::string why = whyNot(fam, c, n, format, dev);
     if (why.empty()) return {inst.text(), c.variant, c.params, c.source};
     refused = c.variant + " " + c.params + ": " + why;
+    // Half arithmetic and a choice that computes in f32 only (a database of f32 entries):
+    // its half twin at the same point (twins share their base's parameters), before the
+    // family-order fallback, which would take the first twin (im2col_gemm_f16 for a
+    // tuned conv1x1) at its defaults.
+    const std::string twin = c.variant + kHalfSuffix;
+    const auto& vs = fam.variants();
+    if (format.arithmetic == DType::F16 &&
+        std::any_of(vs.begin(), vs.end(), [&](const VariantDef& v) { return v.name == twin; })) {
+      TunedChoice t = c;
+      t.variant = twin;
+      t.source = c.source + "; its half twin";
+      t.medianUs = 0;  // timed in f32
+      if (whyNot(fam, t, n, format, dev).empty()) return {inst.text(), t.variant, t.params, t.source};
+    }
   } else {
     std::vector<TunedChoice> candidates;  // one per allowed variant that can run the instance
     for (const auto& v : allowed->second)
@@ -188,7 +204,7 @@ std::vector<StorageFormat> graphNodeFormats(const Graph& graph, const StorageFor
                                               opt.kindWeights.count(kind));
     StorageFormat f = overridden ? format.withWeights(weightFormatFor(opt, graph.component(), kind)) : format;
     // --arithmetic f16 runs each op in half where its family has a half variant; the
-    // others (conv, attention, the copies) compute in f32 on the same f16 storage, as
+    // others (the copies, timestep, embedding) compute in f32 on the same f16 storage, as
     // the report's variants show (kernels/README.md lists what accumulates where).
     if (f.arithmetic != DType::F32 && !familyComputesIn(*n.family, f.arithmetic)) f = f.withArithmetic(DType::F32);
     out.push_back(f);
