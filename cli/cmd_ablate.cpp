@@ -328,7 +328,9 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
                  "       sdspeed ablate --merge DIR... [--out DIR]\n"
                  "       sdspeed ablate --replot DIR        (the plot from DIR/ablation.json)\n"
                  "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n"
-                 "Rows without a release key release each component after use, unless --keep-resident.\n";
+                 "Rows without a release key release each component after use, unless --keep-resident.\n"
+                 "A row none of whose added variants (in some family) can run on the device is printed as\n"
+                 "`skipped: FAMILY VARIANT: REASON` and not measured (e.g. coopmat_f16 without cooperative matrices).\n";
     return 0;
   }
   if (rawArgv.size() == 2 && rawArgv[0] == "--replot") {
