@@ -174,7 +174,16 @@ std::string markdown(const json& j) {
        "max abs vs baseline | PSNR dB | within tolerance |\n";
   o << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   const auto& rows = j["rows"];
+  // Skipped rows in their place in the config (`index`), between the measured ones.
+  const json skipped = j.value("skipped_rows", json::array());
+  size_t next = 0;
+  auto skippedUpTo = [&](size_t measured) {  // those before the measured row `measured`
+    for (; next < skipped.size() && skipped[next].value("index", size_t{0}) <= measured + next; ++next)
+      o << "| " << skipped[next]["row"].get<std::string>() << " | skipped: " << skipped[next]["reason"].get<std::string>()
+        << " | | | | | | | | | |\n";
+  };
   for (size_t i = 0; i < rows.size(); ++i) {
+    skippedUpTo(i);
     const auto& r = rows[i];
     const double ms = r["unet_ms_median"].get<double>();
     const double prev = i ? rows[i - 1]["unet_ms_median"].get<double>() : ms;
@@ -188,8 +197,8 @@ std::string markdown(const json& j) {
       << (r["within_tolerance"].get<bool>() ? "yes" : "**no**") << " (<= " << sci(r["tolerance_max_abs"].get<double>())
       << ") |\n";
   }
-  for (const auto& r : j.value("skipped_rows", json::array()))
-    o << "| " << r["row"].get<std::string>() << " | skipped: " << r["reason"].get<std::string>()
+  for (; next < skipped.size(); ++next)  // after the last measured row
+    o << "| " << skipped[next]["row"].get<std::string>() << " | skipped: " << skipped[next]["reason"].get<std::string>()
       << " | | | | | | | | | |\n";
   o << "\nVariants each row ran (op counts over the text encoder, UNet and VAE decoder):\n\n";
   for (const auto& r : rows) {
@@ -399,7 +408,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
     const StorageFormat format = rowExec(setup, row, a.get("layout", "nc4hw4")).format;
     if (const std::string why = ablationRowSkip(row, i ? &plan.rows[i - 1] : nullptr, be, format); !why.empty()) {
       std::cout << ": skipped: " << why << "\n";
-      j["skipped_rows"].push_back({{"row", row.name}, {"backend", be.api()}, {"reason", why}});
+      j["skipped_rows"].push_back({{"row", row.name}, {"index", i}, {"backend", be.api()}, {"reason", why}});
       continue;
     }
     const AblationMeasurement m = runRow(be, setup, row, a.get("layout", "nc4hw4"), a.has("keep-resident"),

@@ -173,6 +173,7 @@ TEST_F(Cli, AblateSkipsTheTensorCoreRowWithoutCooperativeMatrices) {
   ASSERT_EQ(j.at("skipped_rows").size(), 1u);
   EXPECT_EQ(j.at("skipped_rows")[0].at("row"), "+ tensor cores");
   EXPECT_EQ(j.at("skipped_rows")[0].at("reason"), "gemm coopmat_f16: device lacks cooperative matrices");
+  EXPECT_EQ(j.at("skipped_rows")[0].at("index"), 1);
   const std::string md = slurp(d.path() + "/out/ablation.md");
   EXPECT_NE(md.find("| + tensor cores | skipped: gemm coopmat_f16: device lacks cooperative matrices |"), std::string::npos)
       << md;

@@ -167,7 +167,8 @@ std::string ablationRowSkip(const AblationRow& row, const AblationRow* previous,
       added = true;
       const std::string why = variantCannotRun(be, fam, fam.variant(name), format);
       if (why.empty()) runs = true;
-      else if (first.empty()) first = famName + " " + name + ": " + why;
+      else if (first.empty())  // "gemm coopmat_f16: device lacks ...", or the lowering's own "conv X has no ..."
+        first = why.rfind(famName + " " + name + " ", 0) == 0 ? why : famName + " " + name + ": " + why;
     }
     if (added && !runs) return first;
   }
