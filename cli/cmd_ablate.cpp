@@ -62,9 +62,8 @@ void addComponent(const ComponentStats& st, AblationMeasurement& m) {
   }
 }
 
-// keepResident: the command's --keep-resident, for rows without a release key.
-AblationMeasurement runRow(Backend& ctx, const RunSetup& setup, const AblationRow& row, const std::string& layout,
-                           bool keepResident, const std::vector<float>* baseline, std::vector<float>& decoded) {
+// The run's options with the row's keys applied.
+ExecOptions rowExec(const RunSetup& setup, const AblationRow& row, const std::string& layout) {
   ExecOptions exec = setup.exec;
   exec.format = StorageFormat::parse(row.precision + ".buffer." + layout);
   exec.format.weights = setup.exec.format.weights;  // the run's --weights unless the row names its own
@@ -72,6 +71,13 @@ AblationMeasurement runRow(Backend& ctx, const RunSetup& setup, const AblationRo
   exec.format.arithmetic = row.arithmetic.empty()
                                ? setup.exec.format.arithmetic
                                : runArithmetic(row.arithmetic, "ablation row " + row.name + ": arithmetic");
+  return exec;
+}
+
+// keepResident: the command's --keep-resident, for rows without a release key.
+AblationMeasurement runRow(Backend& ctx, const RunSetup& setup, const AblationRow& row, const std::string& layout,
+                           bool keepResident, const std::vector<float>* baseline, std::vector<float>& decoded) {
+  ExecOptions exec = rowExec(setup, row, layout);
   exec.planner = row.planner;
   exec.variants = row.variants;
   exec.fuseActivations = row.fused;
@@ -168,7 +174,16 @@ std::string markdown(const json& j) {
        "max abs vs baseline | PSNR dB | within tolerance |\n";
   o << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n";
   const auto& rows = j["rows"];
+  // Skipped rows in their place in the config (`index`), between the measured ones.
+  const json skipped = j.value("skipped_rows", json::array());
+  size_t next = 0;
+  auto skippedUpTo = [&](size_t measured) {  // those before the measured row `measured`
+    for (; next < skipped.size() && skipped[next].value("index", size_t{0}) <= measured + next; ++next)
+      o << "| " << skipped[next]["row"].get<std::string>() << " | skipped: " << skipped[next]["reason"].get<std::string>()
+        << " | | | | | | | | | |\n";
+  };
   for (size_t i = 0; i < rows.size(); ++i) {
+    skippedUpTo(i);
     const auto& r = rows[i];
     const double ms = r["unet_ms_median"].get<double>();
     const double prev = i ? rows[i - 1]["unet_ms_median"].get<double>() : ms;
@@ -182,6 +197,9 @@ std::string markdown(const json& j) {
       << (r["within_tolerance"].get<bool>() ? "yes" : "**no**") << " (<= " << sci(r["tolerance_max_abs"].get<double>())
       << ") |\n";
   }
+  for (; next < skipped.size(); ++next)  // after the last measured row
+    o << "| " << skipped[next]["row"].get<std::string>() << " | skipped: " << skipped[next]["reason"].get<std::string>()
+      << " | | | | | | | | | |\n";
   o << "\nVariants each row ran (op counts over the text encoder, UNet and VAE decoder):\n\n";
   for (const auto& r : rows) {
     std::string v;
@@ -319,7 +337,9 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
                  "       sdspeed ablate --merge DIR... [--out DIR]\n"
                  "       sdspeed ablate --replot DIR        (the plot from DIR/ablation.json)\n"
                  "Runs the pipeline once per cumulative row; writes ablation.{md,csv,json} and a plot.\n"
-                 "Rows without a release key release each component after use, unless --keep-resident.\n";
+                 "Rows without a release key release each component after use, unless --keep-resident.\n"
+                 "A row none of whose added variants (in some family) can run on the device is printed as\n"
+                 "`skipped: FAMILY VARIANT: REASON` and not measured (e.g. coopmat_f16 without cooperative matrices).\n";
     return 0;
   }
   if (rawArgv.size() == 2 && rawArgv[0] == "--replot") {
@@ -377,12 +397,23 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
              std::to_string(setup.seed);
   std::vector<float> baseline, decoded;
   int failures = 0;
+  j["rows"] = json::array();
+  j["skipped_rows"] = json::array();
   for (size_t i = 0; i < plan.rows.size(); ++i) {
     const AblationRow& row = plan.rows[i];
     std::cout << "row " << i + 1 << "/" << plan.rows.size() << ": " << row.name << std::flush;
-    const AblationMeasurement m = runRow(backendOf(row.backend), setup, row, a.get("layout", "nc4hw4"), a.has("keep-resident"),
-                                          i ? &baseline : nullptr, decoded);
-    if (i == 0) baseline = decoded;
+    Backend& be = backendOf(row.backend);
+    // A row whose added variant this device cannot run at all (the tensor-core row
+    // without cooperative matrices) is said and left out, not measured under its label.
+    const StorageFormat format = rowExec(setup, row, a.get("layout", "nc4hw4")).format;
+    if (const std::string why = ablationRowSkip(row, i ? &plan.rows[i - 1] : nullptr, be, format); !why.empty()) {
+      std::cout << ": skipped: " << why << "\n";
+      j["skipped_rows"].push_back({{"row", row.name}, {"index", i}, {"backend", be.api()}, {"reason", why}});
+      continue;
+    }
+    const AblationMeasurement m = runRow(be, setup, row, a.get("layout", "nc4hw4"), a.has("keep-resident"),
+                                         baseline.empty() ? nullptr : &baseline, decoded);
+    if (baseline.empty()) baseline = decoded;  // the first measured row is the baseline
     failures += !m.withinTolerance;
     std::cout << ": UNet " << fmt(m.unetMedianMs) << " ms/iter, pipeline " << fmt(m.pipelineMs, 1)
               << " ms, activations " << fmt(mib(m.activationBytes), 1) << " MiB, max abs " << sci(m.maxAbs)
@@ -391,6 +422,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
               << "\n";
     j["rows"].push_back(rowJson(m));
   }
+  if (j["rows"].empty()) throw Error(plan.path + ": every row was skipped on " + dev.name + " (see the skipped: lines)");
   writeFileAtomically(out + "/ablation.json", j.dump(2) + "\n");
   writeFileAtomically(out + "/ablation.md", markdown(j));
   writeFileAtomically(out + "/ablation.csv", csv(j));

@@ -273,4 +273,13 @@ bool familyComputesIn(const Family& fam, DType arithmetic) {
   return false;
 }
 
+std::vector<const VariantDef*> defaultOrder(const Family& fam) {
+  std::vector<const VariantDef*> out;
+  for (const auto& v : fam.variants()) out.push_back(&v);
+  std::stable_sort(out.begin(), out.end(), [](const VariantDef* a, const VariantDef* b) {
+    return a->defaultRank > b->defaultRank;
+  });
+  return out;
+}
+
 }  // namespace sdspeed

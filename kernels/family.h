@@ -71,6 +71,12 @@ struct VariantDef {
   // arithmetic not listed here makes every point unsupported, said as "computes in f32
   // only" (or "f16 only"): never run in one precision under the other's label.
   std::vector<DType> arithmetic{DType::F32};
+  // The family's preference among its variants when no tuning-database entry answers
+  // (defaultOrder): higher first, ties in declaration order. The executor runs the first
+  // in that order that can run the op instance here (device rule, arithmetic, backend's
+  // kernels, problem), so an untuned `run --arithmetic f16` reaches GEMM's tensor cores
+  // where the device has them. A half twin (halfVariant) inherits its base's rank.
+  int defaultRank = 0;
 
   const ParamDef* param(const std::string& name) const;
   ParamPoint defaults() const;
@@ -278,5 +284,9 @@ inline constexpr const char* kBuildOptions = "-cl-std=CL1.2";
 
 // Whether some variant of the family computes in `arithmetic` (f16: a half twin).
 bool familyComputesIn(const Family& fam, DType arithmetic);
+
+// The family's variants by VariantDef::defaultRank, highest first, ties in declaration
+// order (all ranks 0: the declaration order, the rule before ranks existed).
+std::vector<const VariantDef*> defaultOrder(const Family& fam);
 
 }  // namespace sdspeed

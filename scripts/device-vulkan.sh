@@ -11,7 +11,7 @@
 #     (cd .vk && apt-get $o download glslc libshaderc1 libvulkan-dev vulkan-tools \
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
-#   run (carry .gl .vk): bash scripts/device-vulkan.sh [check|run|setup]
+#   run (carry .gl .vk): bash scripts/device-vulkan.sh [check|run|setup|ablate]
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -28,6 +28,11 @@
 #   while the machine is warm), then the f16 command of `run` loading it, twice: the first
 #   fills the pipeline cache and the page cache, the second is the measurement (its report's
 #   setup_wall: every component's load, pipelines, upload and warm-up); setup.txt (~3 min).
+#   `ablate` instead: configs/ablation/vulkan.yaml (issue #22: the paper's rows on Vulkan,
+#   + f16 arithmetic, + tensor cores) on SD 1.5 512x512, 3 DDIM steps per row (the UNet
+#   median per iteration is what the table compares; steps cut to fit one 10-minute call;
+#   not yet timed). Its table in ablation-vulkan/ablation.md, to copy to
+#   results/ablation/vulkan-h200/.
 # Results: $OUT/vulkan.tgz, repacked after each step.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
@@ -157,6 +162,14 @@ for n in ["setup-cold", "setup-warm"]:
 PY
   grep "end setup-" "$R/steps.txt" >> "$R/setup.txt"  # the whole process, backend creation included
   cat "$R/setup.txt"
+  pack
+fi
+if [ "${1:-check}" = ablate ]; then
+  # The regeneration command of configs/ablation/vulkan.yaml's header. A row the H200
+  # cannot run (no Winograd Vulkan kernels in the build) prints a skipped: line.
+  step 580 ablate $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 3 \
+    --backend vulkan --ablation configs/ablation/vulkan.yaml --out "$R/ablation-vulkan"
+  grep -E '^row |skipped:' "$R/ablate.txt"
   pack
 fi
 log done

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cli_support.h"
 #include "pipeline/run/ablation.h"
@@ -118,6 +119,66 @@ TEST_F(Cli, AblateRowsAcrossBackends) {
   EXPECT_EQ(rows[2].at("arithmetic"), "f16");
   for (const auto& row : rows) EXPECT_TRUE(row.at("within_tolerance").get<bool>()) << row.dump();
   EXPECT_GT(rows[1].at("max_abs_vs_baseline").get<double>(), 0.0);  // really another implementation
+}
+
+// configs/ablation/vulkan.yaml: the paper's rows on Vulkan, then f16 arithmetic, then the
+// tensor cores (running the whole file on lavapipe would take minutes: its parse and shape
+// here, the skip below on a two-row file).
+TEST(AblationPlan, VulkanFileEndsWithF16ArithmeticThenTensorCores) {
+  const auto plan = sdspeed::loadAblationPlan(std::string(SDSPEED_SOURCE_DIR) + "/configs/ablation/vulkan.yaml");
+  ASSERT_GE(plan.rows.size(), 3u);
+  for (const auto& row : plan.rows) EXPECT_EQ(row.backend, "vulkan") << row.name;
+  const auto& f16 = plan.rows[plan.rows.size() - 2];
+  const auto& tc = plan.rows.back();
+  EXPECT_EQ(f16.name, "+ f16 arithmetic");
+  EXPECT_EQ(f16.arithmetic, "f16");
+  EXPECT_EQ(f16.weights, "f16");
+  EXPECT_EQ(f16.precision, "f16");
+  EXPECT_EQ(tc.name, "+ tensor cores");
+  EXPECT_EQ(tc.arithmetic, "f16");  // inherited
+  // The tensor-core row adds coopmat_f16 to gemm, last (the variant a row adds runs
+  // unless a timed one is faster), and changes nothing else.
+  EXPECT_EQ(tc.variants.at("gemm").back(), "coopmat_f16");
+  auto gemmBefore = f16.variants.at("gemm");
+  gemmBefore.push_back("coopmat_f16");
+  EXPECT_EQ(tc.variants.at("gemm"), gemmBefore);
+  EXPECT_EQ(std::find(f16.variants.at("gemm").begin(), f16.variants.at("gemm").end(), "coopmat_f16"),
+            f16.variants.at("gemm").end());
+  // Vulkan's GroupNorm is one_pass (two_pass and split are OpenCL's).
+  for (const auto& row : plan.rows)
+    for (const auto& v : row.variants.at("groupnorm")) EXPECT_EQ(v.rfind("one_pass", 0), 0u) << row.name << ": " << v;
+}
+
+// A row whose added variant the device cannot run at all is printed as skipped with the
+// reason, left out of the table's measured rows, and the ablation goes on (lavapipe has
+// no cooperative matrices).
+TEST_F(Cli, AblateSkipsTheTensorCoreRowWithoutCooperativeMatrices) {
+  const Result devices = run({"devices", "--device", "vulkan:0"});
+  if (devices.exitCode != 0) GTEST_SKIP() << "no Vulkan device: " << devices.describe();
+  if (!std::regex_search(devices.out, std::regex("cooperative matrix +no")))
+    GTEST_SKIP() << "this Vulkan device has cooperative matrices: " << devices.out;
+  TempDir d;
+  const std::string plan = d.path() + "/tc.yaml";
+  std::ofstream(plan) << "format: 1\nname: tc\nrows:\n"
+                         "  - name: f16 arithmetic\n    backend: vulkan\n    precision: f16\n    arithmetic: f16\n"
+                         "    weights: f16\n    max_abs: 0\n    variants: {gemm: [direct_f16]}\n"
+                         "  - name: + tensor cores\n    variants: {gemm: [direct_f16, coopmat_f16]}\n";
+  const Result r = run(ablateArgs(plan, d.path() + "/out"));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("row 2/2: + tensor cores: skipped: gemm coopmat_f16: device lacks cooperative matrices\n"),
+            std::string::npos)
+      << r.out;
+  const auto j = nlohmann::json::parse(slurp(d.path() + "/out/ablation.json"));
+  ASSERT_EQ(j.at("rows").size(), 1u);  // measured: the first row only
+  EXPECT_EQ(j.at("rows")[0].at("variants_run").at("gemm/direct_f16").get<int>() > 0, true);
+  ASSERT_EQ(j.at("skipped_rows").size(), 1u);
+  EXPECT_EQ(j.at("skipped_rows")[0].at("row"), "+ tensor cores");
+  EXPECT_EQ(j.at("skipped_rows")[0].at("reason"), "gemm coopmat_f16: device lacks cooperative matrices");
+  EXPECT_EQ(j.at("skipped_rows")[0].at("index"), 1);
+  const std::string md = slurp(d.path() + "/out/ablation.md");
+  EXPECT_NE(md.find("| + tensor cores | skipped: gemm coopmat_f16: device lacks cooperative matrices |"), std::string::npos)
+      << md;
+  EXPECT_EQ(slurp(d.path() + "/out/ablation.csv").find("tensor cores"), std::string::npos);
 }
 
 TEST_F(Cli, AblateBadConfigIsOneLine) {

@@ -43,6 +43,10 @@ VariantDef GemmFamily::coopMatVariant() {
   c.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(wgOf(p)); };
   c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, false); };
   c.deviceRule = coopMatDeviceRule;
+  // The tensor cores are the fastest GEMM where the device has them: with no tuning-
+  // database entry an f16-arithmetic run tries this variant first (defaultOrder), and
+  // falls to the next where the device rule refuses it (lavapipe: no cooperative matrices).
+  c.defaultRank = 2;
   // Products of f16 values (x and w rounded to f16 once, in shared memory), accumulated
   // in f32; the epilogue in half as direct_f16's. An f16-arithmetic variant, named and
   // declared as the half twins are (requires cl_khr_fp16, i.e. shaderFloat16 on Vulkan):

@@ -49,6 +49,9 @@ int GemmFamily::epilogueCode(const std::string& e) {
 GemmFamily::GemmFamily() {
   VariantDef t;
   t.name = "tiled";
+  // Untuned, tiled runs before direct; its half twin (tiled_f16) inherits the rank, so
+  // under --arithmetic f16 the order is coopmat_f16 (rank 2), tiled_f16, direct_f16.
+  t.defaultRank = 1;
   t.summary = "MWG x NWG output tile per work-group, MWI x NWI per work-item in registers, K in KWG steps "
               "through local memory";
   t.defines = {{"TILED", 1}};

@@ -67,52 +67,63 @@ TunedChoice chooseForWeights(const TunedChooser& chooser, const Family& fam, con
 // vendor default), else its declared defaults; empty when neither can run it (the
 // first refusal goes into `refused`).
 std::optional<TunedChoice> runnablePoint(const TunedChooser& chooser, const Family& fam, const OpInstance& inst,
-                                         const std::string& variant, const GraphNode& n, const StorageFormat& f,
-                                         Backend& dev, std::string& refused) {
+                                         const std::string& variant, const ChoiceRefusal& whyNot,
+                                         std::string& refused) {
   for (TunedChoice c :
        {chooseForWeights(chooser, fam, inst, variant), TunedChoice{variant, fam.variant(variant).defaults().text(), "defaults"}}) {
-    const std::string why = whyNot(fam, c, n, f, dev);
+    const std::string why = whyNot(c);
     if (why.empty()) return c;
     if (refused.empty()) refused = c.variant + " " + c.params + ": " + why;
   }
   return std::nullopt;
 }
 
-// The database's choice for the node; with an allowed list, the fastest allowed
-// variant when the database times every allowed one that can run the instance, else
-// the last allowed one that can (lists end with the newest variant); when nothing
-// chosen can run the instance, the first variant, in the family's order, whose tuned
-// point or defaults can (marked as a fallback).
-// `format`: the node's (its layer kind's weight format).
-NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const StorageFormat& format, const ExecOptions& opt,
-                  Backend& dev) {
-  const Family& fam = *n.family;
-  const OpInstance inst = OpInstance::of(fam, *n.problem, format);
-  auto allowed = opt.variants.find(fam.name());
-  std::string refused;
-  if (allowed == opt.variants.end()) {
+}  // namespace
+
+std::optional<NodeChoice> chooseVariant(const TunedChooser& chooser, const Family& fam, const OpInstance& inst,
+                                        const std::vector<std::string>* allowed, const ChoiceRefusal& whyNot,
+                                        std::string& refused) {
+  if (!allowed) {
     TunedChoice c = chooseForWeights(chooser, fam, inst);
-    const std::string why = whyNot(fam, c, n, format, dev);
-    if (why.empty()) return {inst.text(), c.variant, c.params, c.source};
-    refused = c.variant + " " + c.params + ": " + why;
-    // Half arithmetic and a choice that computes in f32 only (a database of f32 entries):
-    // its half twin at the same point (twins share their base's parameters), before the
-    // family-order fallback, which would take the first twin (im2col_gemm_f16 for a
-    // tuned conv1x1) at its defaults.
-    const std::string twin = c.variant + kHalfSuffix;
-    const auto& vs = fam.variants();
-    if (format.arithmetic == DType::F16 &&
-        std::any_of(vs.begin(), vs.end(), [&](const VariantDef& v) { return v.name == twin; })) {
-      TunedChoice t = c;
-      t.variant = twin;
-      t.source = c.source + "; its half twin";
-      t.medianUs = 0;  // timed in f32
-      if (whyNot(fam, t, n, format, dev).empty()) return {inst.text(), t.variant, t.params, t.source};
+    if (c.tuned()) {
+      const std::string why = whyNot(c);
+      if (why.empty()) return NodeChoice{inst.text(), c.variant, c.params, c.source};
+      refused = c.variant + " " + c.params + ": " + why;
+      // Half arithmetic and a choice that computes in f32 only (a database of f32 entries):
+      // its half twin at the same point (twins share their base's parameters), before the
+      // default-order fallback, which would take the first twin (im2col_gemm_f16 for a
+      // tuned conv1x1) at its defaults.
+      const std::string twin = c.variant + kHalfSuffix;
+      const auto& vs = fam.variants();
+      if (inst.format.arithmetic == DType::F16 &&
+          std::any_of(vs.begin(), vs.end(), [&](const VariantDef& v) { return v.name == twin; })) {
+        TunedChoice t = c;
+        t.variant = twin;
+        t.source = c.source + "; its half twin";
+        t.medianUs = 0;  // timed in f32
+        if (whyNot(t).empty()) return NodeChoice{inst.text(), t.variant, t.params, t.source};
+      }
+    } else {
+      // No database answers: the family's default order (VariantDef::defaultRank), the
+      // first variant that can run the instance here. Not a fallback: nothing was chosen
+      // and refused. Higher-ranked variants of this arithmetic that were refused are named
+      // (coopmat_f16 on a device without cooperative matrices); the other arithmetic's
+      // are not (every f32 variant "computes in f32 only" under --arithmetic f16).
+      std::string passed;
+      for (const VariantDef* v : defaultOrder(fam)) {
+        std::string why;
+        if (auto a = runnablePoint(chooser, fam, inst, v->name, whyNot, why))
+          return NodeChoice{inst.text(), a->variant, a->params, a->source + passed};
+        if (refused.empty()) refused = why;
+        const auto& ar = v->arithmetic;
+        if (std::find(ar.begin(), ar.end(), inst.format.arithmetic) != ar.end()) passed += "; not " + why;
+      }
+      return std::nullopt;
     }
   } else {
     std::vector<TunedChoice> candidates;  // one per allowed variant that can run the instance
-    for (const auto& v : allowed->second)
-      if (auto c = runnablePoint(chooser, fam, inst, v, n, format, dev, refused)) candidates.push_back(*c);
+    for (const auto& v : *allowed)
+      if (auto c = runnablePoint(chooser, fam, inst, v, whyNot, refused)) candidates.push_back(*c);
     if (!candidates.empty()) {
       // All timed: the fastest. Otherwise the last allowed one (lists put the newest
       // variant last, so an ablation row runs what it adds unless it is slower).
@@ -124,13 +135,30 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const Storage
       const TunedChoice& c = allTimed ? *std::min_element(candidates.begin(), candidates.end(),
                                                           [](const auto& a, const auto& b) { return a.medianUs < b.medianUs; })
                                       : candidates.back();
-      return {inst.text(), c.variant, c.params, c.source};
+      return NodeChoice{inst.text(), c.variant, c.params, c.source};
     }
   }
   std::string ignored;
-  for (const auto& v : fam.variants())
-    if (auto a = runnablePoint(chooser, fam, inst, v.name, n, format, dev, ignored))
-      return {inst.text(), a->variant, a->params, a->source + "; fallback, " + refused};
+  for (const VariantDef* v : defaultOrder(fam))
+    if (auto a = runnablePoint(chooser, fam, inst, v->name, whyNot, ignored))
+      return NodeChoice{inst.text(), a->variant, a->params, a->source + "; fallback, " + refused};
+  return std::nullopt;
+}
+
+namespace {
+
+// The node's choice on this backend (chooseVariant with the backend's refusals), or one
+// Error naming the node, the instance, the device and the first refusal.
+// `format`: the node's (its layer kind's weight format).
+NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const StorageFormat& format, const ExecOptions& opt,
+                  Backend& dev) {
+  const Family& fam = *n.family;
+  const OpInstance inst = OpInstance::of(fam, *n.problem, format);
+  auto allowed = opt.variants.find(fam.name());
+  std::string refused;
+  const auto why = [&](const TunedChoice& c) { return whyNot(fam, c, n, format, dev); };
+  if (auto c = chooseVariant(chooser, fam, inst, allowed == opt.variants.end() ? nullptr : &allowed->second, why, refused))
+    return *c;
   throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.caps().name + " (" +
               refused + ")" +
               (format.arithmetic == DType::F16 && !dev.caps().fp16
@@ -366,7 +394,8 @@ void GraphExecutor::lessScratch(const TunedChooser& chooser, bool convolutions) 
     for (const auto& v : fam.variants()) {
       if (v.name == choices_[i].variant) continue;
       std::string ignored;
-      const auto c = runnablePoint(chooser, fam, inst, v.name, n, nodeFormat_[i], be_, ignored);
+      const auto c = runnablePoint(chooser, fam, inst, v.name,
+                                   [&](const TunedChoice& t) { return whyNot(fam, t, n, nodeFormat_[i], be_); }, ignored);
       if (!c) continue;
       auto op = prepareOp(be_, fam, v, v.parsePoint(c->params), *n.problem, nodeFormat_[i]);
       if (opt_.derivedWeightsPerCall || ops_[i]->derivedWeightsPerCall())

@@ -149,6 +149,22 @@ struct NodeChoice {
   uint64_t streamedBytes = 0;      // weight bytes uploaded ahead of this op per run
 };
 
+// Why a (variant, point) cannot run an op instance here ("" = it can): the device
+// rules, the arithmetic, the problem and the backend's kernels (loweringGap).
+using ChoiceRefusal = std::function<std::string(const TunedChoice&)>;
+
+// The executor's choice for one op instance, without a backend (tests pass their own
+// refusals). Without an allowed list: the database's choice (exact, nearest, device or
+// vendor default) when one answers and can run; when none answers, the family's default
+// order (defaultOrder: VariantDef::defaultRank), the first variant that can run. With
+// one (an ablation row's): the fastest allowed variant when exact entries time every
+// allowed one that can run, else the last allowed one that can. When nothing chosen can
+// run: the first variant in the default order that can, its source marked "fallback";
+// nullopt when none can (`refused` holds the first refusal).
+std::optional<NodeChoice> chooseVariant(const TunedChooser& chooser, const Family& fam, const OpInstance& inst,
+                                        const std::vector<std::string>* allowed, const ChoiceRefusal& whyNot,
+                                        std::string& refused);
+
 struct NodeTime {
   int node = 0;
   double us = 0;  // first kernel start to last kernel end

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/lowering.h"
 #include "kernels/registry.h"
+#include "tuning/check.h"
 #include "pipeline/exec/graph_executor.h"
 #include "runtime/opencl/cl_error.h"
 #include "runtime/memory_planner.h"
@@ -122,6 +124,55 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
     plan.rows.push_back(cur);
   }
   return plan;
+}
+
+namespace {
+
+// Why the device cannot run variant `v` of `fam` in `format` at all ("" = some point
+// can): the arithmetic, the device rules at every parameter point (as `check` and
+// `bench` skip a variant), then whether the backend has kernels for it, asked of the
+// first of the family's check problems the default point supports (on Vulkan the
+// lowering is described, not compiled). Only a lacked capability or missing kernels
+// count: a problem-specific refusal says nothing about the model's ops.
+std::string variantCannotRun(Backend& be, const Family& fam, const VariantDef& v, StorageFormat format) {
+  // A family with no half variant computes in f32 under --arithmetic f16 (graphNodeFormats).
+  if (!familyComputesIn(fam, format.arithmetic)) format = format.withArithmetic(DType::F32);
+  if (std::find(v.arithmetic.begin(), v.arithmetic.end(), format.arithmetic) == v.arithmetic.end())
+    return std::string("computes in ") + dtypeName(v.arithmetic.front()) + " only (the row's arithmetic is " +
+           dtypeName(format.arithmetic) + ")";
+  const auto space = v.space();
+  if (std::none_of(space.begin(), space.end(), [&](const ParamPoint& p) { return v.deviceLimitReason(p, be.caps()).empty(); })) {
+    const std::string why = v.deviceLimitReason(v.defaults(), be.caps());
+    return why.empty() ? "no parameter point this device can run" : why;
+  }
+  const ParamPoint d = v.defaults();
+  for (const auto& prob : fam.checkProblems(false))
+    if (fam.unsupportedReason(v, d, *prob, format, be.caps()).empty())
+      return lackedCapability(loweringGap(be, fam, v, d, *prob, format));
+  return "";
+}
+
+}  // namespace
+
+std::string ablationRowSkip(const AblationRow& row, const AblationRow* previous, Backend& be, const StorageFormat& format) {
+  for (const auto& [famName, list] : row.variants) {
+    const Family& fam = findFamily(famName);
+    const std::vector<std::string>* before = nullptr;
+    if (previous)
+      if (auto it = previous->variants.find(famName); it != previous->variants.end()) before = &it->second;
+    std::string first;  // the first added variant's reason, when none added can run
+    bool added = false, runs = false;
+    for (const auto& name : list) {
+      if (before && std::find(before->begin(), before->end(), name) != before->end()) continue;
+      added = true;
+      const std::string why = variantCannotRun(be, fam, fam.variant(name), format);
+      if (why.empty()) runs = true;
+      else if (first.empty())  // "gemm coopmat_f16: device lacks ...", or the lowering's own "conv X has no ..."
+        first = why.rfind(famName + " " + name + " ", 0) == 0 ? why : famName + " " + name + ": " + why;
+    }
+    if (added && !runs) return first;
+  }
+  return "";
 }
 
 double psnrDb(const std::vector<float>& a, const std::vector<float>& b) {

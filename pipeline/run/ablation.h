@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/backend.h"
+
 namespace sdspeed {
 
 struct AblationRow {
@@ -46,6 +48,16 @@ struct AblationPlan {
 // keys it names (variants per family). Throws Error naming file, line and key of
 // anything malformed, an unknown family or variant, planner, precision or weight format.
 AblationPlan loadAblationPlan(const std::string& path);
+
+// Why `row` cannot be measured on a backend, "" when it can: in some family, none of the
+// variants the row adds (those not in `previous`'s list of that family; every listed
+// one for the first row) can run there at all: not in the row's arithmetic, refused by
+// the device rules at every parameter point ("gemm coopmat_f16: device lacks cooperative
+// matrices"), or without kernels on the backend ("conv winograd_f2x2_3x3 has no vulkan
+// kernels"). Such a row would otherwise run the previous row's variants under its own
+// label; `ablate` prints it as skipped and measures nothing. `format`: the row's
+// storage and arithmetic.
+std::string ablationRowSkip(const AblationRow& row, const AblationRow* previous, Backend& be, const StorageFormat& format);
 
 struct AblationMeasurement {
   AblationRow row;

@@ -1,0 +1,139 @@
+// The executor's choice when no tuning-database entry answers (issue #22: the race
+// command `run --backend vulkan --arithmetic f16` reaches the tensor cores untuned):
+// chooseVariant walks the family's default order (VariantDef::defaultRank), so GEMM under
+// f16 arithmetic runs coopmat_f16 on a device with the H200's cooperative-matrix list and
+// the next half variant on lavapipe's caps; a database entry still wins. The refusals are
+// the family's own rules on capability records made by hand (no backend: the Vulkan
+// lowering gap is the executor's part, exercised by the CLI tests on lavapipe).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/common/half_variant.h"
+#include "kernels/registry.h"
+#include "pipeline/exec/graph_executor.h"
+#include "test_support.h"
+
+using namespace sdspeed;
+
+namespace {
+
+DeviceCaps vulkanDevice() {
+  DeviceCaps d;
+  d.api = "vulkan";
+  d.maxWorkGroupSize = 1024;
+  d.maxWorkItemSizes = {1024, 1024, 64};
+  d.localMemBytes = 49152;
+  d.fp16 = true;
+  d.storage16 = true;
+  d.subgroupSize = 32;
+  d.maxAllocBytes = uint64_t{1} << 32;
+  d.globalMemBytes = uint64_t{141} << 30;
+  return d;
+}
+
+// The H200's NV shapes with f16 inputs and f32 accumulators (tests/test_gemm_coopmat.cpp
+// has the whole list it reports).
+DeviceCaps h200() {
+  DeviceCaps d = vulkanDevice();
+  d.cooperativeMatrix = true;
+  for (auto [m, n, k] : {std::tuple{16u, 16u, 16u}, {16u, 8u, 16u}, {16u, 8u, 8u}})
+    d.coopMat.push_back({"NV", m, n, k, "f16", "f16", "f32", "f32", "subgroup"});
+  return d;
+}
+
+// lavapipe: shaderFloat16, no cooperative matrices, 32 KiB shared memory, subgroups of 8.
+DeviceCaps lavapipe() {
+  DeviceCaps d = vulkanDevice();
+  d.localMemBytes = 32768;
+  d.subgroupSize = 8;
+  return d;
+}
+
+struct Case {
+  const Family& fam = findFamily("gemm");
+  // A GEGLU of SD's shape, smaller: the epilogue the race's feed-forward runs.
+  ProblemPtr prob = fam.makeProblem({2, 320, 1, 256}, {{"n", "2560"}, {"epilogue", "geglu"}});
+  StorageFormat format = StorageFormat::parse("f16.buffer.nchw").withWeights(DType::F16).withArithmetic(DType::F16);
+
+  NodeChoice choose(const TunedChooser& chooser, const DeviceCaps& dev, const std::vector<std::string>* allowed = nullptr) {
+    const auto why = [&](const TunedChoice& c) {
+      const VariantDef& v = fam.variant(c.variant);
+      return fam.unsupportedReason(v, v.parsePoint(c.params), *prob, format, dev);
+    };
+    std::string refused;
+    auto c = chooseVariant(chooser, fam, OpInstance::of(fam, *prob, format), allowed, why, refused);
+    if (!c) throw Error("nothing runs: " + refused);
+    return *c;
+  }
+};
+
+const std::string kKey = "vulkan-nvidia-h200-580";
+
+}  // namespace
+
+TEST(DefaultChoice, GemmOrderIsDeclaredAsData) {
+  // Among the f16-arithmetic variants: the tensor cores first, direct_f16 last (tiled_f16,
+  // the half lane's, between them: it inherits tiled's rank through halfVariant).
+  std::vector<std::string> half, all;
+  for (const VariantDef* v : defaultOrder(findFamily("gemm"))) {
+    all.push_back(v->name);
+    if (computesInHalf(*v)) half.push_back(v->name);
+  }
+  ASSERT_GE(half.size(), 2u);
+  EXPECT_EQ(half.front(), "coopmat_f16");
+  EXPECT_EQ(half.back(), "direct_f16");
+  // f32: tiled, the tuned one, before direct, as when the first declared variant was the default.
+  EXPECT_LT(std::find(all.begin(), all.end(), "tiled"), std::find(all.begin(), all.end(), "direct"));
+  // A family with no ranks keeps its declaration order.
+  const Family& gn = findFamily("groupnorm");
+  std::vector<std::string> declared, ordered;
+  for (const auto& v : gn.variants()) declared.push_back(v.name);
+  for (const VariantDef* v : defaultOrder(gn)) ordered.push_back(v->name);
+  EXPECT_EQ(ordered, declared);
+}
+
+TEST(DefaultChoice, UntunedF16GemmRunsTheTensorCoresWhereTheDeviceHasThem) {
+  sdspeed_test::TempDir dir;  // no database file: every lookup is the generic default
+  Case k;
+  const NodeChoice onH200 = k.choose(TunedChooser(dir.path(), kKey, h200()), h200());
+  EXPECT_EQ(onH200.variant, "coopmat_f16") << onH200.source;
+  EXPECT_EQ(onH200.source.find("fallback"), std::string::npos) << onH200.source;
+
+  // lavapipe: the next f16 variant in the family's order, saying why not the tensor cores.
+  const NodeChoice onLavapipe = k.choose(TunedChooser(dir.path(), kKey, lavapipe()), lavapipe());
+  std::string next;
+  for (const VariantDef* v : defaultOrder(k.fam))
+    if (computesInHalf(*v) && v->name != "coopmat_f16" && next.empty()) next = v->name;
+  EXPECT_EQ(onLavapipe.variant, next);
+  EXPECT_NE(onLavapipe.variant, "coopmat_f16");
+  EXPECT_NE(onLavapipe.source.find("not coopmat_f16"), std::string::npos) << onLavapipe.source;
+  EXPECT_NE(onLavapipe.source.find("device lacks cooperative matrices"), std::string::npos) << onLavapipe.source;
+  // f32 variants refused for their arithmetic are not listed (every one of them would be).
+  EXPECT_EQ(onLavapipe.source.find("computes in f32 only"), std::string::npos) << onLavapipe.source;
+
+  // f32 arithmetic on the same device: tiled, as before ranks existed.
+  k.format = k.format.withArithmetic(DType::F32);
+  EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "tiled");
+}
+
+TEST(DefaultChoice, ADatabaseEntryWinsOverTheDefaultOrder) {
+  sdspeed_test::TempDir dir;
+  Case k;
+  TuningDatabase db;
+  db.deviceKey = kKey;
+  db.deviceName = "NVIDIA H200";
+  db.driver = "580.159.04";
+  db.record(OpInstance::of(k.fam, *k.prob, k.format), "direct_f16", "WG=64,HK=8", 120.0, 110.0);
+  db.save(dir.path() + "/" + kKey + ".yaml");
+  const NodeChoice c = k.choose(TunedChooser(dir.path(), kKey, h200()), h200());
+  EXPECT_EQ(c.variant, "direct_f16");
+  EXPECT_EQ(c.params, "WG=64,HK=8");
+  EXPECT_EQ(c.source, "exact");
+  // An allowed list (an ablation row's) ending with the tensor cores runs them: not every
+  // allowed variant is timed, so the last that can run.
+  const std::vector<std::string> allowed{"direct_f16", "coopmat_f16"};
+  EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, h200()), h200(), &allowed).variant, "coopmat_f16");
+  EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, lavapipe()), lavapipe(), &allowed).variant, "direct_f16");
+}
