@@ -86,8 +86,15 @@ for f in check-coopmat check-coopmat-full bench-coopmat; do [ -f "$R/$f.txt" ] &
 if [ "${1:-check}" = run ]; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the
   # default run does (configs/tuned), then Vulkan f32 and f16 arithmetic. Vulkan has no
-  # tuning database yet, so its runs name the variants for the big ops: attention flash (else naive, the first variant, runs) and conv direct (on the
-  # H200 the untuned implicit GEMM ran 573 ms per UNet call against direct's 207 ms).
+  # tuning database yet, so its runs name the variants for the big ops (one per family;
+  # an instance the named variant cannot run takes the family's default order, counted
+  # as a fallback in the report):
+  #   f32: attention flash (else naive, the first variant, runs); conv direct as on the
+  #        last visit (207 ms; the untuned implicit GEMM ran 573 ms), then Winograd F(4x4)
+  #        for the 3x3 stride-1 convolutions (direct for the rest).
+  #   f16: attention flash_f16; conv and gemm by the default order under f16 arithmetic
+  #        (im2col_gemm_f16, and gemm coopmat_f16 where the device has cooperative
+  #        matrices, else tiled_f16).
   SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --scheduler ddim --steps 5"
   VK="--backend vulkan --variant conv=direct,attention=flash"
   sd_run() {  # sd_run NAME CAP ARGS...
@@ -96,8 +103,9 @@ if [ "${1:-check}" = run ]; then
   }
   sd_run run-opencl-f32 150
   sd_run run-vulkan-f32 150 $VK
+  sd_run run-vulkan-f32-wino 150 --backend vulkan --variant conv=winograd_f4x4_3x3,attention=flash
   # The issue's f16 command: f16 arithmetic, storage and weights.
-  sd_run run-vulkan-f16 150 $VK --arithmetic f16 --precision f16 --weights f16
+  sd_run run-vulkan-f16 150 --backend vulkan --variant attention=flash_f16 --arithmetic f16 --precision f16 --weights f16
   # Decoded-image PSNR (image in [-1, 1], 10 log10(4 / MSE)) of each run against Vulkan f32
   # and OpenCL f32, and the UNet medians side by side.
   python3 - "$R" > "$R/summary.txt" 2>&1 <<'PY'
@@ -112,14 +120,14 @@ def decoded(name):
 def psnr(a, b):
     if a is None or b is None: return "-"
     m = np.mean((a - b) ** 2); return "inf" if m == 0 else f"{10 * np.log10(4 / m):.1f}"
-runs = ["run-opencl-f32", "run-vulkan-f32", "run-vulkan-f16"]
+runs = ["run-opencl-f32", "run-vulkan-f32", "run-vulkan-f32-wino", "run-vulkan-f16"]
 img = {n: decoded(n) for n in runs}
-print(f"{'run':<16}{'UNet median ms':>16}{'UNet min ms':>13}{'peak GB':>9}  PSNR vs vulkan-f32 / opencl-f32 (dB)")
+print(f"{'run':<20}{'UNet median ms':>16}{'UNet min ms':>13}{'peak GB':>9}  PSNR vs vulkan-f32 / opencl-f32 (dB)")
 for n in runs:
     p = os.path.join(r, n + ".json")
-    if not os.path.exists(p): print(f"{n:<16}  (no report: see {n}.txt)"); continue
+    if not os.path.exists(p): print(f"{n:<20}  (no report: see {n}.txt)"); continue
     j = json.load(open(p)); t = j["time_ms"]
-    print(f"{n:<16}{t['unet_median']:>16.2f}{t['unet_min']:>13.2f}{j['memory']['device_high_water_gb']:>9.3f}  "
+    print(f"{n:<20}{t['unet_median']:>16.2f}{t['unet_min']:>13.2f}{j['memory']['device_high_water_gb']:>9.3f}  "
           f"{psnr(img[n], img['run-vulkan-f32'])} / {psnr(img[n], img['run-opencl-f32'])}")
 PY
   cat "$R/summary.txt"
@@ -144,7 +152,7 @@ with open(sys.argv[1], "wb") as f:
     f.write(struct.pack("<Q", len(head)) + head + struct.pack("<154q", *(cond + uncond)))
 PY
   FROM_FILE="--model $F16 -W 512 -H 512 --scheduler ddim --steps 2 --input-ids $R/ids.safetensors:cond
-    --uncond-input-ids $R/ids.safetensors:uncond --backend vulkan --variant conv=direct,attention=flash
+    --uncond-input-ids $R/ids.safetensors:uncond --backend vulkan --variant attention=flash_f16
     --arithmetic f16 --precision f16 --weights f16"
   step 150 setup-cold $S run $FROM_FILE --report "$R/setup-cold.json" -o "$R/setup-cold.png"
   step 120 setup-warm $S run $FROM_FILE --report "$R/setup-warm.json" -o "$R/setup-warm.png"
