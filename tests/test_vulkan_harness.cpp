@@ -390,6 +390,72 @@ TEST(VulkanHarnessCoverage, GemmCoopMatEmulatedMatchesReference) {
   std::cout << "[   NOTE   ] coopmat_f16 emulated: " << ok << " cases ok, " << refused << " GEGLU cases over lavapipe's shared memory\n";
 }
 
+// conv coopmat_f16 (the implicit GEMM on tensor cores) where there are none (lavapipe):
+// refused by the device rule (check's skipped line) and by the lowering, never run.
+TEST(VulkanHarnessCoverage, ConvCoopMatRefusedWithoutCooperativeMatrices) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (be->caps().cooperativeMatrix) GTEST_SKIP() << "this device has cooperative matrices: the harness runs coopmat_f16";
+  const Family& conv = findFamily("conv");
+  const VariantDef& v = conv.variant("coopmat_f16");
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), be->caps()), "device lacks cooperative matrices");
+  const auto prob = conv.checkProblems(false).front();
+  const StorageFormat f = StorageFormat::parse("f16.buffer.nc4hw4").withArithmetic(DType::F16);
+  const CheckResult r = checkCase(*be, conv, v, v.defaults(), *prob, f, 3);
+  EXPECT_EQ(r.status, Status::Unsupported) << r.message;
+  EXPECT_EQ(lackedCapability(r.message), "device lacks cooperative matrices") << r.message;
+  EXPECT_THROW(prepareOp(*be, conv, v, v.defaults(), *prob, f), UnsupportedError);
+#if SDSPEED_GLSLC_NV_COOPERATIVE_MATRIX
+  ASSERT_NE(findVulkanModules("conv_coopmat"), nullptr) << "glslc compiles GL_NV_cooperative_matrix but made no conv_coopmat";
+#else
+  EXPECT_EQ(findVulkanModules("conv_coopmat"), nullptr);
+#endif
+}
+
+// conv coopmat_f16 emulated (COOPMAT_EMULATE: conv_coopmat.comp's coopmat operations in
+// scalar code of the same layouts), through checkCase against the Eigen reference at
+// coopmat_f16's tolerance: the im2col gather (3x3 at stride 1 and 2, odd sizes, no-bias,
+// and 1x1), the tiling, staging, K steps and the epilogue (bias, temb, residual, NC4HW4's
+// pad channels). Two points that together take every parameter value but the largest
+// (WM/WN/SGM/SGN = 4 at once would need 128-wide tiles: past lavapipe's 32 KiB with DB):
+// the defaults (64 x 64 tiles, KS 32, double-buffered; 23 KiB) and a 64 x 32 tile of 8-deep
+// shapes, KS 64, single buffer (13 KiB). Not verified here: the driver's coopmat
+// instructions themselves (fragment layouts, alignment, the f32 accumulation).
+TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
+  if (!findVulkanModules("conv_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  const Family& conv = findFamily("conv");
+  VariantDef v = conv.variant("coopmat_f16");
+  v.defines["COOPMAT_EMULATE"] = 1;
+  v.deviceRule = nullptr;  // no cooperative matrices needed
+  const std::vector<std::string> points = {"", "CN=8,CK=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0"};
+  int ok = 0;
+  for (const std::string& text : points) {
+    const ParamPoint pt = v.parsePoint(text);
+    ASSERT_LE(v.localMemBytes(pt), be->caps().localMemBytes) << text;
+    std::vector<StorageFormat> formats = {StorageFormat::parse("f32.buffer.nchw"),
+                                          StorageFormat::parse("f16.buffer.nc4hw4")};
+    if (text.empty()) {  // the weight formats weights.glsl dequantizes
+      formats.push_back(StorageFormat::parse("f16.buffer.nchw").withWeights(DType::F16));
+      formats.push_back(StorageFormat::parse("f32.buffer.nc4hw4").withWeights(DType::Q8_0));
+      formats.push_back(StorageFormat::parse("f16.buffer.nchw").withWeights(DType::Q4_0));
+    }
+    for (StorageFormat f : formats) {
+      f = f.withArithmetic(DType::F16);
+      for (const auto& prob : conv.checkProblems(false)) {
+        const CheckResult r = checkCase(*be, conv, v, pt, *prob, f, 19);
+        EXPECT_EQ(r.status, Status::Ok) << "[" << pt.text() << "] " << f.name() << " " << r.problem << ": " << r.message;
+        EXPECT_TRUE(r.canaryIntact);
+        EXPECT_EQ(r.badPadding, 0u);
+        ok += r.status == Status::Ok;
+      }
+    }
+  }
+  EXPECT_EQ(ok, 7 * 6);  // every quick problem (k 1 and 3, stride 1 and 2) in every format
+}
+
 // The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from
 // timestamps, positive for a real dispatch.
 TEST(VulkanHarnessCoverage, TimedThroughTheBackendInterface) {

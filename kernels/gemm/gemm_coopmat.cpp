@@ -42,7 +42,7 @@ VariantDef GemmFamily::coopMatVariant() {
   };
   c.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(wgOf(p)); };
   c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, false); };
-  c.deviceRule = coopMatDeviceRule;
+  c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) { return coopMatDeviceRule(p, dev); };
   // Products of f16 values (x and w rounded to f16 once, in shared memory), accumulated
   // in f32; the epilogue in half as direct_f16's. An f16-arithmetic variant, named and
   // declared as the half twins are (requires cl_khr_fp16, i.e. shaderFloat16 on Vulkan):
@@ -63,8 +63,12 @@ size_t GemmFamily::coopMatLocalBytes(const ParamPoint& p, bool geglu) {
 }
 
 std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {
+  return coopMatDeviceRule(p, dev, "gemm");
+}
+
+std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev, const std::string& family) {
   // OpenCL has no cooperative matrices: the variant is Vulkan's alone.
-  if (dev.api != "vulkan") return "gemm coopmat_f16 has no " + dev.api + " kernels (cooperative matrices are Vulkan's)";
+  if (dev.api != "vulkan") return family + " coopmat_f16 has no " + dev.api + " kernels (cooperative matrices are Vulkan's)";
   if (!dev.cooperativeMatrix) return "device lacks cooperative matrices";
   // The shader's types (gemm_coopmat.comp): NV, A = B = f16, C = D = f32, subgroup scope.
   CoopMatShape want{"NV", static_cast<uint32_t>(p["CM"]), static_cast<uint32_t>(p["CN"]), static_cast<uint32_t>(p["CK"]),
