@@ -16,16 +16,7 @@
 // CM x CN x CK, f16 x f16 + f32): the device rule in kernels/gemm/gemm_coopmat.cpp.
 // COOPMAT_EMULATE = 1 (module conv_coopmat_emu, tests only): scalar code of the same
 // layouts, as gemm_coopmat.comp's, so lavapipe runs the rest through the harness.
-#if COOPMAT_EMULATE
-#define SG_ID (gl_LocalInvocationIndex / 32u)
-#define SG_LANE (gl_LocalInvocationIndex % 32u)
-#else
-#extension GL_NV_cooperative_matrix : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_shader_subgroup_basic : require
-#define SG_ID gl_SubgroupID
-#define SG_LANE gl_SubgroupInvocationID
-#endif
+#include "../common/coopmat.glsl"  // the extensions, or the emulation's subgroups
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "../common/prelude.glsl"
 #include "../common/weights.glsl"
