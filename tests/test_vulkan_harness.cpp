@@ -415,7 +415,7 @@ TEST(VulkanHarnessCoverage, ConvCoopMatRefusedWithoutCooperativeMatrices) {
 // conv coopmat_f16 emulated (COOPMAT_EMULATE: conv_coopmat.comp's coopmat operations in
 // scalar code of the same layouts), through checkCase against the Eigen reference at
 // coopmat_f16's tolerance: the im2col gather (3x3 at stride 1 and 2, odd sizes, no-bias,
-// and 1x1), the tiling, staging, K steps and the epilogue (bias, temb, residual, NC4HW4's
+// and 1x1), the tiling (several position and channel tiles), staging, K steps and the epilogue (bias, temb, residual, NC4HW4's
 // pad channels), in f32 and f16 storage, both layouts, every weight format (f32, f16, q8_0,
 // q4_0). Two points, each within lavapipe's 32 KiB of shared memory: the defaults (64 x 64
 // tiles of 16x16x16, KS 32, double-buffered: 23 KiB) and a 64 x 32 tile of 16x8x8 shapes,
@@ -446,12 +446,17 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
       {"", "f32.buffer.nc4hw4", DType::Q4_0, false},
       {"CN=8,CK=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0", "f32.buffer.nchw", DType::F32, true},
   };
+  // The quick problems have Cout <= 12: one channel tile. Two more with several (BN is 64
+  // at the defaults, 32 at the other point), the last one's NC4HW4 pad channels in it.
+  auto problems = conv.checkProblems(false);
+  problems.push_back(ConvFamily::problem({1, 20, 6, 7}, 40, 3, 1, true, true, true));
+  problems.push_back(ConvFamily::problem({1, 9, 5, 6}, 70, 3, 1, true, false, true));
   int ok = 0, expected = 0;
   for (const Case& c : cases) {
     const ParamPoint pt = v.parsePoint(c.point);
     ASSERT_LE(v.localMemBytes(pt), be->caps().localMemBytes) << c.point;
     const StorageFormat f = StorageFormat::parse(c.format).withWeights(c.weights).withArithmetic(DType::F16);
-    for (const auto& prob : conv.checkProblems(false)) {
+    for (const auto& prob : problems) {
       const auto& d = dynamic_cast<const ConvProblem&>(*prob).dims;
       if (!c.all && (d.kernel != 3 || d.stride != 1)) continue;
       ++expected;
@@ -462,7 +467,8 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
       ok += r.status == Status::Ok;
     }
   }
-  EXPECT_EQ(expected, 2 * 6 + 2 * 4);  // the quick set: four stride-1 3x3 problems, a stride-2 one, a 1x1
+  // The quick set (four stride-1 3x3 problems, a stride-2 one, a 1x1) and the two above.
+  EXPECT_EQ(expected, 2 * 8 + 2 * 6);
   EXPECT_EQ(ok, expected);
 }
 
