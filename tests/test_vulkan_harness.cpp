@@ -415,14 +415,15 @@ TEST(VulkanHarnessCoverage, ConvCoopMatRefusedWithoutCooperativeMatrices) {
 // conv coopmat_f16 emulated (COOPMAT_EMULATE: conv_coopmat.comp's coopmat operations in
 // scalar code of the same layouts), through checkCase against the Eigen reference at
 // coopmat_f16's tolerance: the im2col gather (3x3 at stride 1 and 2, odd sizes, no-bias,
-// and 1x1), the tiling (several position and channel tiles), staging, K steps and the epilogue (bias, temb, residual, NC4HW4's
-// pad channels), in f32 and f16 storage, both layouts, every weight format (f32, f16, q8_0,
-// q4_0). Two points, each within lavapipe's 32 KiB of shared memory: the defaults (64 x 64
-// tiles of 16x16x16, KS 32, double-buffered: 23 KiB) and a 64 x 32 tile of 16x8x8 shapes,
-// one subgroup along the positions and four along the channels, KS 64 (eight 8-deep coopmat
-// steps per stage), single buffer (13 KiB); the GEMM test runs the other tuning values on
-// the same staging code. Not verified here: the driver's coopmat instructions themselves
-// (fragment layouts, alignment, the f32 accumulation).
+// and 1x1), the tiling (several position and channel tiles), staging, K steps and the
+// epilogue (bias, temb, residual, NC4HW4's pad channels), in f32 and f16 storage, both
+// layouts, every weight format (f32, f16, q8_0, q4_0). Two points, each within lavapipe's
+// 32 KiB of shared memory: the defaults (64 x 64 tiles of 16x16x16, KS 32, double-buffered:
+// 23 KiB) and a 64 x 32 tile of 16x8x8 shapes, one subgroup along the positions and four
+// along the channels, KS 64 (eight 8-deep coopmat steps per stage), single buffer (13 KiB);
+// and, on the stride-1 3x3 problems only, the transposed warp layout (four subgroups along
+// the positions, WN 4, KS 16: 10 KiB), so every parameter value runs. Not verified here: the driver's coopmat instructions
+// themselves (fragment layouts, alignment, the f32 accumulation).
 TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
   vk::VulkanBackend* be = testBackend();
   if (!be) GTEST_SKIP() << "no Vulkan driver installed";
@@ -445,7 +446,9 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
       {"", "f16.buffer.nchw", DType::F16, false},
       {"", "f32.buffer.nc4hw4", DType::Q4_0, false},
       {"CN=8,CK=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0", "f32.buffer.nchw", DType::F32, true},
+      {"CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16", "f16.buffer.nc4hw4", DType::F32, false},
   };
+  std::set<std::string> values;  // every parameter value some case ran
   // The quick problems have Cout <= 12: one channel tile. Two more with several (BN is 64
   // at the defaults, 32 at the other point), the last one's NC4HW4 pad channels in it.
   auto problems = conv.checkProblems(false);
@@ -455,6 +458,7 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
   for (const Case& c : cases) {
     const ParamPoint pt = v.parsePoint(c.point);
     ASSERT_LE(v.localMemBytes(pt), be->caps().localMemBytes) << c.point;
+    for (const auto& [name, value] : pt.values()) values.insert(name + "=" + std::to_string(value));
     const StorageFormat f = StorageFormat::parse(c.format).withWeights(c.weights).withArithmetic(DType::F16);
     for (const auto& prob : problems) {
       const auto& d = dynamic_cast<const ConvProblem&>(*prob).dims;
@@ -468,7 +472,10 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
     }
   }
   // The quick set (four stride-1 3x3 problems, a stride-2 one, a 1x1) and the two above.
-  EXPECT_EQ(expected, 2 * 8 + 2 * 6);
+  EXPECT_EQ(expected, 2 * 8 + 3 * 6);
+  size_t declared = 0;
+  for (const auto& param : v.params) declared += param.values.size();
+  EXPECT_EQ(values.size(), declared) << "some parameter value is run by no case";
   EXPECT_EQ(ok, expected);
 }
 
