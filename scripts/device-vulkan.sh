@@ -18,7 +18,8 @@
 #   vulkaninfo (full and --summary) and `sdspeed devices` (cooperative-matrix shapes);
 #   a build with the Vulkan backend (build-dev, sdspeed only);
 #   `sdspeed check --backend vulkan` of every family, f32 and f16 storage and arithmetic;
-#   then gemm coopmat_f16 (tensor cores, issue #22) on every weight format and SD 1.5's sizes;
+#   then gemm coopmat_f16 (tensor cores, issue #22) on every weight format and SD 1.5's sizes,
+#   and conv coopmat_f16 (the implicit GEMM on tensor cores) likewise;
 #   `run` instead: SD 1.5 512x512 through OpenCL f32, Vulkan f32 and Vulkan f16 arithmetic
 #   (#21's targets), the UNet medians and decoded-image PSNRs in summary.txt (~7 min; the
 #   build is reused when the machine is still warm from a `check` call).
@@ -81,7 +82,30 @@ step 60 devices $S devices
 [ "${1:-check}" = check ] && step 180 bench-coopmat $S bench --backend vulkan --op gemm --shape 2x320x1x4096 \
   --attrs n=2560,epilogue=geglu,bias=1,residual=0 --variant coopmat_f16,direct_f16 --arithmetic f16 \
   --storage f16.buffer.nchw --weights f16 --points 8 --llc-mib 60 --csv "$R/bench-coopmat.csv"
-for f in check-coopmat check-coopmat-full bench-coopmat; do [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"; done
+# conv coopmat_f16 (issue #22: the implicit GEMM of im2col_gemm / conv1x1 on tensor cores,
+# kernels/conv/README.md): its first run on cooperative-matrix hardware, the quick problems
+# (3x3 at stride 1 and 2, 1x1, every epilogue) at sampled points and every weight format;
+# then SD 1.5 UNet shapes (ResNet conv1 + temb at 64x64 and 16x16, a 1x1, a stride-2
+# downsample; not --full: its VAE layers at 512x512 need ~100 GFLOP double references);
+# then its time against im2col_gemm_f16 on ResNet conv1 at 64x64 latents.
+[ "${1:-check}" = check ] && step 240 check-conv-coopmat $S check --backend vulkan --op conv --variant coopmat_f16 \
+  --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nchw,f16.buffer.nc4hw4 --weights f32,f16,int8,int4 \
+  --points 6 --csv "$R/check-conv-coopmat.csv"
+if [ "${1:-check}" = check ]; then
+  i=0
+  for shape_attrs in 2x320x64x64:cout=320,temb=1 2x1280x16x16:cout=1280,temb=1 2x640x32x32:cout=640,k=1 \
+                     2x320x64x64:cout=320,stride=2; do
+    i=$((i + 1))
+    step 240 check-conv-coopmat-sd$i $S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16 \
+      --storage f16.buffer.nchw --weights f16 --points 0 --shape "${shape_attrs%%:*}" --attrs "${shape_attrs#*:}" \
+      --csv "$R/check-conv-coopmat-sd$i.csv"
+  done
+fi
+[ "${1:-check}" = check ] && step 180 bench-conv-coopmat $S bench --backend vulkan --op conv --shape 2x320x64x64 \
+  --attrs cout=320,temb=1 --variant coopmat_f16,im2col_gemm_f16 --arithmetic f16 \
+  --storage f16.buffer.nchw --weights f16 --points 8 --llc-mib 60 --csv "$R/bench-conv-coopmat.csv"
+for f in check-coopmat check-coopmat-full bench-coopmat check-conv-coopmat check-conv-coopmat-sd1 \
+         check-conv-coopmat-sd2 check-conv-coopmat-sd3 check-conv-coopmat-sd4 bench-conv-coopmat; do [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"; done
 
 if [ "${1:-check}" = run ]; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the

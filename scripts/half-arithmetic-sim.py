@@ -103,6 +103,23 @@ for K in [37, 320, 1280, 5120]:
     yh = H(acc)
     g = H(H(H(0.5) * yh) * H(H(1) + H(verf(H(yh * H(0.70710678)).astype(np.float64)))))
     rep(f"gemm coopmat K={K} (+ half gelu)", g, 0.5 * ref * (1 + verf(ref / math.sqrt(2))))
+# conv coopmat_f16 (kernels/conv/conv_coopmat.comp): gemm coopmat's scheme on conv's
+# K = Cin k k (27 = conv_in's 3x3 over 3 channels ... 23040 = 2560 x 9, w ~ N(0, 1/K)),
+# the im2col columns being x values (N(0, 1)); the epilogue adds bias, temb and residual
+# in f32 (conv.comp's storeY), the output stored in f32 or rounded to half (f16 storage).
+for K in [27, 2880, 23040]:
+    M, N = 256, 128
+    x = rng.standard_normal((M, K)).astype(np.float32)
+    w = (rng.standard_normal((N, K)) / np.sqrt(K)).astype(np.float32)
+    e = rng.standard_normal((M, N))  # bias + temb + residual, of order 1
+    ref = x.astype(np.float64) @ w.T.astype(np.float64) + e
+    xh, wh = x.astype(h).astype(np.float64), w.astype(h).astype(np.float64)
+    acc = np.zeros((M, N), np.float32)
+    for k0 in range(0, K, 16):
+        acc = (acc + (xh[:, k0:k0+16] @ wh[:, k0:k0+16].T).astype(np.float32)).astype(np.float32)
+    y = (acc + e.astype(np.float32)).astype(np.float32)
+    rep(f"conv coopmat K={K} (f32 out)", y, ref)
+    rep(f"conv coopmat K={K} (f16 out)", y.astype(h), ref)
 
 # GEMM tiled_f16 and the conv implicit GEMM twins (im2col_gemm_f16, conv1x1_f16): the
 # same scheme with a chunk of one local-memory step (tiled's KWG, conv's KT: 8 to 32

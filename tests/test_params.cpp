@@ -380,6 +380,20 @@ TEST(ConvProblem, VariantsSayWhatTheyCannotRun) {
   dev.fp16 = true;  // the half twins (im2col_gemm_f16, conv1x1_f16), in their own arithmetic
   dev.extensions = "cl_khr_fp16";
   for (const auto& v : conv.variants()) {
+    if (v.name == "coopmat_f16") {
+      // Vulkan's alone (cooperative matrices), and there for every kernel, stride and pad.
+      const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);
+      EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *k3, f, dev),
+                "conv coopmat_f16 has no opencl kernels (cooperative matrices are Vulkan's)");
+      DeviceInfo vk = dev;
+      vk.api = "vulkan";
+      vk.cooperativeMatrix = true;
+      vk.subgroupSize = 32;
+      vk.coopMat.push_back({"NV", 16, 16, 16, "f16", "f16", "f32", "f32", "subgroup"});
+      for (const auto* prob : {&s2, &k1, &k3})
+        EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), **prob, f, vk), "") << (*prob)->text();
+      continue;
+    }
     const bool wino = v.name.rfind("winograd", 0) == 0, is1x1 = baseVariantName(v) == "conv1x1";
     const StorageFormat f = StorageFormat{}.withArithmetic(v.arithmetic.front());
     EXPECT_EQ(conv.unsupportedReason(v, v.defaults(), *s2, f, dev).empty(), !wino && !is1x1) << v.name;

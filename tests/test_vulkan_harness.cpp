@@ -390,6 +390,95 @@ TEST(VulkanHarnessCoverage, GemmCoopMatEmulatedMatchesReference) {
   std::cout << "[   NOTE   ] coopmat_f16 emulated: " << ok << " cases ok, " << refused << " GEGLU cases over lavapipe's shared memory\n";
 }
 
+// conv coopmat_f16 (the implicit GEMM on tensor cores) where there are none (lavapipe):
+// refused by the device rule (check's skipped line) and by the lowering, never run.
+TEST(VulkanHarnessCoverage, ConvCoopMatRefusedWithoutCooperativeMatrices) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (be->caps().cooperativeMatrix) GTEST_SKIP() << "this device has cooperative matrices: the harness runs coopmat_f16";
+  const Family& conv = findFamily("conv");
+  const VariantDef& v = conv.variant("coopmat_f16");
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), be->caps()), "device lacks cooperative matrices");
+  const auto prob = conv.checkProblems(false).front();
+  const StorageFormat f = StorageFormat::parse("f16.buffer.nc4hw4").withArithmetic(DType::F16);
+  const CheckResult r = checkCase(*be, conv, v, v.defaults(), *prob, f, 3);
+  EXPECT_EQ(r.status, Status::Unsupported) << r.message;
+  EXPECT_EQ(lackedCapability(r.message), "device lacks cooperative matrices") << r.message;
+  EXPECT_THROW(prepareOp(*be, conv, v, v.defaults(), *prob, f), UnsupportedError);
+#if SDSPEED_GLSLC_NV_COOPERATIVE_MATRIX
+  ASSERT_NE(findVulkanModules("conv_coopmat"), nullptr) << "glslc compiles GL_NV_cooperative_matrix but made no conv_coopmat";
+#else
+  EXPECT_EQ(findVulkanModules("conv_coopmat"), nullptr);
+#endif
+}
+
+// conv coopmat_f16 emulated (COOPMAT_EMULATE: conv_coopmat.comp's coopmat operations in
+// scalar code of the same layouts), through checkCase against the Eigen reference at
+// coopmat_f16's tolerance: the im2col gather (3x3 at stride 1 and 2, odd sizes, no-bias,
+// and 1x1), the tiling (several position and channel tiles), staging, K steps and the
+// epilogue (bias, temb, residual, NC4HW4's pad channels), in f32 and f16 storage, both
+// layouts, every weight format (f32, f16, q8_0, q4_0). Two points, each within lavapipe's
+// 32 KiB of shared memory: the defaults (64 x 64 tiles of 16x16x16, KS 32, double-buffered:
+// 23 KiB) and a 64 x 32 tile of 16x8x8 shapes, one subgroup along the positions and four
+// along the channels, KS 64 (eight 8-deep coopmat steps per stage), single buffer (13 KiB);
+// and, on the stride-1 3x3 problems only, the transposed warp layout (four subgroups along
+// the positions, WN 4, KS 16: 10 KiB), so every parameter value runs. Not verified here: the driver's coopmat instructions
+// themselves (fragment layouts, alignment, the f32 accumulation).
+TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
+  if (!findVulkanModules("conv_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  const Family& conv = findFamily("conv");
+  VariantDef v = conv.variant("coopmat_f16");
+  v.defines["COOPMAT_EMULATE"] = 1;
+  v.deviceRule = nullptr;  // no cooperative matrices needed
+  // (point, format, every quick problem or only the stride-1 3x3 ones): lavapipe compiles
+  // a pipeline per module, weight format and (k, stride, pad), ~3 s each without its
+  // shader cache, so the weight formats beyond one per point run on one pipeline each.
+  struct Case {
+    std::string point, format;
+    DType weights;
+    bool all;
+  };
+  const std::vector<Case> cases = {
+      {"", "f16.buffer.nc4hw4", DType::Q8_0, true},
+      {"", "f16.buffer.nchw", DType::F16, false},
+      {"", "f32.buffer.nc4hw4", DType::Q4_0, false},
+      {"CN=8,CK=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0", "f32.buffer.nchw", DType::F32, true},
+      {"CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16", "f16.buffer.nc4hw4", DType::F32, false},
+  };
+  std::set<std::string> values;  // every parameter value some case ran
+  // The quick problems have Cout <= 12: one channel tile. Two more with several (BN is 64
+  // at the defaults, 32 at the other point), the last one's NC4HW4 pad channels in it.
+  auto problems = conv.checkProblems(false);
+  problems.push_back(ConvFamily::problem({1, 20, 6, 7}, 40, 3, 1, true, true, true));
+  problems.push_back(ConvFamily::problem({1, 9, 5, 6}, 70, 3, 1, true, false, true));
+  int ok = 0, expected = 0;
+  for (const Case& c : cases) {
+    const ParamPoint pt = v.parsePoint(c.point);
+    ASSERT_LE(v.localMemBytes(pt), be->caps().localMemBytes) << c.point;
+    for (const auto& [name, value] : pt.values()) values.insert(name + "=" + std::to_string(value));
+    const StorageFormat f = StorageFormat::parse(c.format).withWeights(c.weights).withArithmetic(DType::F16);
+    for (const auto& prob : problems) {
+      const auto& d = dynamic_cast<const ConvProblem&>(*prob).dims;
+      if (!c.all && (d.kernel != 3 || d.stride != 1)) continue;
+      ++expected;
+      const CheckResult r = checkCase(*be, conv, v, pt, *prob, f, 19);
+      EXPECT_EQ(r.status, Status::Ok) << "[" << pt.text() << "] " << f.name() << " " << r.problem << ": " << r.message;
+      EXPECT_TRUE(r.canaryIntact);
+      EXPECT_EQ(r.badPadding, 0u);
+      ok += r.status == Status::Ok;
+    }
+  }
+  // The quick set (four stride-1 3x3 problems, a stride-2 one, a 1x1) and the two above.
+  EXPECT_EQ(expected, 2 * 8 + 3 * 6);
+  size_t declared = 0;
+  for (const auto& param : v.params) declared += param.values.size();
+  EXPECT_EQ(values.size(), declared) << "some parameter value is run by no case";
+  EXPECT_EQ(ok, expected);
+}
+
 // The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from
 // timestamps, positive for a real dispatch.
 TEST(VulkanHarnessCoverage, TimedThroughTheBackendInterface) {

@@ -6,6 +6,7 @@
 
 #include "kernels/common/elementwise.h"
 #include "kernels/common/half_variant.h"
+#include "kernels/gemm/gemm_family.h"
 #include "runtime/opencl/cl_error.h"
 
 namespace sdspeed {
@@ -94,6 +95,7 @@ ConvFamily::ConvFamily() {
                                                 "products summed in half, those sums in f32"));
   variants_.push_back(halfVariant(variants_[2], "conv1x1 computing in half4 (cl_khr_fp16): each KT stage's "
                                                 "products summed in half, those sums in f32"));
+  variants_.push_back(coopMatVariant());  // tensor cores, Vulkan only (conv_coopmat.cpp)
 }
 
 ProblemPtr ConvFamily::problem(Shape x, int64_t cout, int k, int stride, bool bias, bool temb, bool residual, int pad) {
@@ -245,6 +247,7 @@ Tolerance ConvFamily::tolerance(DType dtype) const {
 }
 
 Tolerance ConvFamily::tolerance(const VariantDef& v, DType dtype) const {
+  if (isCoopMat(v)) return coopMatTolerance(dtype);
   // Winograd multiplies by transform entries far from 1 and cancels afterwards: the
   // fp32 rounding of the transformed values is amplified by the output transform's
   // entries, and grows with the tile. Measured on PoCL in f32 (rel L2 / max abs),
@@ -361,7 +364,7 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
   ConvScratch s;
   const ConvDims& d = p.dims;
   const size_t coutP = up4(d.cout), f = sizeof(float);
-  if (baseVariantName(v) == "direct") return s;
+  if (baseVariantName(v) == "direct" || isCoopMat(v)) return s;  // coopmat: gathers on the fly, Vulkan only
   size_t rowBytes = 0;  // derived weights per output channel
   int64_t tilesP = 0;   // Winograd's tiles, rounded up to 4
   if (const int m = winogradTile(v)) {
@@ -701,6 +704,7 @@ class ConvOp : public PreparedOp {
 
 std::unique_ptr<PreparedOp> ConvFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                                 const Problem& prob, const StorageFormat& f) const {
+  if (isCoopMat(v)) throw UnsupportedError(GemmFamily::coopMatDeviceRule(p, ctx.device(), "conv"));  // "no opencl kernels"
   return std::make_unique<ConvOp>(ctx, *this, v, p, asConv(prob), f);
 }
 

@@ -79,6 +79,13 @@ class ConvFamily : public Family {
   // Multiplications per output and input channel: k*k for direct/GEMM, (m+2)^2/m^2 for
   // Winograd F(m x m, 3 x 3).
   static double multiplicationsPerOutput(const VariantDef& v, const ConvProblem& p);
+  // coopmat_f16 (issue #22; conv_coopmat.cpp): the implicit GEMM on tensor cores through
+  // VK_NV_cooperative_matrix, Vulkan only, any k / stride / pad; gemm coopmat_f16's
+  // parameters, shared memory and device rule without GEGLU.
+  static VariantDef coopMatVariant();
+  static constexpr const char* kCoopMatVariant = "coopmat_f16";
+  static bool isCoopMat(const VariantDef& v);
+  static Tolerance coopMatTolerance(DType dtype);
 
  private:
   std::vector<VariantDef> variants_;

@@ -12,6 +12,11 @@
 #include "runtime/error.h"
 
 namespace sdspeed {
+
+// coopmat_f16, tensor cores (conv_coopmat_vulkan.cpp).
+std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
+                                                   const ParamPoint& p, const ConvProblem& c, const StorageFormat& f);
+
 namespace {
 
 constexpr uint32_t kModeDirect = 0, kModeGemm = 1;  // conv.comp's MODE
@@ -26,6 +31,7 @@ std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend& be, const Family&
   const auto* c = dynamic_cast<const ConvProblem*>(&prob);
   if (!c) throw Error("conv given a problem of another family: " + prob.text());
   if (ConvFamily::winogradTile(v)) return lowerConvWinogradVulkan(be, fam, v, pt, *c, f);
+  if (ConvFamily::isCoopMat(v)) return lowerConvCoopMatVulkan(be, fam, v, pt, *c, f);
   if (!direct && !gemm) throw UnsupportedError("conv " + v.name + " has no vulkan kernels");
   const ConvDims& d = c->dims;
   const uint32_t layout = vulkanLayoutCode(f);

@@ -38,16 +38,7 @@
 // accumulator elements lane + 32 r (row e % CM, column e / CM). lavapipe, which has no
 // cooperative matrices, so runs everything else of this shader (tiling, staging, strides,
 // padding, GEGLU pairing, edges, the epilogue) through the harness.
-#if COOPMAT_EMULATE
-#define SG_ID (gl_LocalInvocationIndex / 32u)
-#define SG_LANE (gl_LocalInvocationIndex % 32u)
-#else
-#extension GL_NV_cooperative_matrix : require
-#extension GL_KHR_memory_scope_semantics : require
-#extension GL_KHR_shader_subgroup_basic : require
-#define SG_ID gl_SubgroupID
-#define SG_LANE gl_SubgroupInvocationID
-#endif
+#include "../common/coopmat.glsl"  // the extensions, or the emulation's subgroups
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "../common/prelude.glsl"
 #include "../common/act.glsl"

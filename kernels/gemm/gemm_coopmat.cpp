@@ -42,7 +42,7 @@ VariantDef GemmFamily::coopMatVariant() {
   };
   c.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(wgOf(p)); };
   c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, false); };
-  c.deviceRule = coopMatDeviceRule;
+  c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) { return coopMatDeviceRule(p, dev); };
   // The tensor cores are the fastest GEMM where the device has them: with no tuning-
   // database entry an f16-arithmetic run tries this variant first (defaultOrder), and
   // falls to the next where the device rule refuses it (lavapipe: no cooperative matrices).
@@ -67,8 +67,12 @@ size_t GemmFamily::coopMatLocalBytes(const ParamPoint& p, bool geglu) {
 }
 
 std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {
+  return coopMatDeviceRule(p, dev, "gemm");
+}
+
+std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev, const std::string& family) {
   // OpenCL has no cooperative matrices: the variant is Vulkan's alone.
-  if (dev.api != "vulkan") return "gemm coopmat_f16 has no " + dev.api + " kernels (cooperative matrices are Vulkan's)";
+  if (dev.api != "vulkan") return family + " coopmat_f16 has no " + dev.api + " kernels (cooperative matrices are Vulkan's)";
   if (!dev.cooperativeMatrix) return "device lacks cooperative matrices";
   // The shader's types (gemm_coopmat.comp): NV, A = B = f16, C = D = f32, subgroup scope.
   CoopMatShape want{"NV", static_cast<uint32_t>(p["CM"]), static_cast<uint32_t>(p["CN"]), static_cast<uint32_t>(p["CK"]),

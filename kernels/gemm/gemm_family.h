@@ -76,6 +76,9 @@ class GemmFamily : public Family {
   static constexpr const char* kCoopMatVariant = "coopmat_f16";  // its name
   static size_t coopMatLocalBytes(const ParamPoint& p, bool geglu);
   static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev);
+  // The same rule for another family's variant on the same tiles and shapes (conv
+  // coopmat_f16: kernels/conv/conv_coopmat.cpp); `family` names it in the OpenCL refusal.
+  static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev, const std::string& family);
   static Tolerance coopMatTolerance(DType dtype);
 
  private:

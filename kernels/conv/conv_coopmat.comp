@@ -1,0 +1,209 @@
+#version 450
+// 2-D convolution as an implicit GEMM on tensor cores through VK_NV_cooperative_matrix
+// (issue #22), conv's coopmat_f16 variant (kernels/conv/README.md): per sample b
+//   C (positions n x channels co) = A (n x k) B (k x co),
+//   A[n][k] = x[b, ci, oy*S - P + ky, ox*S - P + kx] (im2col, gathered on the fly, never
+//   written out), B[k][co] = w[co, k], k = ci * KK + ky * KSIZE + kx, n = oy * Wo + ox,
+// then conv's epilogue (bias, time embedding, residual). 3x3 at any stride / pad conv
+// takes, and 1x1 (KSIZE = 1: the gather is a plain read of x).
+// The tiling, staging and coopmat operations are gemm_coopmat.comp's (its comment has the
+// shared layouts, the double buffering and the emulation), with GEGLU's pairing left out;
+// what differs is the A tile (gathered from x through the window, zeros in the padding)
+// and the epilogue (conv.comp's storeY, per element: bias, temb, residual; NC4HW4's pad
+// channels written 0). Products of f16 values (x and w rounded to f16 once, on their way
+// into shared memory) accumulated in f32: no f16 rounding grows with K = Cin * KSIZE^2.
+// Needs what gemm coopmat_f16 needs (shaderFloat16, 32-invocation subgroups, the NV shape
+// CM x CN x CK, f16 x f16 + f32): the device rule in kernels/gemm/gemm_coopmat.cpp.
+// COOPMAT_EMULATE = 1 (module conv_coopmat_emu, tests only): scalar code of the same
+// layouts, as gemm_coopmat.comp's, so lavapipe runs the rest through the harness.
+#include "../common/coopmat.glsl"  // the extensions, or the emulation's subgroups
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#include "../common/prelude.glsl"
+#include "../common/weights.glsl"
+
+layout(local_size_x_id = 0) in;  // SGM * SGN * 32
+layout(constant_id = 1) const uint CM = 16;   // coopmat shape: positions
+layout(constant_id = 2) const uint CN = 16;   //                output channels
+layout(constant_id = 3) const uint CK = 16;   //                reduction
+layout(constant_id = 4) const uint WM = 2;    // accumulators per subgroup along positions
+layout(constant_id = 5) const uint WN = 2;    //                           along channels
+layout(constant_id = 6) const uint SGM = 2;   // subgroups per work-group along positions
+layout(constant_id = 7) const uint SGN = 2;   //                          along channels
+layout(constant_id = 8) const uint KST = 32;  // K per shared-memory step (the point's KS; a multiple of CK)
+layout(constant_id = 9) const uint DB = 1;    // double-buffered shared tiles
+layout(constant_id = 10) const uint SGSIZE = 32;  // the device's subgroup size (checked: 32)
+// The problem's kernel size, stride and padding (conv.comp says why constants): the
+// gather splits k into (ci, ky, kx) by divisions by constants.
+layout(constant_id = 11) const uint KSIZE = 3;
+layout(constant_id = 12) const uint STRIDE = 1;
+layout(constant_id = 13) const uint PAD = 1;
+const uint KK = KSIZE * KSIZE;
+
+const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
+const uint ASTR = BM + 8u, BSTR = KST + 8u;  // padded row lengths (halves), as in gemm_coopmat.comp
+const uint AT = KST * ASTR, BT = BN * BSTR;  // one stage's shared elements
+const uint AE = KST * BM, BE = BN * KST;     // one stage's loaded elements
+const uint AL = (AE + WGS - 1u) / WGS, BL = (BE + WGS - 1u) / WGS;  // per invocation
+const uint STAGES = DB == 1u ? 2u : 1u;
+const uint CT = CM * CN;   // one accumulator's elements
+const uint CE = CT / 32u;  // of which one lane holds (COOPMAT_EMULATE)
+
+layout(std430, binding = 0) readonly buffer X { sfp x[]; };
+SD_WEIGHT_BUFFER(1, Wt, w)        // [Cout][Cin * KSIZE^2] in SD_WFMT (weights.glsl)
+SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
+layout(std430, binding = 3) readonly buffer Temb { sfp temb[]; };
+layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
+layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
+layout(push_constant) uniform Push {
+  uint Cin, H, W, Cout, Ho, Wo, flags, layout_;  // conv.comp's: flags 1 bias, 2 temb, 4 residual
+} p;
+
+shared float16_t As[STAGES * AT];
+shared float16_t Bs[STAGES * BT];
+shared float Cs[SGM * SGN * CT];  // per subgroup: one accumulator for the epilogue
+
+float16_t ar[AL];
+float16_t br[BL];
+// The window origin (oy * S - P, ox * S - P) of each A element this invocation loads: its
+// position is the same in every step (e % BM with e = lid + i * WGS), so the division by
+// the pushed Wo is done once, not per step. Positions past Ho * Wo get an origin no
+// window reaches (they read zeros, as conv_gemm.glsl's).
+int iy0[AL], ix0[AL];
+
+// x[b, ci, iy, ix], zero outside the image (the padding).
+float loadX(uint b, uint ci, int iy, int ix) {
+  if (iy < 0 || iy >= int(p.H) || ix < 0 || ix >= int(p.W)) return 0.0;
+  return float(x[sd_index(p.layout_, b, ci, uint(iy) * p.W + uint(ix), p.Cin, p.H * p.W)]);
+}
+
+// Step k0's tiles into registers, as f16: the im2col column values A[m0 + mm][k0 + kk]
+// and w[n0 + nn, k0 + kk], 0 past K, past the positions (via the origins) or past Cout.
+void loadGlobal(uint b, uint n0, uint k0, uint K) {
+  const uint lid = gl_LocalInvocationID.x;
+  for (uint i = 0u; i < AL; ++i) {
+    // positions fastest: neighbouring invocations read neighbouring pixels of one tap.
+    const uint e = lid + i * WGS, kk = e / BM, k = k0 + kk;
+    const uint ci = k / KK, t = k - ci * KK, ky = t / KSIZE, kx = t - ky * KSIZE;
+    ar[i] = float16_t((e < AE && k < K) ? loadX(b, ci, iy0[i] + int(ky), ix0[i] + int(kx)) : 0.0);
+  }
+  for (uint i = 0u; i < BL; ++i) {
+    // k fastest: neighbouring invocations read a weight row's consecutive elements.
+    const uint e = lid + i * WGS, kk = e % KST, nn = e / KST, k = k0 + kk, co = n0 + nn;
+    br[i] = float16_t((e < BE && k < K && co < p.Cout) ? w_w(co, k, K) : 0.0);
+  }
+}
+
+void storeShared(uint stage) {
+  const uint lid = gl_LocalInvocationID.x;
+  for (uint i = 0u; i < AL; ++i) {
+    const uint e = lid + i * WGS;
+    if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
+  }
+  for (uint i = 0u; i < BL; ++i) {
+    const uint e = lid + i * WGS;
+    if (e < BE) Bs[stage * BT + (e / KST) * BSTR + e % KST] = br[i];
+  }
+}
+
+void main() {
+  const uint sg = SG_ID, sgm = sg % SGM, sgn = sg / SGM;
+  const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN, b = gl_WorkGroupID.z;
+  const uint HoWo = p.Ho * p.Wo, K = p.Cin * KK;
+  for (uint i = 0u; i < AL; ++i) {
+    const uint n = m0 + (gl_LocalInvocationID.x + i * WGS) % BM, oy = n / p.Wo, ox = n - oy * p.Wo;
+    iy0[i] = n < HoWo ? int(oy * STRIDE) - int(PAD) : -int(KSIZE) - 1;
+    ix0[i] = int(ox * STRIDE) - int(PAD);
+  }
+  // This subgroup's accumulator (i, j) covers positions (sgm * WM + i) * CM and channels
+  // (sgn * WN + j) * CN of the tile.
+#if COOPMAT_EMULATE
+  float acc[WM * WN][CE];
+  for (uint a = 0u; a < WM * WN; ++a)
+    for (uint r = 0u; r < CE; ++r) acc[a][r] = 0.0;
+#else
+  fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[WM * WN];
+  for (uint a = 0u; a < WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
+#endif
+
+  const uint steps = (K + KST - 1u) / KST;
+  if (DB == 1u) {
+    loadGlobal(b, n0, 0u, K);
+    storeShared(0u);
+    barrier();
+  }
+  for (uint s = 0u; s < steps; ++s) {
+    uint stage = 0u;
+    if (DB == 1u) {
+      stage = s & 1u;
+      if (s + 1u < steps) loadGlobal(b, n0, (s + 1u) * KST, K);  // in flight during the products
+    } else {
+      loadGlobal(b, n0, s * KST, K);
+      barrier();  // the previous step's coopmat loads of the tiles are done
+      storeShared(0u);
+      barrier();
+    }
+    for (uint kk = 0u; kk < KST; kk += CK) {
+      // gemm_coopmat.comp's fragments: A rows (positions) (sgm * WM + i) * CM.., columns
+      // kk.., column-major in As; B rows kk.., columns (sgn * WN + j) * CN.., column-major in Bs.
+#if COOPMAT_EMULATE
+      for (uint j = 0u; j < WN; ++j) {
+        const uint bm = stage * BT + ((sgn * WN + j) * CN) * BSTR + kk;
+        for (uint i = 0u; i < WM; ++i) {
+          const uint am = stage * AT + kk * ASTR + (sgm * WM + i) * CM, a = i * WN + j;
+          for (uint r = 0u; r < CE; ++r) {
+            const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
+            float sum = 0.0;  // f16 x f16 products are exact in float
+            for (uint c = 0u; c < CK; ++c) sum += float(As[am + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
+            acc[a][r] += sum;
+          }
+        }
+      }
+#else
+      fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
+      for (uint i = 0u; i < WM; ++i)
+        coopMatLoadNV(am[i], As, stage * AT + kk * ASTR + (sgm * WM + i) * CM, ASTR, true);
+      for (uint j = 0u; j < WN; ++j) {
+        fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
+        coopMatLoadNV(bm, Bs, stage * BT + ((sgn * WN + j) * CN) * BSTR + kk, BSTR, true);
+        for (uint i = 0u; i < WM; ++i) acc[i * WN + j] = coopMatMulAddNV(am[i], bm, acc[i * WN + j]);
+      }
+#endif
+    }
+    if (DB == 1u) {
+      // The other stage was last read in step s - 1, which every subgroup finished
+      // before the barrier that ended it.
+      if (s + 1u < steps) storeShared(stage ^ 1u);
+      barrier();
+    }
+  }
+
+  // Epilogue, per element in conv.cl's order (bias, temb, residual): each subgroup stores
+  // one accumulator at a time (column-major: neighbouring lanes hold neighbouring
+  // positions, coalesced NCHW stores) to its own scratch; channels from Cout up to the
+  // stored ones (NC4HW4's pad lanes) are written 0, positions past Ho * Wo skipped.
+  const uint stored = sd_stored_channels(p.layout_, p.Cout);
+  const uint lane = SG_LANE, scratch = sg * CT;
+  for (uint i = 0u; i < WM; ++i)
+    for (uint j = 0u; j < WN; ++j) {
+#if COOPMAT_EMULATE
+      for (uint r = 0u; r < CE; ++r) Cs[scratch + lane + r * 32u] = acc[i * WN + j][r];
+#else
+      coopMatStoreNV(acc[i * WN + j], Cs, scratch, CM, true);
+#endif
+      barrier();  // the subgroup's stores are visible to its lanes (uniform: every subgroup runs WM x WN)
+      const uint t0 = m0 + (sgm * WM + i) * CM, o0 = n0 + (sgn * WN + j) * CN;
+      for (uint e = lane; e < CT; e += SGSIZE) {
+        const uint n = t0 + e % CM, co = o0 + e / CM;  // column-major: e % CM is the position
+        if (n >= HoWo || co >= stored) continue;
+        float v = 0.0;
+        if (co < p.Cout) {
+          v = Cs[scratch + e];
+          if ((p.flags & 1u) != 0u) v += wbias_p(co);
+          if ((p.flags & 2u) != 0u) v += float(temb[sd_index(p.layout_, b, co, 0u, p.Cout, 1u)]);
+          if ((p.flags & 4u) != 0u) v += float(res[sd_index(p.layout_, b, co, n, p.Cout, HoWo)]);
+        }
+        y[sd_index(p.layout_, b, co, n, p.Cout, HoWo)] = sfp(v);
+      }
+      barrier();  // read before the next accumulator overwrites the scratch
+    }
+}

@@ -1,0 +1,41 @@
+// conv coopmat_f16 (issue #22): the implicit GEMM of im2col_gemm / conv1x1 on tensor
+// cores (kernels/conv/conv_coopmat.comp). Its tiles, shapes and shared memory are gemm
+// coopmat_f16's, so its declaration is GEMM's (parameters, constraints, device rule)
+// without GEGLU's doubled w tile; its tolerance is GEMM's coopmat one (same scheme). API-
+// neutral; the Vulkan lowering is conv_coopmat_vulkan.cpp, OpenCL has no kernel for it.
+#include "kernels/common/half_variant.h"
+#include "kernels/conv/conv_family.h"
+#include "kernels/gemm/gemm_family.h"
+
+namespace sdspeed {
+
+VariantDef ConvFamily::coopMatVariant() {
+  VariantDef c = GemmFamily::coopMatVariant();  // coopmat_f16: f16 arithmetic, cl_khr_fp16 / shaderFloat16
+  c.summary = "implicit GEMM on tensor cores (VK_NV_cooperative_matrix): x's im2col columns gathered into "
+              "shared memory as f16, w as f16, f16 products accumulated in f32, SGM x SGN subgroups of WM x WN "
+              "CMxCN accumulators";
+  // GEMM's constraints but the last (GEGLU's shared memory): conv has no pairs.
+  c.constraints.pop_back();
+  c.constraints.push_back({"shared memory <= 48 KiB", [](const ParamPoint& p) {
+                             return GemmFamily::coopMatLocalBytes(p, false) <= 48 * 1024;
+                           }});
+  c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) { return GemmFamily::coopMatDeviceRule(p, dev, "conv"); };
+  return c;
+}
+
+bool ConvFamily::isCoopMat(const VariantDef& v) { return v.name == kCoopMatVariant; }
+
+Tolerance ConvFamily::coopMatTolerance(DType dtype) {
+  // gemm coopmat_f16's scheme on K = Cin k^2 (27 to 23040 in SD 1.5): x and w rounded to
+  // f16 once, their exact products summed in f32, so the error is ~u of the output and flat
+  // in K (gemm_coopmat.cpp). The epilogue adds bias, temb and residual in f32: nothing in
+  // half after the sum but an f16 store. Emulated (scripts/half-arithmetic-sim.py, "conv
+  // coopmat": x ~ N(0, 1), w ~ N(0, 1/K), K = 27, 2880, 23040, an N(0, 1) epilogue term):
+  // relL2 2.1e-4 (f32 out) / 2.9e-4 (f16 out), max 1.9e-3 / 2.5e-3, an atol of 1.4e-3 at
+  // rtol 4e-3; flat in K. GEMM coopmat's 1e-2 / 8e-3 / 3e-3 (~7x the atol, 10x the relL2,
+  // room for a device's accumulation order), still ~100x under a lost K tail, a wrong tap
+  // or a shifted window (O(1) errors: a swapped kx/ky fails the emulated test).
+  return GemmFamily::coopMatTolerance(dtype);
+}
+
+}  // namespace sdspeed
