@@ -20,6 +20,7 @@
 #   `sdspeed check --backend vulkan` of every family, f32 and f16 storage and arithmetic;
 #   then gemm coopmat_f16 (tensor cores, issue #22) on every weight format and SD 1.5's sizes,
 #   and conv coopmat_f16 (the implicit GEMM on tensor cores) likewise;
+#   and attention flash_coopmat_f16 (checked at SD 1.5's head sizes, timed against flash_f16);
 #   `run` instead: SD 1.5 512x512 through OpenCL f32, Vulkan f32 and Vulkan f16 arithmetic
 #   (#21's targets), the UNet medians and decoded-image PSNRs in summary.txt (~7 min; the
 #   build is reused when the machine is still warm from a `check` call).
@@ -104,8 +105,28 @@ fi
 [ "${1:-check}" = check ] && step 180 bench-conv-coopmat $S bench --backend vulkan --op conv --shape 2x320x64x64 \
   --attrs cout=320,temb=1 --variant coopmat_f16,im2col_gemm_f16 --arithmetic f16 \
   --storage f16.buffer.nchw --weights f16 --points 8 --llc-mib 60 --csv "$R/bench-conv-coopmat.csv"
+# attention flash_coopmat_f16 (issue #22, FlashAttention on tensor cores): its first run on
+# coopmat hardware (kernels/attention/README.md), the quick problems at sampled points,
+# then SD 1.5's sizes (--full at the defaults: D = 40, 80, 160; the VAE's D = 512 refused
+# there, so run again with DO = 128),
+# and its time against flash_f16 at S = L = 4096, D = 40.
+[ "${1:-check}" = check ] && step 180 check-attn-coopmat $S check --backend vulkan --op attention \
+  --variant flash_coopmat_f16 --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 \
+  --csv "$R/check-attn-coopmat.csv"
+[ "${1:-check}" = check ] && step 240 check-attn-coopmat-full $S check --backend vulkan --op attention \
+  --variant flash_coopmat_f16 --arithmetic f16 --storage f16.buffer.nchw --points 0 --full \
+  --csv "$R/check-attn-coopmat-full.csv"
+[ "${1:-check}" = check ] && step 120 check-attn-coopmat-vae $S check --backend vulkan --op attention \
+  --variant flash_coopmat_f16 --arithmetic f16 --storage f16.buffer.nchw --params DO=128 --points 0 \
+  --shape 1x512x1x4096 --attrs heads=1 --csv "$R/check-attn-coopmat-vae.csv"
+[ "${1:-check}" = check ] && step 180 bench-attn-coopmat $S bench --backend vulkan --op attention \
+  --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --arithmetic f16 \
+  --storage f16.buffer.nchw --points 8 --csv "$R/bench-attn-coopmat.csv"
 for f in check-coopmat check-coopmat-full bench-coopmat check-conv-coopmat check-conv-coopmat-sd1 \
-         check-conv-coopmat-sd2 check-conv-coopmat-sd3 check-conv-coopmat-sd4 bench-conv-coopmat; do [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"; done
+         check-conv-coopmat-sd2 check-conv-coopmat-sd3 check-conv-coopmat-sd4 bench-conv-coopmat \
+         check-attn-coopmat check-attn-coopmat-full check-attn-coopmat-vae bench-attn-coopmat; do
+  [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"
+done
 
 if [ "${1:-check}" = run ]; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the

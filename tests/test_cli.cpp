@@ -110,6 +110,24 @@ TEST_F(Cli, ConvCoopMatIsSkippedWithoutCooperativeMatrices) {
   EXPECT_CONTAINS(vk.out, "check: 0 passed, 0 failed, 0 unsupported");
 }
 
+// attention flash_coopmat_f16, the same gate as gemm coopmat_f16's: one skipped line on
+// OpenCL (PoCL lacks half; a device with it gets "has no opencl kernels") and on lavapipe.
+TEST_F(Cli, AttentionCoopMatIsSkippedWithoutCooperativeMatrices) {
+  const Result cl = run({"check", "--op", "attention", "--variant", "flash_coopmat_f16", "--arithmetic", "f16"});
+  EXPECT_EQ(cl.exitCode, 0) << cl.describe();
+  EXPECT_CONTAINS(cl.out, "skipped: attention flash_coopmat_f16: device lacks cl_khr_fp16");
+  EXPECT_CONTAINS(cl.out, "check: 0 passed, 0 failed, 0 unsupported");
+  const Result devices = run({"devices", "--device", "vulkan:0"});
+  if (devices.exitCode != 0) GTEST_SKIP() << "no Vulkan device: " << devices.describe();
+  if (devices.out.find("(subgroup, NV)") != std::string::npos)
+    GTEST_SKIP() << "this Vulkan device has cooperative matrices: check runs flash_coopmat_f16 there";
+  const Result vk = run({"check", "--backend", "vulkan", "--op", "attention", "--variant", "flash_coopmat_f16",
+                         "--arithmetic", "f16"});
+  EXPECT_EQ(vk.exitCode, 0) << vk.describe();
+  EXPECT_CONTAINS(vk.out, "skipped: attention flash_coopmat_f16: device lacks cooperative matrices");
+  EXPECT_CONTAINS(vk.out, "check: 0 passed, 0 failed, 0 unsupported");
+}
+
 TEST_F(Cli, UnknownFlag) { expectOneLineError({"check", "--bogus-flag"}, {"unknown option --bogus-flag"}); }
 
 TEST_F(Cli, OptionMissingValue) { expectOneLineError({"check", "--op"}, {"--op needs a value"}); }

@@ -477,6 +477,90 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
   for (const auto& param : v.params) declared += param.values.size();
   EXPECT_EQ(values.size(), declared) << "some parameter value is run by no case";
   EXPECT_EQ(ok, expected);
+
+// attention flash_coopmat_f16 on a device without cooperative matrices (lavapipe):
+// refused by its device rule with `check`'s skipped line, and by the lowering itself.
+TEST(VulkanHarnessCoverage, AttentionCoopMatRefusedWithoutCooperativeMatrices) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (be->caps().cooperativeMatrix) GTEST_SKIP() << "this device has cooperative matrices: the harness runs it";
+  const Family& fam = findFamily("attention");
+  const VariantDef& v = fam.variant(AttentionFamily::kCoopMatVariant);
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), be->caps()), "device lacks cooperative matrices");
+  EXPECT_TRUE(samplePoints(v, be->caps(), 2, 7).empty());
+  const auto prob = fam.checkProblems(false).back();
+  for (const char* text : {"f32.buffer.nchw", "f16.buffer.nc4hw4"}) {
+    const StorageFormat f = StorageFormat::parse(text).withArithmetic(DType::F16);
+    const CheckResult r = checkCase(*be, fam, v, v.defaults(), *prob, f, 3);
+    EXPECT_EQ(r.status, Status::Unsupported) << text << ": " << r.message;
+    EXPECT_EQ(lackedCapability(r.message), "device lacks cooperative matrices") << r.message;
+    EXPECT_THROW(prepareOp(*be, fam, v, v.defaults(), *prob, f), UnsupportedError) << text;
+  }
+#if SDSPEED_GLSLC_NV_COOPERATIVE_MATRIX
+  EXPECT_NE(findVulkanModules("attention_coopmat"), nullptr) << "glslc compiles the NV extension, no module made";
+#else
+  EXPECT_EQ(findVulkanModules("attention_coopmat"), nullptr);
+#endif
+}
+
+// What lavapipe can verify of flash_coopmat_f16 before tensor cores: the shader with the
+// coopmat load, multiply-add and store in scalar code by the same layouts
+// (COOPMAT_EMULATE), through checkCase against the reference at the variant's tolerance:
+// the quick problems (D = 8 and 4, causal, a +-90 mask at D = 40: several query and key
+// blocks, S and L off every block), D = 80, and D = 160 and 512 at the points that split
+// O's columns (DO); points that together take every parameter value within lavapipe's
+// 32 KiB. Not verified: the coopmat instructions themselves (fragment layouts, alignment).
+TEST(VulkanHarnessCoverage, AttentionCoopMatEmulatedMatchesReference) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
+  if (!findVulkanModules("attention_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  const Family& fam = findFamily("attention");
+  VariantDef v = fam.variant(AttentionFamily::kCoopMatVariant);
+  v.defines["COOPMAT_EMULATE"] = 1;
+  v.deviceRule = nullptr;  // no cooperative matrices needed
+  const std::vector<std::string> points = {
+      "",                                  // defaults: 32 rows, blocks of 32 keys, DC 32, whole head
+      "CN=8,CK=8,SG=4,BC=16,DC=16,DO=64",  // 64 rows, 8-wide shapes, O split past 64 columns
+      "CN=8,BC=64,DC=16",                  // large key blocks (over 32 KiB at D = 80)
+      "CK=8,BC=16,DC=64,DO=64",            // large Q K^T staging steps
+      "CN=8,BC=16,DC=16,DO=128",           // O's 128 columns (the D = 512 setting)
+  };
+  std::vector<ProblemPtr> problems = fam.checkProblems(false);
+  problems.push_back(AttentionFamily::problem(1, 2, 80, 70, 90));  // SD's D = 80
+  // D = 160 and the VAE's 512: run by the points with DO set (O's columns split across
+  // work-groups, Q K^T recomputed per split), the others over 32 KiB.
+  problems.push_back(AttentionFamily::problem(1, 2, 160, 33, 45));
+  problems.push_back(AttentionFamily::problem(1, 1, 512, 40, 50));
+  std::set<std::string> values;
+  int ok = 0;
+  for (size_t i = 0; i < points.size(); ++i) {
+    const ParamPoint pt = v.parsePoint(points[i]);
+    const std::string& text = points[i];
+    for (const auto& [name, value] : pt.values()) values.insert(name + "=" + std::to_string(value));
+    // f32 NCHW and f16 NC4HW4 in turn (lavapipe builds each pipeline of the emulated
+    // shader in ~3 s: one per point, format and O width).
+    for (const std::string& ftext : {std::string(i % 2 ? "f16.buffer.nc4hw4" : "f32.buffer.nchw")}) {
+      const StorageFormat f = StorageFormat::parse(ftext).withArithmetic(DType::F16);
+      for (const auto& prob : problems) {
+        const CheckResult r = checkCase(*be, fam, v, pt, *prob, f, 17);
+        if (r.status == Status::Unsupported) {
+          // Only shared memory past lavapipe's 32 KiB (BC = 64 at D = 80, whole heads of 160 and 512).
+          EXPECT_NE(r.message.find("bytes of shared memory"), std::string::npos) << text << " " << r.problem << ": "
+                                                                                 << r.message;
+          continue;
+        }
+        EXPECT_EQ(r.status, Status::Ok) << "[" << pt.text() << "] " << f.name() << " " << r.problem << ": " << r.message;
+        EXPECT_TRUE(r.canaryIntact);
+        ok += r.status == Status::Ok;
+      }
+    }
+  }
+  size_t declared = 0;
+  for (const auto& param : v.params) declared += param.values.size();
+  EXPECT_EQ(values.size(), declared) << "some parameter value is run by no point";
+  EXPECT_GE(ok, 28);
+  std::cout << "[   NOTE   ] flash_coopmat_f16 emulated: " << ok << " cases ok\n";
 }
 
 // The op time on Vulkan has OpenCL's definition: first dispatch start to last end, from

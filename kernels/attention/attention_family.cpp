@@ -90,6 +90,7 @@ AttentionFamily::AttentionFamily() {
   // half, the softmax statistics, exponentials and rescaling in f32 (attention.cl).
   variants_.push_back(halfVariant(f, "flash computing its QK^T and PV products in half4 (cl_khr_fp16); the "
                                      "online softmax's max, sum and rescaling in f32"));
+  variants_.push_back(coopMatVariant());  // tensor cores, Vulkan only (attention_coopmat.cpp)
 }
 
 ProblemPtr AttentionFamily::problem(int64_t batch, int64_t heads, int64_t headDim, int64_t queries, int64_t keys,
@@ -188,6 +189,7 @@ Tolerance AttentionFamily::tolerance(DType dtype) const {
 }
 
 Tolerance AttentionFamily::tolerance(const VariantDef& v, DType dtype) const {
+  if (v.name == kCoopMatVariant) return coopMatTolerance();
   if (!computesInHalf(v)) return tolerance(dtype);
   // flash_f16 (u = 2^-11): q (pre-scaled by scale log2 e), K and V rounded to half; a
   // score's D/4 products per lane summed in half (~u sqrt(D/4) of a lane's partial, in
@@ -240,7 +242,7 @@ ProblemPtr AttentionFamily::makeProblem(const Shape& shape, const std::map<std::
 }
 
 size_t AttentionFamily::scratchBytes(const VariantDef& v, const AttentionProblem& p) {
-  if (baseVariantName(v) == "flash") return 0;
+  if (baseVariantName(v) == "flash" || v.name == kCoopMatVariant) return 0;
   const size_t rows = static_cast<size_t>(p.batch * p.heads * p.queries);
   return rows * static_cast<size_t>(p.keys) * sizeof(float) + rows * 2 * sizeof(float);
 }
@@ -256,6 +258,15 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
   if (std::string why = Family::unsupportedReason(v, pt, prob, f, dev); !why.empty()) return why;
   const auto& p = asAttention(prob);
   if (p.headDim % 4) return "head size " + std::to_string(p.headDim) + " is not a multiple of 4 (heads are float4 slices)";
+  if (v.name == kCoopMatVariant) {
+    // Q, K and V tiles, S, P and O (f32, DO columns) in shared memory: at D = 512 only a
+    // DO that splits the head's columns fits 48 KiB (attention_coopmat.comp).
+    const size_t local = coopMatLocalBytes(pt, p.headDim);
+    if (local > dev.localMemBytes)
+      return "flash_coopmat_f16 tiles need " + std::to_string(local) + " bytes of shared memory at D = " +
+             std::to_string(p.headDim) + ", device has " + std::to_string(dev.localMemBytes);
+    return {};
+  }
   if (baseVariantName(v) == "flash") {
     const int64_t hs = p.headDim / 4;
     size_t local = 2 * static_cast<size_t>(pt["BK"] * hs) * 16;
@@ -282,6 +293,7 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
 }
 
 void AttentionFamily::prebuild(Context& ctx, const VariantDef& v, const ParamPoint& p, const StorageFormat& f) const {
+  if (v.name == kCoopMatVariant) throw UnsupportedError(coopMatDeviceRule(p, ctx.device()));  // "no opencl kernels"
   if (baseVariantName(v) != "flash") Family::prebuild(ctx, v, p, f);
 }
 
@@ -352,6 +364,7 @@ class AttentionOp : public PreparedOp {
 
 std::unique_ptr<PreparedOp> AttentionFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                                      const Problem& prob, const StorageFormat& f) const {
+  if (v.name == kCoopMatVariant) throw UnsupportedError(coopMatDeviceRule(p, ctx.device()));  // "no opencl kernels"
   return std::make_unique<AttentionOp>(ctx, *this, v, p, asAttention(prob), f);
 }
 

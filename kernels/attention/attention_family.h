@@ -60,6 +60,17 @@ class AttentionFamily : public Family {
   // slices are split across, the least power of two leaving each at most 16 slices.
   static int flashWideParts(int64_t headDim);
 
+  // flash_coopmat_f16 (tensor cores through VK_NV_cooperative_matrix, Vulkan only;
+  // attention_coopmat.cpp): its declaration, name, O columns per work-group (DO, or the
+  // head rounded up to CN for DO = 0), shared memory at a head size, device rule (the
+  // device's shape list, 32-invocation subgroups) and tolerance.
+  static VariantDef coopMatVariant();
+  static constexpr const char* kCoopMatVariant = "flash_coopmat_f16";
+  static int coopMatColumns(const ParamPoint& p, int64_t headDim);
+  static size_t coopMatLocalBytes(const ParamPoint& p, int64_t headDim);
+  static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev);
+  static Tolerance coopMatTolerance();
+
  private:
   std::vector<VariantDef> variants_;
 };

@@ -77,11 +77,17 @@ class VkAttentionOp : public PreparedOp {
 
 }  // namespace
 
+// flash_coopmat_f16, tensor cores (attention_coopmat_vulkan.cpp).
+std::unique_ptr<PreparedOp> lowerAttentionCoopMatVulkan(vk::VulkanBackend& be, const VariantDef& v,
+                                                        const ParamPoint& p, const AttentionProblem& a,
+                                                        const StorageFormat& f);
+
 std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                  const ParamPoint& pt, const Problem& prob, const StorageFormat& f) {
   (void)fam;
   const auto* a = dynamic_cast<const AttentionProblem*>(&prob);
   if (!a) throw Error("attention given a problem of another family: " + prob.text());
+  if (v.name == AttentionFamily::kCoopMatVariant) return lowerAttentionCoopMatVulkan(be, v, pt, *a, f);
   // The family's unsupportedReason already refused D % 4 != 0 and, for flash, tiles
   // beyond the device's shared memory and wide heads that WG cannot split.
   const uint32_t layout = vulkanLayoutCode(f);

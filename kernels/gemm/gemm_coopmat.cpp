@@ -5,6 +5,7 @@
 // a Vulkan extension) and says so.
 #include <string>
 
+#include "kernels/common/coopmat_rule.h"
 #include "kernels/common/half_variant.h"
 #include "kernels/gemm/gemm_family.h"
 
@@ -71,20 +72,11 @@ std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps&
 }
 
 std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev, const std::string& family) {
-  // OpenCL has no cooperative matrices: the variant is Vulkan's alone.
-  if (dev.api != "vulkan") return family + " coopmat_f16 has no " + dev.api + " kernels (cooperative matrices are Vulkan's)";
-  if (!dev.cooperativeMatrix) return "device lacks cooperative matrices";
-  // The shader's types (gemm_coopmat.comp): NV, A = B = f16, C = D = f32, subgroup scope.
-  CoopMatShape want{"NV", static_cast<uint32_t>(p["CM"]), static_cast<uint32_t>(p["CN"]), static_cast<uint32_t>(p["CK"]),
-                    "f16", "f16", "f32", "f32", "subgroup"};
-  bool listed = false;
-  for (const CoopMatShape& s : dev.coopMat)
-    listed |= s.extension == want.extension && s.m == want.m && s.n == want.n && s.k == want.k && s.a == want.a &&
-              s.b == want.b && s.c == want.c && s.result == want.result && s.scope == want.scope;
-  if (!listed) return "device lacks cooperative-matrix shape " + want.text();
-  if (dev.subgroupSize != static_cast<uint32_t>(kSubgroup))
-    return "coopmat_f16 assumes 32-invocation subgroups, device has " + std::to_string(dev.subgroupSize);
-  return {};
+  // The shader's types (gemm_coopmat.comp, and conv_coopmat.comp, which takes this rule):
+  // NV, A = B = f16, C = D = f32, subgroup scope (kernels/common/coopmat_rule.cpp, shared
+  // with attention's flash_coopmat_f16).
+  return coopMatF16DeviceRule(family + " coopmat_f16", "coopmat_f16", static_cast<uint32_t>(p["CM"]),
+                              static_cast<uint32_t>(p["CN"]), static_cast<uint32_t>(p["CK"]), dev);
 }
 
 Tolerance GemmFamily::coopMatTolerance(DType) {

@@ -1,0 +1,87 @@
+// attention flash_coopmat_f16 (issue #22): FlashAttention with Q K^T and P V on tensor
+// cores (VK_NV_cooperative_matrix). Its declaration, device rule, shared memory and
+// tolerance; API-neutral. The shader is attention_coopmat.comp, its Vulkan lowering
+// attention_coopmat_vulkan.cpp; OpenCL has no kernel for it and says so.
+#include <string>
+
+#include "kernels/attention/attention_family.h"
+#include "kernels/common/coopmat_rule.h"
+#include "kernels/common/half_variant.h"
+
+namespace sdspeed {
+namespace {
+
+constexpr size_t kMaxLocalBytes = 48 * 1024;  // the H200's maxComputeSharedMemorySize
+constexpr int kSubgroup = 32;                 // the invocations of one subgroup the shader assumes
+
+int wgOf(const ParamPoint& p) { return p["SG"] * kSubgroup; }
+
+}  // namespace
+
+VariantDef AttentionFamily::coopMatVariant() {
+  VariantDef c;
+  c.name = "flash_coopmat";
+  c.params = {
+      {"CM", {16}, "cooperative-matrix rows (query rows); one of the device's shapes"},
+      {"CN", {16, 8}, "cooperative-matrix columns (keys of S, head dims of O); one of the device's shapes"},
+      {"CK", {16, 8}, "cooperative-matrix reduction depth; one of the device's shapes"},
+      {"SG", {2, 4}, "subgroups per work-group, each CM query rows (BR = SG * CM)"},
+      {"BC", {32, 16, 64}, "keys per block (one online-softmax rescale)"},
+      {"DC", {32, 16, 64}, "head dims per Q K^T staging step"},
+      {"DO", {0, 64, 128}, "O columns per work-group (0: the whole head; less recomputes Q K^T per split)"},
+  };
+  c.constraints = {
+      {"BC % CN == 0 and BC % CK == 0 (whole coopmat steps over a key block)",
+       [](const ParamPoint& p) { return p["BC"] % p["CN"] == 0 && p["BC"] % p["CK"] == 0; }},
+      {"DC % CK == 0", [](const ParamPoint& p) { return p["DC"] % p["CK"] == 0; }},
+      {"DO % CN == 0", [](const ParamPoint& p) { return p["DO"] % p["CN"] == 0; }},
+  };
+  c.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(wgOf(p)); };
+  // At D = 40 (DO = 0 is D-dependent: unsupportedReason checks the problem's own bytes).
+  c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, 40); };
+  c.deviceRule = coopMatDeviceRule;
+  return halfVariant(c, "FlashAttention on tensor cores (VK_NV_cooperative_matrix): Q K^T and P V as f16 products "
+                        "accumulated in f32, online softmax, rescaling and O in f32 (O in shared memory)");
+}
+
+int AttentionFamily::coopMatColumns(const ParamPoint& p, int64_t headDim) {
+  if (p["DO"] != 0) return p["DO"];
+  const int cn = p["CN"];
+  return static_cast<int>((headDim + cn - 1) / cn * cn);
+}
+
+size_t AttentionFamily::coopMatLocalBytes(const ParamPoint& p, int64_t headDim) {
+  // attention_coopmat.comp's shared arrays: Qs, Ks, Vs, Ps (f16), Ss, Os, Cs (f32).
+  const size_t br = static_cast<size_t>(p["SG"] * p["CM"]), bc = static_cast<size_t>(p["BC"]);
+  const size_t dc = static_cast<size_t>(p["DC"]), doc = static_cast<size_t>(coopMatColumns(p, headDim));
+  return 2 * (dc * (br + 8) + bc * (dc + 8) + bc * (doc + 8) + br * (bc + 8)) +
+         4 * (br * (bc + 4) + br * (doc + 4) + br);
+}
+
+std::string AttentionFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {
+  if (std::string why = coopMatF16DeviceRule("attention flash_coopmat_f16", "flash_coopmat_f16",
+                                             static_cast<uint32_t>(p["CM"]), static_cast<uint32_t>(p["CN"]),
+                                             static_cast<uint32_t>(p["CK"]), dev);
+      !why.empty())
+    return why;
+  return {};
+}
+
+Tolerance AttentionFamily::coopMatTolerance() {
+  // q (pre-scaled by scale log2 e), K, V rounded to half once (u = 2^-11); Q K^T's exact
+  // f16 products summed in f32 (no half sums, unlike flash_f16's chains), so a score is
+  // off by ~u sqrt(sum (q k)^2) in log2 units: a relative ~u ln 2 |score| in its weight;
+  // the weights rounded to half for P V (u relative each, independent), P V exact products
+  // summed in f32; max, sum, rescaling and O in f32. Emulated
+  // (scripts/half-arithmetic-sim.py, "flash_coopmat_f16"; q, k, v ~ N(0, 1) as makeInputs
+  // draws them, BC = 32; D = 8 to 512, L = 37 to 4096): at most 4.0e-4 absolute with f32
+  // output, 5.2e-4 with f16 output (its rounding, 2^-11 of |out| < ~3), relL2 <= 4.9e-4,
+  // flat in L and D (no half sums) -- under flash_f16's 1.2e-3 / 2.3e-3.
+  // atol 4e-3, rtol 4e-3, relL2 2e-3: ~8x the emulated maximum and 4x its relL2 (room for
+  // a device's exp2 and f16 conversions), a third of flash_f16's margins since this scheme
+  // rounds a subset of what flash_f16 rounds; far under a dropped key block, a wrong row
+  // statistic or a missed rescale (O(0.1) and up).
+  return {4e-3, 4e-3, 2e-3};
+}
+
+}  // namespace sdspeed

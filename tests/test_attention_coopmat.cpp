@@ -1,0 +1,81 @@
+// attention flash_coopmat_f16's declaration, device rule and shared memory
+// (kernels/attention/attention_coopmat.cpp) on capability records made by hand: an H200-
+// like NV list, lavapipe's (none) and OpenCL. The D = 512 head fits 48 KiB only with DO
+// splitting O's columns.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "kernels/attention/attention_family.h"
+#include "kernels/registry.h"
+
+using namespace sdspeed;
+
+namespace {
+
+DeviceCaps vulkan48k(bool coopmat) {
+  DeviceCaps d;
+  d.api = "vulkan";
+  d.maxWorkGroupSize = 1024;
+  d.maxWorkItemSizes = {1024, 1024, 64};
+  d.localMemBytes = 49152;
+  d.fp16 = true;
+  d.storage16 = true;
+  d.subgroupSize = 32;
+  d.maxAllocBytes = uint64_t{1} << 32;
+  d.globalMemBytes = uint64_t{80} << 30;
+  d.cooperativeMatrix = coopmat;
+  if (coopmat)
+    for (uint32_t n : {16u, 8u}) d.coopMat.push_back({"NV", 16, n, 16, "f16", "f16", "f32", "f32", "subgroup"});
+  return d;
+}
+
+const VariantDef& coopmat() { return findFamily("attention").variant(AttentionFamily::kCoopMatVariant); }
+
+}  // namespace
+
+TEST(AttentionCoopMat, DeclaredAsAnF16ArithmeticVariant) {
+  const VariantDef& v = coopmat();
+  EXPECT_EQ(v.name, "flash_coopmat_f16");
+  EXPECT_EQ(v.arithmetic, std::vector<DType>{DType::F16});
+  for (const char* p : {"CM", "CN", "CK", "SG", "BC", "DC", "DO"}) EXPECT_NE(v.param(p), nullptr) << p;
+  const Tolerance t = findFamily("attention").tolerance(v, DType::F32);
+  EXPECT_DOUBLE_EQ(t.atol, 4e-3);  // its own (attention_coopmat.cpp), under flash_f16's 1e-2
+  EXPECT_EQ(AttentionFamily::scratchBytes(v, static_cast<const AttentionProblem&>(
+                                                 *AttentionFamily::problem(1, 1, 40, 64, 64))), 0u);
+}
+
+TEST(AttentionCoopMat, DeviceRuleReadsTheShapeList) {
+  const VariantDef& v = coopmat();
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), vulkan48k(false)), "device lacks cooperative matrices");
+  EXPECT_EQ(v.deviceLimitReason(v.defaults(), vulkan48k(true)), "");
+  DeviceCaps cl = vulkan48k(true);
+  cl.api = "opencl";
+  EXPECT_EQ(AttentionFamily::coopMatDeviceRule(v.defaults(), cl),
+            "attention flash_coopmat_f16 has no opencl kernels (cooperative matrices are Vulkan's)");
+  // CK = 8 with CN = 16: the list has 16x8x16 and 16x16x16 only.
+  const ParamPoint ck8 = v.parsePoint("CK=8");
+  EXPECT_NE(v.deviceLimitReason(ck8, vulkan48k(true)).find("device lacks cooperative-matrix shape"), std::string::npos);
+  DeviceCaps wide = vulkan48k(true);
+  wide.subgroupSize = 64;
+  EXPECT_NE(v.deviceLimitReason(v.defaults(), wide).find("32-invocation subgroups"), std::string::npos);
+}
+
+// The head sizes SD 1.5 has (40, 80, 160 in the UNet, 512 in the VAE) at the defaults on a
+// 48 KiB device: all but D = 512, which needs DO = 128 (O's columns in 4 work-groups).
+TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
+  const Family& fam = findFamily("attention");
+  const VariantDef& v = coopmat();
+  const DeviceCaps dev = vulkan48k(true);
+  const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);
+  for (int64_t d : {40, 80, 160})
+    EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *AttentionFamily::problem(2, 8, d, 256, 256), f, dev),
+              "")
+        << d;
+  const auto vae = AttentionFamily::problem(1, 1, 512, 4096, 4096);
+  EXPECT_NE(fam.unsupportedReason(v, v.defaults(), *vae, f, dev).find("bytes of shared memory at D = 512"),
+            std::string::npos);
+  EXPECT_EQ(fam.unsupportedReason(v, v.parsePoint("DO=128"), *vae, f, dev), "");
+  EXPECT_EQ(AttentionFamily::coopMatColumns(v.defaults(), 40), 48);  // D rounded up to CN
+  EXPECT_EQ(AttentionFamily::coopMatColumns(v.parsePoint("DO=64"), 512), 64);
+}
