@@ -477,6 +477,7 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
   for (const auto& param : v.params) declared += param.values.size();
   EXPECT_EQ(values.size(), declared) << "some parameter value is run by no case";
   EXPECT_EQ(ok, expected);
+}
 
 // attention flash_coopmat_f16 on a device without cooperative matrices (lavapipe):
 // refused by its device rule with `check`'s skipped line, and by the lowering itself.
