@@ -34,4 +34,4 @@ step() {
   log "end $name: exit $rc, wall $(awk "BEGIN{print $(date +%s.%N) - $t0}") s"
   pack
 }
-finish() { log done; pack; rm -rf "$R"; exit 0; }
+finish() { log done; pack && rm -rf "$R"; exit 0; }  # the results stay if tar fails

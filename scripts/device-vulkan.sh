@@ -137,9 +137,9 @@ if [ "${1:-check}" = run ]; then
   #   f32: attention flash (else naive, the first variant, runs); conv direct as on the
   #        last visit (207 ms; the untuned implicit GEMM ran 573 ms), then Winograd F(4x4)
   #        for the 3x3 stride-1 convolutions (direct for the rest).
-  #   f16: attention flash_f16; conv and gemm by the default order under f16 arithmetic
-  #        (im2col_gemm_f16, and gemm coopmat_f16 where the device has cooperative
-  #        matrices, else tiled_f16).
+  #   f16: attention flash_f16; conv and gemm by the default order under f16 arithmetic:
+  #        their coopmat_f16 where the device has cooperative matrices, else
+  #        im2col_gemm_f16 and tiled_f16.
   SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --scheduler ddim --steps 5"
   VK="--backend vulkan --variant conv=direct,attention=flash"
   sd_run() {  # sd_run NAME CAP ARGS...
@@ -219,7 +219,8 @@ PY
 fi
 if [ "${1:-check}" = ablate ]; then
   # The regeneration command of configs/ablation/vulkan.yaml's header. A row the H200
-  # cannot run (no Winograd Vulkan kernels in the build) prints a skipped: line.
+  # cannot run (e.g. + tensor cores where the build's glslc lacks GL_NV_cooperative_matrix)
+  # prints a skipped: line.
   step 580 ablate $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 3 \
     --backend vulkan --ablation configs/ablation/vulkan.yaml --out "$R/ablation-vulkan"
   grep -E '^row |skipped:' "$R/ablate.txt"

@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "fake_vulkan_caps.h"
 #include "kernels/attention/attention_family.h"
 #include "kernels/registry.h"
 
@@ -14,16 +15,7 @@ using namespace sdspeed;
 namespace {
 
 DeviceCaps vulkan48k(bool coopmat) {
-  DeviceCaps d;
-  d.api = "vulkan";
-  d.maxWorkGroupSize = 1024;
-  d.maxWorkItemSizes = {1024, 1024, 64};
-  d.localMemBytes = 49152;
-  d.fp16 = true;
-  d.storage16 = true;
-  d.subgroupSize = 32;
-  d.maxAllocBytes = uint64_t{1} << 32;
-  d.globalMemBytes = uint64_t{80} << 30;
+  DeviceCaps d = testing_caps::vulkanDevice();
   d.cooperativeMatrix = coopmat;
   if (coopmat)
     for (uint32_t n : {16u, 8u}) d.coopMat.push_back({"NV", 16, n, 16, "f16", "f16", "f32", "f32", "subgroup"});

@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <string>
 
+#include "fake_vulkan_caps.h"
 #include "kernels/common/half_variant.h"
+#include "kernels/conv/conv_family.h"
 #include "kernels/registry.h"
 #include "pipeline/exec/graph_executor.h"
 #include "test_support.h"
@@ -19,29 +21,9 @@ using namespace sdspeed;
 
 namespace {
 
-DeviceCaps vulkanDevice() {
-  DeviceCaps d;
-  d.api = "vulkan";
-  d.maxWorkGroupSize = 1024;
-  d.maxWorkItemSizes = {1024, 1024, 64};
-  d.localMemBytes = 49152;
-  d.fp16 = true;
-  d.storage16 = true;
-  d.subgroupSize = 32;
-  d.maxAllocBytes = uint64_t{1} << 32;
-  d.globalMemBytes = uint64_t{141} << 30;
-  return d;
-}
-
-// The H200's NV shapes with f16 inputs and f32 accumulators (tests/test_gemm_coopmat.cpp
-// has the whole list it reports).
-DeviceCaps h200() {
-  DeviceCaps d = vulkanDevice();
-  d.cooperativeMatrix = true;
-  for (auto [m, n, k] : {std::tuple{16u, 16u, 16u}, {16u, 8u, 16u}, {16u, 8u, 8u}})
-    d.coopMat.push_back({"NV", m, n, k, "f16", "f16", "f32", "f32", "subgroup"});
-  return d;
-}
+// The H200's limits, with and without its cooperative-matrix list.
+using testing_caps::h200;
+using testing_caps::vulkanDevice;
 
 // lavapipe: shaderFloat16, no cooperative matrices, 32 KiB shared memory, subgroups of 8.
 DeviceCaps lavapipe() {
@@ -136,4 +118,19 @@ TEST(DefaultChoice, ADatabaseEntryWinsOverTheDefaultOrder) {
   const std::vector<std::string> allowed{"direct_f16", "coopmat_f16"};
   EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, h200()), h200(), &allowed).variant, "coopmat_f16");
   EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, lavapipe()), lavapipe(), &allowed).variant, "direct_f16");
+}
+
+// conv coopmat_f16 takes gemm coopmat_f16's declaration (ConvFamily::coopMatVariant), its
+// rank included: an untuned f16 convolution runs the tensor cores where the device lists
+// them, and elsewhere the first half twin in declaration order (im2col_gemm_f16).
+TEST(DefaultChoice, UntunedF16ConvRunsTheTensorCoresWhereTheDeviceHasThem) {
+  sdspeed_test::TempDir dir;
+  Case k{findFamily("conv"), ConvFamily::problem({2, 64, 16, 16}, 64, 3, 1, true, true, true)};
+  EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "coopmat_f16");
+  const NodeChoice onLavapipe = k.choose(TunedChooser(dir.path(), kKey, lavapipe()), lavapipe());
+  EXPECT_EQ(onLavapipe.variant, "im2col_gemm_f16") << onLavapipe.source;
+  EXPECT_NE(onLavapipe.source.find("device lacks cooperative matrices"), std::string::npos) << onLavapipe.source;
+  // The 1x1 convolutions likewise: the tensor cores, else the first twin that runs k = 1.
+  Case one{findFamily("conv"), ConvFamily::problem({2, 64, 16, 16}, 32, 1, 1, true, false, false)};
+  EXPECT_EQ(one.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "coopmat_f16");
 }

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "fake_vulkan_caps.h"
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/registry.h"
 #include "tuning/check.h"
@@ -15,42 +16,8 @@ using namespace sdspeed;
 
 namespace {
 
-CoopMatShape shape(const char* ext, uint32_t m, uint32_t n, uint32_t k, const char* ab, const char* cd) {
-  return {ext, m, n, k, ab, ab, cd, cd, "subgroup"};
-}
-
-// A Vulkan record with the H200's limits (shared memory 48 KiB, work-groups of 1024,
-// subgroups of 32, shaderFloat16) and no cooperative matrices yet.
-DeviceCaps vulkanDevice() {
-  DeviceCaps d;
-  d.api = "vulkan";
-  d.maxWorkGroupSize = 1024;
-  d.maxWorkItemSizes = {1024, 1024, 64};
-  d.localMemBytes = 49152;
-  d.fp16 = true;
-  d.storage16 = true;
-  d.subgroupSize = 32;
-  d.maxAllocBytes = uint64_t{1} << 32;
-  d.globalMemBytes = uint64_t{141} << 30;
-  return d;
-}
-
-// The H200's list: NV and KHR, f16 inputs with f16 or f32 accumulators, and the integer
-// shapes (which the f16 variant must never pick).
-DeviceCaps h200() {
-  DeviceCaps d = vulkanDevice();
-  d.cooperativeMatrix = true;
-  for (const char* ext : {"NV", "KHR"}) {
-    for (const char* acc : {"f16", "f32"}) {
-      d.coopMat.push_back(shape(ext, 16, 16, 16, "f16", acc));
-      d.coopMat.push_back(shape(ext, 16, 8, 16, "f16", acc));
-      d.coopMat.push_back(shape(ext, 16, 8, 8, "f16", acc));
-    }
-    d.coopMat.push_back(shape(ext, 16, 16, 32, "s8", "s32"));
-    d.coopMat.push_back(shape(ext, 16, 8, 32, "u8", "u32"));
-  }
-  return d;
-}
+using testing_caps::h200;
+using testing_caps::vulkanDevice;
 
 const VariantDef& coopmat() { return findFamily("gemm").variant(GemmFamily::kCoopMatVariant); }
 

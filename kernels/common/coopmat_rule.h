@@ -1,4 +1,4 @@
-// The device rule the cooperative-matrix variants share (gemm coopmat_f16,
+// The device rule the cooperative-matrix variants share (gemm and conv coopmat_f16,
 // attention flash_coopmat_f16): Vulkan only, the device's cooperative matrices, the NV
 // shape CM x CN x CK with A = B = f16, C = D = f32 at subgroup scope in its list, and
 // 32-invocation subgroups (the shaders pick a subgroup's tile by gl_SubgroupID).

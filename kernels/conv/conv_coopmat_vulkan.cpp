@@ -38,12 +38,7 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   // Output channels in tiles of BN (a multiple of 8): they also cover NC4HW4's padding
   // channels, which the shader writes as 0.
   const std::array<uint32_t, 3> groups{ceilDiv(Ho * Wo, bm), ceilDiv(stored, bn), N};
-  const auto& lim = be.info().maxWorkGroupCount;
-  for (int i = 0; i < 3; ++i)
-    if (groups[i] > lim[i])
-      throw UnsupportedError("conv " + v.name + " needs " + std::to_string(groups[i]) + " work-groups along dimension " +
-                             std::to_string(i) + ", above the device's maxComputeWorkGroupCount " +
-                             std::to_string(lim[i]));
+  vulkanCheckGroupCount(be, "conv " + v.name, groups);
   const auto& pipe = be.pipeline(
       vulkanModuleFor(module, f), 6, 8 * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),

@@ -68,12 +68,7 @@ std::unique_ptr<PreparedOp> lowerConvVulkan(vk::VulkanBackend& be, const Family&
     groups = {(Ho * Wo + tn - 1) / tn, (stored + tm - 1) / tm, N};
   }
   // Very large images can exceed a dimension's work-group count (65535 on some devices).
-  const auto& lim = be.info().maxWorkGroupCount;
-  for (int i = 0; i < 3; ++i)
-    if (groups[i] > lim[i])
-      throw UnsupportedError("conv " + v.name + " needs " + std::to_string(groups[i]) + " work-groups along dimension " +
-                             std::to_string(i) + ", above the device's maxComputeWorkGroupCount " +
-                             std::to_string(lim[i]));
+  vulkanCheckGroupCount(be, "conv " + v.name, groups);
   spec.insert(spec.begin(), vulkanLocalSizeX(be, wg));
   spec.push_back(vulkanWeightFormat(fam, f));
   const auto& pipe = be.pipeline(vulkanModuleFor("conv", f), 6, 8 * 4, spec);

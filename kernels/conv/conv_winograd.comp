@@ -11,7 +11,7 @@
 // module at 8 storage buffers, the backend recorder's most. Scratch and U are f32 whatever
 // the storage (as OpenCL's); x, temb, residual, y are sfp in the layout pushed; w and bias
 // are uint words in the op's weight format (weights.glsl: f32, f16, q8_0, q4_0).
-// Arithmetic is float: conv has no half twin.
+// Arithmetic is float: Winograd has no half twin (conv's are the implicit GEMM's).
 #include "../common/prelude.glsl"
 #include "../common/weights.glsl"
 

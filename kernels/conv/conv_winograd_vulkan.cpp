@@ -189,16 +189,10 @@ std::unique_ptr<PreparedOp> lowerConvWinogradVulkan(vk::VulkanBackend& be, const
   const uint32_t tm = u32(pt["TM"]), tn = u32(pt["TN"]), rm = u32(pt["RM"]), rn = u32(pt["RN"]);
   const ConvScratch s = ConvFamily::scratch(v, c, pt);
   // The largest grids (resident: one block of everything) within the device's group counts.
-  const auto& lim = be.info().maxWorkGroupCount;
   const std::array<std::array<uint32_t, 3>, 3> grids = {
       {{ceilDiv(up4(tiles), kTransformWg), cin, 1}, {ceilDiv(up4(tiles), tn), ceilDiv(coutP, tm), alpha * alpha},
        {ceilDiv(coutP, kTransformWg), std::max(cin, coutP / 4), 1}}};
-  for (const auto& g : grids)
-    for (int i = 0; i < 3; ++i)
-      if (g[i] > lim[i])
-        throw UnsupportedError("conv " + v.name + " needs " + std::to_string(g[i]) +
-                               " work-groups along dimension " + std::to_string(i) +
-                               ", above the device's maxComputeWorkGroupCount " + std::to_string(lim[i]));
+  for (const auto& g : grids) vulkanCheckGroupCount(be, "conv " + v.name, g);
   const auto& module = vulkanModuleFor("conv_winograd", f);
   auto pipeline = [&](Stage st, uint32_t wg, std::vector<vk::SpecConstant> more) {
     std::vector<vk::SpecConstant> spec = {vulkanLocalSizeX(be, wg), vk::specU32(1, st), vk::specU32(2, u32(m)),

@@ -15,10 +15,10 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"concat", &lowerConcatVulkan, "concat"},
       {"reshape", &lowerReshapeVulkan, "reshape"},
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
-      {"gemm", &lowerGemmVulkan, "gemm"},
-      {"conv", &lowerConvVulkan, "conv conv_winograd"},
+      {"gemm", &lowerGemmVulkan, "gemm gemm_tiled gemm_coopmat"},
+      {"conv", &lowerConvVulkan, "conv conv_winograd conv_coopmat"},
       {"timestep", &lowerTimestepVulkan, "timestep"},
-      {"attention", &lowerAttentionVulkan, "attention"},
+      {"attention", &lowerAttentionVulkan, "attention attention_coopmat"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;
@@ -66,6 +66,15 @@ vk::SpecConstant vulkanLocalSizeX(vk::VulkanBackend& be, uint32_t wg) {
     throw UnsupportedError("work-group of " + std::to_string(wg) + " exceeds the device's maxComputeWorkGroupSize[0] " +
                            std::to_string(limit));
   return vk::specU32(0, wg);
+}
+
+void vulkanCheckGroupCount(vk::VulkanBackend& be, const std::string& what, const std::array<uint32_t, 3>& groups) {
+  const auto& lim = be.info().maxWorkGroupCount;
+  for (int i = 0; i < 3; ++i)
+    if (groups[i] > lim[i])
+      throw UnsupportedError(what + " needs " + std::to_string(groups[i]) + " work-groups along dimension " +
+                             std::to_string(i) + ", above the device's maxComputeWorkGroupCount " +
+                             std::to_string(lim[i]));
 }
 
 vk::SpecConstant vulkanWeightFormat(const Family& fam, const StorageFormat& f) {

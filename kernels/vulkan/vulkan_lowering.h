@@ -39,6 +39,10 @@ const vk::SpirvShader& vulkanModuleFor(const std::string& name, const StorageFor
 // checked against the device's maxComputeWorkGroupSize[0] (the family rules check only
 // the invocation count); UnsupportedError above it.
 vk::SpecConstant vulkanLocalSizeX(vk::VulkanBackend& be, uint32_t wg);
+// A dispatch grid checked against the device's maxComputeWorkGroupCount (65535 on some
+// devices, which very large images can exceed): UnsupportedError naming `what` (e.g.
+// "conv winograd_f4x4_3x3") and the dimension above it.
+void vulkanCheckGroupCount(vk::VulkanBackend& be, const std::string& what, const std::array<uint32_t, 3>& groups);
 // The specialization constant 20 of every shader that reads parameter slots
 // (kernels/common/weights.glsl's SD_WFMT): the op's weight format, fam.keyFormat(f).weights
 // (0 f32, 1 f16, 2 q8_0, 3 q4_0); the non-quantizable slots are f16 under q8_0/q4_0.
