@@ -15,21 +15,8 @@ namespace sdspeed {
 std::unique_ptr<PreparedOp> lowerAttentionCoopMatVulkan(vk::VulkanBackend& be, const VariantDef& v,
                                                         const ParamPoint& p, const AttentionProblem& a,
                                                         const StorageFormat& f) {
-  // Tests only (tests/test_vulkan_harness.cpp): the same shader with the coopmat operations
-  // in scalar code (COOPMAT_EMULATE), which any device with shaderFloat16 runs.
-  const auto emu = v.defines.find("COOPMAT_EMULATE");
-  const bool emulate = emu != v.defines.end() && emu->second;
-  const char* module = emulate ? "attention_coopmat_emu" : "attention_coopmat";
-  if (!emulate) {
-    if (!findVulkanModules(module))
-      throw UnsupportedError("attention " + v.name + " has no vulkan kernels in this build (its glslc lacks "
-                             "GL_NV_cooperative_matrix: cmake/VulkanBackend.cmake)");
-    // The rule again, for a caller that skipped it (a --params point on another device).
-    if (std::string why = AttentionFamily::coopMatDeviceRule(p, be.caps()); !why.empty()) throw UnsupportedError(why);
-    if (!be.device().cooperativeMatrixNVEnabled())
-      throw UnsupportedError("device lacks the cooperativeMatrix and vulkanMemoryModel features "
-                             "VK_NV_cooperative_matrix shaders need");
-  }
+  const VulkanCoopMatModule module = vulkanCoopMatModule(
+      be, "attention", v, "attention_coopmat", [&] { return AttentionFamily::coopMatDeviceRule(p, be.caps()); });
   const uint32_t BH = u32(a.batch * a.heads), S = u32(a.queries), D = u32(a.headDim);
   const uint32_t flags = (a.causal ? 1u : 0u) | (a.mask ? 2u : 0u);
   const float scale = static_cast<float>(a.effectiveScale());
@@ -42,7 +29,7 @@ std::unique_ptr<PreparedOp> lowerAttentionCoopMatVulkan(vk::VulkanBackend& be, c
   const uint32_t br = u("SG") * u("CM");
   // Bindings: q, k, v, mask, out (attention.comp's first five; no scratch).
   const auto& pipe = be.pipeline(
-      vulkanModuleFor(module, f), 5, 8 * 4,
+      vulkanModuleFor(module.name, f), 5, 8 * 4,
       {vulkanLocalSizeX(be, u("SG") * 32u), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")), vk::specU32(3, u("CK")),
        vk::specU32(4, u("SG")), vk::specU32(5, u("BC")), vk::specU32(6, u("DC")), vk::specU32(7, cols)});
   return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),

@@ -13,34 +13,21 @@ namespace sdspeed {
 
 std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                    const ParamPoint& p, const ConvProblem& c, const StorageFormat& f) {
-  // Tests only (tests/test_vulkan_harness.cpp): the coopmat operations in scalar code.
-  const auto emu = v.defines.find("COOPMAT_EMULATE");
-  const bool emulate = emu != v.defines.end() && emu->second;
-  const char* module = emulate ? "conv_coopmat_emu" : "conv_coopmat";
-  if (!emulate) {
-    if (!findVulkanModules(module))
-      throw UnsupportedError("conv " + v.name + " has no vulkan kernels in this build (its glslc lacks "
-                             "GL_NV_cooperative_matrix: cmake/VulkanBackend.cmake)");
-    // The rule again, for a caller that skipped it (a --params point on another device).
-    if (std::string why = GemmFamily::coopMatDeviceRule(p, be.caps(), "conv"); !why.empty())
-      throw UnsupportedError(why);
-    if (!be.device().cooperativeMatrixNVEnabled())
-      throw UnsupportedError("device lacks the cooperativeMatrix and vulkanMemoryModel features "
-                             "VK_NV_cooperative_matrix shaders need");
-  }
+  const VulkanCoopMatModule module = vulkanCoopMatModule(
+      be, "conv", v, "conv_coopmat", [&] { return GemmFamily::coopMatDeviceRule(p, be.caps(), "conv"); });
   const ConvDims& d = c.dims;
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t Ho = u32(d.outHeight()), Wo = u32(d.outWidth()), N = u32(d.batch);
   const uint32_t stored = layout == 1u ? (u32(d.cout) + 3u) / 4u * 4u : u32(d.cout);
   auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
-  const uint32_t subgroup = emulate ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
+  const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
   // Output channels in tiles of BN (a multiple of 8): they also cover NC4HW4's padding
   // channels, which the shader writes as 0.
   const std::array<uint32_t, 3> groups{ceilDiv(Ho * Wo, bm), ceilDiv(stored, bn), N};
   vulkanCheckGroupCount(be, "conv " + v.name, groups);
   const auto& pipe = be.pipeline(
-      vulkanModuleFor(module, f), 6, 8 * 4,
+      vulkanModuleFor(module.name, f), 6, 8 * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, subgroup),

@@ -14,21 +14,8 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
                                                    const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
   const auto* g = dynamic_cast<const GemmProblem*>(&prob);
   if (!g) throw Error("gemm given a problem of another family: " + prob.text());
-  // Tests only (tests/test_vulkan_harness.cpp): the same shader with the coopmat operations
-  // in scalar code (COOPMAT_EMULATE), which any device with shaderFloat16 runs.
-  const auto emu = v.defines.find("COOPMAT_EMULATE");
-  const bool emulate = emu != v.defines.end() && emu->second;
-  const char* module = emulate ? "gemm_coopmat_emu" : "gemm_coopmat";
-  if (!emulate) {
-    if (!findVulkanModules(module))
-      throw UnsupportedError("gemm " + v.name + " has no vulkan kernels in this build (its glslc lacks "
-                             "GL_NV_cooperative_matrix: cmake/VulkanBackend.cmake)");
-    // The rule again, for a caller that skipped it (a --params point on another device).
-    if (std::string why = GemmFamily::coopMatDeviceRule(p, be.caps()); !why.empty()) throw UnsupportedError(why);
-    if (!be.device().cooperativeMatrixNVEnabled())
-      throw UnsupportedError("device lacks the cooperativeMatrix and vulkanMemoryModel features "
-                             "VK_NV_cooperative_matrix shaders need");
-  }
+  const VulkanCoopMatModule module = vulkanCoopMatModule(
+      be, "gemm", v, "gemm_coopmat", [&] { return GemmFamily::coopMatDeviceRule(p, be.caps()); });
   const uint32_t epi = static_cast<uint32_t>(GemmFamily::epilogueCode(g->epilogue));
   const Shape y = g->outShape();
   const uint32_t layout = vulkanLayoutCode(f);
@@ -36,10 +23,10 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
   std::vector<uint32_t> push{u32(g->x.c), u32(y.c), u32(y.hw()), epi, flags, layout};
   auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
   // 32: the device rule checked it (the emulation makes its own groups of 32).
-  const uint32_t subgroup = emulate ? 32u : be.info().subgroupSize;
+  const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
   const auto& pipe = be.pipeline(
-      vulkanModuleFor(module, f), 5, 6 * 4,
+      vulkanModuleFor(module.name, f), 5, 6 * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")),

@@ -77,6 +77,20 @@ void vulkanCheckGroupCount(vk::VulkanBackend& be, const std::string& what, const
                              std::to_string(lim[i]));
 }
 
+VulkanCoopMatModule vulkanCoopMatModule(vk::VulkanBackend& be, const std::string& family, const VariantDef& v,
+                                        const std::string& base, const std::function<std::string()>& rule) {
+  const auto emu = v.defines.find("COOPMAT_EMULATE");
+  if (emu != v.defines.end() && emu->second) return {base + "_emu", true};
+  if (!findVulkanModules(base))
+    throw UnsupportedError(family + " " + v.name + " has no vulkan kernels in this build (its glslc lacks "
+                           "GL_NV_cooperative_matrix: cmake/VulkanBackend.cmake)");
+  if (std::string why = rule(); !why.empty()) throw UnsupportedError(why);
+  if (!be.device().cooperativeMatrixNVEnabled())
+    throw UnsupportedError("device lacks the cooperativeMatrix and vulkanMemoryModel features "
+                           "VK_NV_cooperative_matrix shaders need");
+  return {base, false};
+}
+
 vk::SpecConstant vulkanWeightFormat(const Family& fam, const StorageFormat& f) {
   switch (fam.keyFormat(f).weights) {
     case DType::F32: return vk::specU32(20, 0);

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -47,6 +48,20 @@ void vulkanCheckGroupCount(vk::VulkanBackend& be, const std::string& what, const
 // (kernels/common/weights.glsl's SD_WFMT): the op's weight format, fam.keyFormat(f).weights
 // (0 f32, 1 f16, 2 q8_0, 3 q4_0); the non-quantizable slots are f16 under q8_0/q4_0.
 vk::SpecConstant vulkanWeightFormat(const Family& fam, const StorageFormat& f);
+
+// The module a cooperative-matrix variant (gemm / conv coopmat_f16, attention
+// flash_coopmat_f16) runs. Under its COOPMAT_EMULATE define (tests only: the coopmat
+// operations in scalar code, which any device with shaderFloat16 runs) `<base>_emu`.
+// Otherwise `base`, after checking, each with its one-line UnsupportedError: that this
+// build's glslc made it (GL_NV_cooperative_matrix), the variant's device rule (`rule`,
+// again for a caller that skipped it: a --params point on another device), and that the
+// device enabled the features VK_NV_cooperative_matrix shaders need.
+struct VulkanCoopMatModule {
+  std::string name;
+  bool emulated = false;
+};
+VulkanCoopMatModule vulkanCoopMatModule(vk::VulkanBackend& be, const std::string& family, const VariantDef& v,
+                                        const std::string& base, const std::function<std::string()>& rule);
 
 
 // The family's Vulkan lowering, or null when it has none.
