@@ -11,7 +11,8 @@
 #     (cd .vk && apt-get $o download glslc libshaderc1 libvulkan-dev vulkan-tools \
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
-#   run (carry .gl .vk): bash scripts/device-vulkan.sh [check|run|setup|ablate]
+#   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
+#   check coopmat coopmat-full bench run peer setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -39,6 +40,16 @@
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
 device_results vulkan  # log, pack, step: scripts/device-lib.sh
+# The stages to run, in this file's order, whatever order they are named in (none: check
+# coopmat coopmat-full bench). Run the script once per stage for another order: the build,
+# the results folder and its archive carry over.
+STAGES=" ${*:-check coopmat coopmat-full bench} "
+for s in $STAGES; do
+  case $s in check|coopmat|coopmat-full|bench|run|peer|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench run peer setup ablate)" >&2; exit 2;;
+  esac
+done
+want() { [[ $STAGES == *" $1 "* ]]; }
 echo "commit ${SDSPEED_COMMIT:-unknown}" > "$R/commit.txt"
 
 # The loader into /, the build tools beside it.
@@ -65,7 +76,7 @@ fi
 step 60 devices $S devices
 
 # Every family through Vulkan on the H200 (the lavapipe command of results/vulkan/README.md).
-[ "${1:-check}" = check ] && step 240 check $S check --backend vulkan --arithmetic f32,f16 \
+want check && step 240 check $S check --backend vulkan --arithmetic f32,f16 \
   --storage f32.buffer.nchw,f32.buffer.nc4hw4,f16.buffer.nchw,f16.buffer.nc4hw4 \
   --csv "$R/check.csv"
 [ -f "$R/check.txt" ] && tail -5 "$R/check.txt"
@@ -73,14 +84,14 @@ step 60 devices $S devices
 # run on cooperative-matrix hardware (kernels/gemm/README.md): the quick problems at more
 # sampled points than the check above, every weight format; then SD 1.5's sizes (--full:
 # double-precision references of up to 27 GFLOP each, so one format and the defaults).
-[ "${1:-check}" = check ] && step 240 check-coopmat $S check --backend vulkan --op gemm --variant coopmat_f16 \
+want coopmat && step 150 check-coopmat $S check --backend vulkan --op gemm --variant coopmat_f16 \
   --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nchw,f16.buffer.nc4hw4 --weights f32,f16,int8,int4 \
   --points 6 --csv "$R/check-coopmat.csv"
-[ "${1:-check}" = check ] && step 240 check-coopmat-full $S check --backend vulkan --op gemm --variant coopmat_f16 \
+want coopmat-full && step 240 check-coopmat-full $S check --backend vulkan --op gemm --variant coopmat_f16 \
   --arithmetic f16 --storage f16.buffer.nchw --weights f16 --points 0 --full --csv "$R/check-coopmat-full.csv"
 # Its time against direct_f16 on the issue's GEGLU (2x320x1x4096, n = 2560), f16 storage
 # and weights, 8 sampled points each (every timed point passes the accuracy check first).
-[ "${1:-check}" = check ] && step 180 bench-coopmat $S bench --backend vulkan --op gemm --shape 2x320x1x4096 \
+want bench && step 180 bench-coopmat $S bench --backend vulkan --op gemm --shape 2x320x1x4096 \
   --attrs n=2560,epilogue=geglu,bias=1,residual=0 --variant coopmat_f16,direct_f16 --arithmetic f16 \
   --storage f16.buffer.nchw --weights f16 --points 8 --llc-mib 60 --csv "$R/bench-coopmat.csv"
 # conv coopmat_f16 (issue #22: the implicit GEMM of im2col_gemm / conv1x1 on tensor cores,
@@ -89,10 +100,10 @@ step 60 devices $S devices
 # then SD 1.5 UNet shapes (ResNet conv1 + temb at 64x64 and 16x16, a 1x1, a stride-2
 # downsample; not --full: its VAE layers at 512x512 need ~100 GFLOP double references);
 # then its time against im2col_gemm_f16 on ResNet conv1 at 64x64 latents.
-[ "${1:-check}" = check ] && step 240 check-conv-coopmat $S check --backend vulkan --op conv --variant coopmat_f16 \
+want coopmat && step 150 check-conv-coopmat $S check --backend vulkan --op conv --variant coopmat_f16 \
   --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nchw,f16.buffer.nc4hw4 --weights f32,f16,int8,int4 \
   --points 6 --csv "$R/check-conv-coopmat.csv"
-if [ "${1:-check}" = check ]; then
+if want coopmat-full; then
   i=0
   for shape_attrs in 2x320x64x64:cout=320,temb=1 2x1280x16x16:cout=1280,temb=1 2x640x32x32:cout=640,k=1 \
                      2x320x64x64:cout=320,stride=2; do
@@ -102,7 +113,7 @@ if [ "${1:-check}" = check ]; then
       --csv "$R/check-conv-coopmat-sd$i.csv"
   done
 fi
-[ "${1:-check}" = check ] && step 180 bench-conv-coopmat $S bench --backend vulkan --op conv --shape 2x320x64x64 \
+want bench && step 180 bench-conv-coopmat $S bench --backend vulkan --op conv --shape 2x320x64x64 \
   --attrs cout=320,temb=1 --variant coopmat_f16,im2col_gemm_f16 --arithmetic f16 \
   --storage f16.buffer.nchw --weights f16 --points 8 --llc-mib 60 --csv "$R/bench-conv-coopmat.csv"
 # attention flash_coopmat_f16 (issue #22, FlashAttention on tensor cores): its first run on
@@ -110,16 +121,16 @@ fi
 # then SD 1.5's sizes (--full at the defaults: D = 40, 80, 160; the VAE's D = 512 refused
 # there, so run again with DO = 128),
 # and its time against flash_f16 at S = L = 4096, D = 40.
-[ "${1:-check}" = check ] && step 180 check-attn-coopmat $S check --backend vulkan --op attention \
+want coopmat && step 100 check-attn-coopmat $S check --backend vulkan --op attention \
   --variant flash_coopmat_f16 --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 \
   --csv "$R/check-attn-coopmat.csv"
-[ "${1:-check}" = check ] && step 240 check-attn-coopmat-full $S check --backend vulkan --op attention \
+want coopmat-full && step 240 check-attn-coopmat-full $S check --backend vulkan --op attention \
   --variant flash_coopmat_f16 --arithmetic f16 --storage f16.buffer.nchw --points 0 --full \
   --csv "$R/check-attn-coopmat-full.csv"
-[ "${1:-check}" = check ] && step 120 check-attn-coopmat-vae $S check --backend vulkan --op attention \
+want coopmat-full && step 120 check-attn-coopmat-vae $S check --backend vulkan --op attention \
   --variant flash_coopmat_f16 --arithmetic f16 --storage f16.buffer.nchw --params DO=128 --points 0 \
   --shape 1x512x1x4096 --attrs heads=1 --csv "$R/check-attn-coopmat-vae.csv"
-[ "${1:-check}" = check ] && step 180 bench-attn-coopmat $S bench --backend vulkan --op attention \
+want bench && step 180 bench-attn-coopmat $S bench --backend vulkan --op attention \
   --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --arithmetic f16 \
   --storage f16.buffer.nchw --points 8 --csv "$R/bench-attn-coopmat.csv"
 for f in check-coopmat check-coopmat-full bench-coopmat check-conv-coopmat check-conv-coopmat-sd1 \
@@ -128,7 +139,7 @@ for f in check-coopmat check-coopmat-full bench-coopmat check-conv-coopmat check
   [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"
 done
 
-if [ "${1:-check}" = run ]; then
+if want run; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the
   # default run does (configs/tuned), then Vulkan f32 and f16 arithmetic. Vulkan has no
   # tuning database yet, so its runs name the variants for the big ops (one per family;
@@ -151,6 +162,9 @@ if [ "${1:-check}" = run ]; then
   sd_run run-vulkan-f32-wino 150 --backend vulkan --variant conv=winograd_f4x4_3x3,attention=flash
   # The issue's f16 command: f16 arithmetic, storage and weights.
   sd_run run-vulkan-f16 150 --backend vulkan --variant attention=flash_f16 --arithmetic f16 --precision f16 --weights f16
+  # The race command (#22) with attention on tensor cores too (flash_coopmat_f16 has
+  # default rank 0: it is named until a tuned database chooses it).
+  sd_run run-vulkan-f16-tc 150 --backend vulkan --variant attention=flash_coopmat_f16 --arithmetic f16 --precision f16 --weights f16
   # Decoded-image PSNR (image in [-1, 1], 10 log10(4 / MSE)) of each run against Vulkan f32
   # and OpenCL f32, and the UNet medians side by side.
   python3 - "$R" > "$R/summary.txt" 2>&1 <<'PY'
@@ -165,7 +179,7 @@ def decoded(name):
 def psnr(a, b):
     if a is None or b is None: return "-"
     m = np.mean((a - b) ** 2); return "inf" if m == 0 else f"{10 * np.log10(4 / m):.1f}"
-runs = ["run-opencl-f32", "run-vulkan-f32", "run-vulkan-f32-wino", "run-vulkan-f16"]
+runs = ["run-opencl-f32", "run-vulkan-f32", "run-vulkan-f32-wino", "run-vulkan-f16", "run-vulkan-f16-tc"]
 img = {n: decoded(n) for n in runs}
 print(f"{'run':<20}{'UNet median ms':>16}{'UNet min ms':>13}{'peak GB':>9}  PSNR vs vulkan-f32 / opencl-f32 (dB)")
 for n in runs:
@@ -178,7 +192,20 @@ PY
   cat "$R/summary.txt"
   pack
 fi
-if [ "${1:-check}" = setup ]; then
+if want peer; then
+  # PyTorch fp32 / fp16 eager and fp16 torch.compile on the same model and shapes
+  # (bench/peers/peer_sd15.py; diffusers carried as a wheel: carry .whl too), for the
+  # side-by-side table of #21 / #22 in the same script call as the run stage.
+  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+    step 300 peer-pytorch env OUT="$R" PEER_COMPILE=1 PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \
+      python3 bench/peers/peer_sd15.py configs/models/sd15
+    cat "$R/peer-pytorch.txt"
+  else
+    log "peer: no diffusers wheel (.whl not carried?)"
+  fi
+  pack
+fi
+if want setup; then
   F16=/tmp/sd15-f16
   if [ ! -f $F16/unet/diffusion_pytorch_model.safetensors ]; then
     rm -rf $F16
@@ -217,7 +244,7 @@ PY
   cat "$R/setup.txt"
   pack
 fi
-if [ "${1:-check}" = ablate ]; then
+if want ablate; then
   # The regeneration command of configs/ablation/vulkan.yaml's header. A row the H200
   # cannot run (e.g. + tensor cores where the build's glslc lacks GL_NV_cooperative_matrix)
   # prints a skipped: line.
