@@ -24,6 +24,8 @@
 #include "tuning/shard.h"
 #include "tuning/tuner.h"
 #ifdef SDSPEED_WITH_PIPELINE
+#include "kernels/lowering.h"
+#include "pipeline/exec/graph_executor.h"
 #include "pipeline/run/model_shapes.h"
 #endif
 
@@ -156,13 +158,45 @@ int tuneModel(const Args& args) {
   // Current choices and times from the database this command starts with (the
   // unsharded one, which shards only read): the baseline of the gain summary.
   const TunedChooser before(dbDir, key, dev);
+  // One space per family and arithmetic: only the variants that compute in the
+  // instance's arithmetic (under --arithmetic f16 the f32 variants would spend the budget
+  // on points that can only answer "computes in f32 only").
   std::map<std::string, std::vector<Candidate>> spaces;
+  auto spaceOf = [&](const ModelInstance& m) -> std::vector<Candidate>& {
+    const DType a = m.inst.format.arithmetic;
+    auto& space = spaces[m.fam->name() + "/" + dtypeName(a)];
+    if (space.empty())
+      for (auto& c : tuningSpace(*m.fam, dev)) {
+        const auto& ar = c.variant->arithmetic;
+        if (std::find(ar.begin(), ar.end(), a) != ar.end()) space.push_back(std::move(c));
+      }
+    return space;
+  };
   std::vector<TunedChoice> prior;
   std::vector<BudgetItem> items;
   for (auto& m : all) {
-    auto& space = spaces[m.fam->name()];
-    if (space.empty()) space = tuningSpace(*m.fam, dev);
-    prior.push_back(before.choose(*m.fam, m.inst));
+    auto& space = spaceOf(m);
+    // The current choice is what `sdspeed run` would take for the instance here: the
+    // executor's own rule (chooseVariant: the database, else the family's default order,
+    // each checked against the device's rules and this backend's kernels), so under
+    // f16 arithmetic it is a half variant, not the database's f32 one.
+    const auto prob = m.inst.problem(*m.fam);
+    const ChoiceRefusal whyNot = [&](const TunedChoice& c) -> std::string {
+      try {
+        const VariantDef& v = m.fam->variant(c.variant);
+        const ParamPoint p = v.parsePoint(c.params);
+        if (std::string why = m.fam->unsupportedReason(v, p, *prob, m.inst.format, dev); !why.empty()) return why;
+        return loweringGap(ctx, *m.fam, v, p, *prob, m.inst.format);
+      } catch (const Error& e) {
+        return std::string("stale tuned point: ") + e.what();
+      }
+    };
+    std::string refused;
+    const auto chosen = chooseVariant(before, *m.fam, m.inst, nullptr, whyNot, refused);
+    TunedChoice c = before.choose(*m.fam, m.inst);
+    if (chosen && (chosen->variant != c.variant || chosen->params != c.params))
+      c = {chosen->variant, chosen->params, chosen->source, 0, TunedStep::GenericDefault};
+    prior.push_back(c);
     m.fromDatabase = prior.back().step == TunedStep::Exact;
     m.estimateUs = m.fromDatabase ? prior.back().medianUs : modelEstimateUs(*m.fam, m.inst, ceilings);
     items.push_back({m.weight(unetCalls), space.size()});
@@ -205,7 +239,7 @@ int tuneModel(const Args& args) {
     ModelInstance& m = all[i];
     if (!shard.owns(m.inst.text())) continue;
     const Family& fam = *m.fam;
-    const auto& space = spaces[fam.name()];
+    const auto& space = spaceOf(m);
     double slice = 0;
     size_t budget = points[i];
     if (totalSeconds > 0) {

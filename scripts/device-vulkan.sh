@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench run peer setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench run peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -45,8 +45,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|run|peer|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench run peer setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|run|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench run peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -74,6 +74,11 @@ if [ ! -x $S ] || ! $S devices 2>/dev/null | grep -q vulkan:; then
   [ -x $S ] || { tail -40 "$R/build.txt"; pack; exit 1; }
 fi
 step 60 devices $S devices
+SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --scheduler ddim --steps 5"
+sd_run() {  # sd_run NAME CAP ARGS...: one SD 1.5 run, its report, image and decoded tensor in $R
+  local name=$1 cap=$2; shift 2
+  step "$cap" "$name" $S run $SD --report "$R/$name.json" -o "$R/$name.png" --save-decoded "$R/$name.safetensors" "$@"
+}
 
 # Every family through Vulkan on the H200 (the lavapipe command of results/vulkan/README.md).
 want check && step 240 check $S check --backend vulkan --arithmetic f32,f16 \
@@ -151,12 +156,7 @@ if want run; then
   #   f16: attention flash_f16; conv and gemm by the default order under f16 arithmetic:
   #        their coopmat_f16 where the device has cooperative matrices, else
   #        im2col_gemm_f16 and tiled_f16.
-  SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --scheduler ddim --steps 5"
   VK="--backend vulkan --variant conv=direct,attention=flash"
-  sd_run() {  # sd_run NAME CAP ARGS...
-    local name=$1 cap=$2; shift 2
-    step "$cap" "$name" $S run $SD --report "$R/$name.json" -o "$R/$name.png" --save-decoded "$R/$name.safetensors" "$@"
-  }
   sd_run run-opencl-f32 150
   sd_run run-vulkan-f32 150 $VK
   sd_run run-vulkan-f32-wino 150 --backend vulkan --variant conv=winograd_f4x4_3x3,attention=flash
@@ -203,6 +203,22 @@ if want peer; then
   else
     log "peer: no diffusers wheel (.whl not carried?)"
   fi
+  pack
+fi
+if want tune; then
+  # #22 item 3: the model-guided whole-model tune of the race command's instances (f16
+  # arithmetic, storage as `run --precision f16` computes in: f16 NC4HW4, f16 weights),
+  # heaviest first, TUNE_SECONDS (default 240) in all; resumable (the same sweep folder).
+  # Then the race command with that database. The database and sweeps come back in db/,
+  # to check in as configs/tuned/vulkan-nvidia-h200-580.yaml and results/sweeps/.
+  DB=build-dev/tuned-vk SW=build-dev/sweeps-vk
+  mkdir -p $DB $SW
+  step $(( ${TUNE_SECONDS:-240} + 120 )) tune $S tune --model configs/models/sd15 --width 512 --height 512 --batch 2 \
+    --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
+    --total-seconds ${TUNE_SECONDS:-240} --db-dir $DB --sweep-dir $SW --devices-dir configs/devices
+  mkdir -p "$R/db" && cp -r $DB $SW "$R/db/"
+  tail -8 "$R/tune.txt"
+  sd_run run-vulkan-f16-tuned 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16 --db-dir $DB
   pack
 fi
 if want setup; then
