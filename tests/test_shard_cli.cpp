@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <regex>
 
 #include "cli_support.h"
 
@@ -148,6 +149,39 @@ TEST_F(Cli, WholeModelUnderATimeBudget) {
   EXPECT_NE(r.out.find("expected run-time gain per component call"), std::string::npos) << r.out;
   EXPECT_LT(took, 60) << "a 3 s budget ran " << took << " s";
   EXPECT_FALSE(only(d.path() + "/tuned", ".yaml").empty());
+}
+
+// Under --arithmetic f16 (Vulkan: lavapipe has shaderFloat16) the budget goes to the half
+// variants only, and each instance's current choice is the one `run` would take (a half
+// variant by the default order), measured first: before this, the space held every f32
+// variant too and the current choice was the f32 database's, so points went to rows that
+// could only say "computes in f32 only" and no instance had a baseline.
+TEST_F(Cli, WholeModelUnderF16ArithmeticTunesHalfVariants) {
+  const Result devices = run({"devices", "--device", "vulkan:0"});
+  if (devices.exitCode != 0) GTEST_SKIP() << "no Vulkan device: " << devices.describe();
+  TempDir d;
+  const Result r = run({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a", "--component", "text_encoder",
+                        "--backend", "vulkan", "--arithmetic", "f16", "--storage", "f16.buffer.nchw", "--weights", "f16",
+                        "--total-points", "6", "--seed", "2", "--min-ms", "1", "--threads", "1", "--sweep-dir",
+                        d.path() + "/sweeps", "--db-dir", d.path() + "/tuned"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  size_t rows = 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(d.path() + "/sweeps")) {
+    if (f.path().extension() != ".csv") continue;
+    const std::string csv = f.path().string();
+    std::istringstream in(slurp(csv));
+    std::string line;
+    std::getline(in, line);  // header
+    while (std::getline(in, line)) {
+      ++rows;
+      EXPECT_EQ(line.find("computes in f32 only"), std::string::npos) << csv << ": " << line;
+      EXPECT_NE(line.find(",ok,"), std::string::npos) << csv << ": " << line;
+    }
+  }
+  EXPECT_GT(rows, 0u) << r.out;
+  // The instances with a half variant (6 of 7: the token embedding has none) got their
+  // baseline: the current choice ran.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("text_encoder +7 +6 "))) << r.out;
 }
 
 }  // namespace
