@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench run peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench gemm-peer run peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -45,8 +45,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|run|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench run peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|gemm-peer|run|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench gemm-peer run peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -144,6 +144,21 @@ for f in check-coopmat check-coopmat-full bench-coopmat check-conv-coopmat check
   [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"
 done
 
+if want gemm-peer; then
+  # #22's GEMM target: each of SD 1.5's Linear shapes (bench/instances/sd15-512-linear-f16.txt)
+  # at >= 60% of PyTorch fp16 matmul's rate, both accumulating in f32: sdspeed-bench on
+  # Vulkan (coopmat_f16 and tiled_f16, tuned or default points) and pytorch_ops.py on CUDA
+  # in the same call, joined by bench/peers/compare.py (gemm-peer.md).
+  B=build-dev/bench/sdspeed-bench
+  [ -x $B ] || step 180 build-bench cmake --build build-dev -j16 --target sdspeed-bench
+  I=bench/instances/sd15-512-linear-f16.txt
+  step 150 gemm-sdspeed $B --backend vulkan --instances $I --variant coopmat_f16,tiled_f16 --llc-mib 60 \
+    --benchmark_min_time=0.1 --benchmark_out="$R/gemm-sdspeed.json" --benchmark_out_format=json
+  step 120 gemm-pytorch python3 bench/peers/pytorch_ops.py --instances $I --llc-mib 60 --out "$R/gemm-pytorch.jsonl"
+  python3 bench/peers/compare.py --sdspeed "$R/gemm-sdspeed.json" --pytorch "$R/gemm-pytorch.jsonl" \
+    --out "$R/gemm-peer.md" > /dev/null 2>&1 && cat "$R/gemm-peer.md"
+  pack
+fi
 if want run; then
   # SD 1.5 512x512, batch 2 (CFG), 5 DDIM steps, seeded random weights: OpenCL f32 as the
   # default run does (configs/tuned), then Vulkan f32 and f16 arithmetic. Vulkan has no

@@ -88,6 +88,17 @@ if len(recs) == 1:
     check(recs[0]["bytes"] == 4 * (2 * 4096 * 320 + 2560 * 320 + 2560 + 2 * 4096 * 1280),
           "gemm bytes %d" % recs[0]["bytes"])
 
+# The f16 race instances (#22's GEMM target): sdspeed's weight and arithmetic suffixes
+# read and print back as written; f16 tensors, so half the bytes.
+out = run(os.path.join(peers, "pytorch_ops.py"), "--dry-run",
+          "gemm 2x320x1x4096 bias=1 epilogue=geglu n=2560 residual=0 f16.buffer.nchw.wf16.af16")
+recs = [json.loads(l) for l in out.splitlines()]
+check(len(recs) == 1 and recs[0]["instance"] == "gemm 2x320x1x4096 bias=1 epilogue=geglu n=2560 residual=0 "
+      "f16.buffer.nchw.wf16.af16", "f16 gemm instance: %s" % recs)
+if len(recs) == 1:
+    check(recs[0]["bytes"] == 2 * (2 * 4096 * 320 + 2560 * 320 + 2560 + 2 * 4096 * 1280),
+          "f16 gemm bytes %d" % recs[0]["bytes"])
+
 # The elementwise families: every line of the instance file parses and prints back as
 # written (canonical: attributes sorted, all written); tensors and sdspeed's minBytes.
 elementwise = os.path.join(src, "bench", "instances", "sd15-512-elementwise.txt")

@@ -106,7 +106,11 @@ CHOICES = {"binary": {"fn": ("add", "mul")}}
 # Tensors sdspeed keeps as f32 parameter buffers whatever the run's dtype (slots with
 # activation=false), for the byte count; PyTorch gets ids as int64 and t as f32.
 PARAM_TENSORS = {"embedding": {"ids", "tok", "pos"}, "timestep": {"t"}}
-FORMATS = re.compile(r"^(f32|f16)\.(buffer|image2d)\.(nchw|nc4hw4)$")
+# The storage format, then sdspeed's optional weight-format and arithmetic suffixes
+# (".wf16", ".af16": tuning/op_instance.h). PyTorch runs an f16 instance in float16
+# whatever the suffixes say: its weights are float16 and cuBLAS multiplies f16 on tensor
+# cores, accumulating in f32 (reduced-precision reductions are switched off below).
+FORMATS = re.compile(r"^(f32|f16)\.(buffer|image2d)\.(nchw|nc4hw4)(\.w(f32|f16|int8|int4))?(\.a(f32|f16))?$")
 MAX_ROTATIONS = 64
 
 
@@ -617,6 +621,7 @@ def main(argv=None):
     import torch.nn.functional as F
 
     torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(args.seed)
