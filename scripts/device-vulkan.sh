@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench gemm-peer run peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -45,8 +45,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|gemm-peer|run|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench gemm-peer run peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|gemm-peer|run|race|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -78,6 +78,31 @@ SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --scheduler ddim 
 sd_run() {  # sd_run NAME CAP ARGS...: one SD 1.5 run, its report, image and decoded tensor in $R
   local name=$1 cap=$2; shift 2
   step "$cap" "$name" $S run $SD --report "$R/$name.json" -o "$R/$name.png" --save-decoded "$R/$name.safetensors" "$@"
+}
+summarize() {  # UNet medians, peaks and decoded-image PSNRs of every run-*.json in $R: summary.txt
+  python3 - "$R" > "$R/summary.txt" 2>&1 <<'PY'
+import json, os, struct, sys
+import numpy as np
+r = sys.argv[1]
+def decoded(name):
+    p = os.path.join(r, name + ".safetensors")
+    if not os.path.exists(p): return None
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])["decoded"]
+    s, e = h["data_offsets"]; return np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.float32).astype(np.float64)
+def psnr(a, b):
+    if a is None or b is None: return "-"
+    m = np.mean((a - b) ** 2); return "inf" if m == 0 else f"{10 * np.log10(4 / m):.1f}"
+runs = sorted(f[:-5] for f in os.listdir(r) if f.startswith("run-") and f.endswith(".json"))
+img = {n: decoded(n) for n in runs}
+print(f"{'run':<22}{'UNet median ms':>16}{'UNet min ms':>13}{'text enc ms':>12}{'VAE ms':>9}{'total ms':>10}"
+      f"{'peak GB':>9}  PSNR vs vulkan-f32 / opencl-f32 (dB)")
+for n in runs:
+    j = json.load(open(os.path.join(r, n + ".json"))); t = j["time_ms"]
+    print(f"{n:<22}{t['unet_median']:>16.2f}{t['unet_min']:>13.2f}{t['text_encoder']:>12.2f}{t['vae_decoder']:>9.2f}"
+          f"{t['total_device']:>10.1f}{j['memory']['device_high_water_gb']:>9.3f}  "
+          f"{psnr(img[n], img.get('run-vulkan-f32'))} / {psnr(img[n], img.get('run-opencl-f32'))}")
+PY
+  cat "$R/summary.txt"
 }
 
 # Every family through Vulkan on the H200 (the lavapipe command of results/vulkan/README.md).
@@ -182,29 +207,15 @@ if want run; then
   sd_run run-vulkan-f16-tc 150 --backend vulkan --variant attention=flash_coopmat_f16 --arithmetic f16 --precision f16 --weights f16
   # Decoded-image PSNR (image in [-1, 1], 10 log10(4 / MSE)) of each run against Vulkan f32
   # and OpenCL f32, and the UNet medians side by side.
-  python3 - "$R" > "$R/summary.txt" 2>&1 <<'PY'
-import json, os, struct, sys
-import numpy as np
-r = sys.argv[1]
-def decoded(name):
-    p = os.path.join(r, name + ".safetensors")
-    if not os.path.exists(p): return None
-    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])["decoded"]
-    s, e = h["data_offsets"]; return np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.float32).astype(np.float64)
-def psnr(a, b):
-    if a is None or b is None: return "-"
-    m = np.mean((a - b) ** 2); return "inf" if m == 0 else f"{10 * np.log10(4 / m):.1f}"
-runs = ["run-opencl-f32", "run-vulkan-f32", "run-vulkan-f32-wino", "run-vulkan-f16", "run-vulkan-f16-tc"]
-img = {n: decoded(n) for n in runs}
-print(f"{'run':<20}{'UNet median ms':>16}{'UNet min ms':>13}{'peak GB':>9}  PSNR vs vulkan-f32 / opencl-f32 (dB)")
-for n in runs:
-    p = os.path.join(r, n + ".json")
-    if not os.path.exists(p): print(f"{n:<20}  (no report: see {n}.txt)"); continue
-    j = json.load(open(p)); t = j["time_ms"]
-    print(f"{n:<20}{t['unet_median']:>16.2f}{t['unet_min']:>13.2f}{j['memory']['device_high_water_gb']:>9.3f}  "
-          f"{psnr(img[n], img['run-vulkan-f32'])} / {psnr(img[n], img['run-opencl-f32'])}")
-PY
-  cat "$R/summary.txt"
+  summarize
+  pack
+fi
+if want race; then
+  # #22's race in one call with the peer stage: OpenCL f32 (the image the PSNR compares
+  # against) and the issue's command as written (no --variant: the default order), untuned.
+  sd_run run-opencl-f32 150
+  sd_run run-vulkan-f16-race 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  summarize
   pack
 fi
 if want peer; then
@@ -234,6 +245,10 @@ if want tune; then
   mkdir -p "$R/db" && cp -r $DB $SW "$R/db/"
   tail -8 "$R/tune.txt"
   sd_run run-vulkan-f16-tuned 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16 --db-dir $DB
+  summarize
+  # Where the tuned run's time goes, op by op (last: the per-op timestamps may cost a little).
+  step 120 profile-vulkan-f16-tuned $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --db-dir $DB --profile --no-decode --report "$R/profile-vulkan-f16-tuned.json"
   pack
 fi
 if want setup; then
