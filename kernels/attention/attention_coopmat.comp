@@ -107,11 +107,11 @@ void main() {
     // 1. S = Q K^T (scaled, log2 units).
 #if COOPMAT_EMULATE
     float sacc[NS][CE];
-    for (uint j = 0u; j < NS; ++j)
-      for (uint r = 0u; r < CE; ++r) sacc[j][r] = 0.0;
+    [[unroll]] for (uint j = 0u; j < NS; ++j)
+      [[unroll]] for (uint r = 0u; r < CE; ++r) sacc[j][r] = 0.0;
 #else
     fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> sacc[NS];
-    for (uint j = 0u; j < NS; ++j) sacc[j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
+    [[unroll]] for (uint j = 0u; j < NS; ++j) sacc[j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
     for (uint d0 = 0u; d0 < D; d0 += DC) {
       barrier();  // the previous step's (or block's) reads of Qs, Ks, Ps, Vs, Os are done
@@ -124,20 +124,20 @@ void main() {
         Ks[kk * KSTR + dd] = float16_t(d < D && key < p.L ? float(k[at(b, h, d, key, p.L)]) : 0.0);
       }
       barrier();
-      for (uint kk = 0u; kk < DC; kk += CK) {
+      [[unroll]] for (uint kk = 0u; kk < DC; kk += CK) {
 #if COOPMAT_EMULATE
-        for (uint j = 0u; j < NS; ++j)
-          for (uint r = 0u; r < CE; ++r) {
+        [[unroll]] for (uint j = 0u; j < NS; ++j)
+          [[unroll]] for (uint r = 0u; r < CE; ++r) {
             const uint e = lane + r * 32u, row = e % CM, col = e / CM;
             float acc = 0.0;  // f16 x f16 products are exact in float
-            for (uint c = 0u; c < CK; ++c)
+            [[unroll]] for (uint c = 0u; c < CK; ++c)
               acc += float(Qs[(kk + c) * QSTR + sg * CM + row]) * float(Ks[(j * CN + col) * KSTR + kk + c]);
             sacc[j][r] += acc;
           }
 #else
         fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> qa;
         coopMatLoadNV(qa, Qs, kk * QSTR + sg * CM, QSTR, true);
-        for (uint j = 0u; j < NS; ++j) {
+        [[unroll]] for (uint j = 0u; j < NS; ++j) {
           fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> kb;
           coopMatLoadNV(kb, Ks, j * CN * KSTR + kk, KSTR, true);
           sacc[j] = coopMatMulAddNV(qa, kb, sacc[j]);
@@ -145,9 +145,9 @@ void main() {
 #endif
       }
     }
-    for (uint j = 0u; j < NS; ++j) {
+    [[unroll]] for (uint j = 0u; j < NS; ++j) {
 #if COOPMAT_EMULATE
-      for (uint r = 0u; r < CE; ++r) {
+      [[unroll]] for (uint r = 0u; r < CE; ++r) {
         const uint e = lane + r * 32u;
         Ss[(sg * CM + e % CM) * SSTR + j * CN + e / CM] = sacc[j][r];
       }
@@ -160,7 +160,7 @@ void main() {
     if (lid < BR) {
       const uint s = r0 + lid;
       float bmax = NEG_INF;
-      for (uint c = 0u; c < BC; ++c) {
+      [[unroll]] for (uint c = 0u; c < BC; ++c) {
         const uint key = k0 + c;
         float x = Ss[lid * SSTR + c];
         if (hasMask && s < p.S && key < p.L) x += mask[(b * p.S + s) * p.L + key] * LOG2E;
@@ -175,7 +175,7 @@ void main() {
       const float corr = exp2(m - mref);
       m = mnew;
       sum *= corr;
-      for (uint c = 0u; c < BC; ++c) {
+      [[unroll]] for (uint c = 0u; c < BC; ++c) {
         const float w = exp2(Ss[lid * SSTR + c] - mref);
         sum += w;
         Ps[lid * PSTR + c] = float16_t(w);
@@ -194,14 +194,14 @@ void main() {
     }
     barrier();
     // 4. O += P V, the subgroup's rows, CN columns at a time.
-    for (uint j = 0u; j < DOC / CN; ++j) {
+    [[unroll]] for (uint j = 0u; j < DOC / CN; ++j) {
 #if COOPMAT_EMULATE
-      for (uint r = 0u; r < CE; ++r) {
+      [[unroll]] for (uint r = 0u; r < CE; ++r) {
         const uint e = lane + r * 32u, row = sg * CM + e % CM, col = j * CN + e / CM;
         float o = Os[row * OSTR + col];
-        for (uint kk = 0u; kk < BC; kk += CK) {
+        [[unroll]] for (uint kk = 0u; kk < BC; kk += CK) {
           float acc = 0.0;
-          for (uint c = 0u; c < CK; ++c) acc += float(Ps[row * PSTR + kk + c]) * float(Vs[(kk + c) * VSTR + col]);
+          [[unroll]] for (uint c = 0u; c < CK; ++c) acc += float(Ps[row * PSTR + kk + c]) * float(Vs[(kk + c) * VSTR + col]);
           o += acc;
         }
         Os[row * OSTR + col] = o;
@@ -209,7 +209,7 @@ void main() {
 #else
       fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> oacc;
       coopMatLoadNV(oacc, Os, sg * CM * OSTR + j * CN, OSTR, false);
-      for (uint kk = 0u; kk < BC; kk += CK) {
+      [[unroll]] for (uint kk = 0u; kk < BC; kk += CK) {
         fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> pa;
         fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> vb;
         coopMatLoadNV(pa, Ps, sg * CM * PSTR + kk, PSTR, false);

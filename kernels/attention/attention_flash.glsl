@@ -21,15 +21,15 @@ shared FVEC FV[N_KV];
 // same address for the whole work-group, as a broadcast). CHECKED (a literal): apply the
 // mask, the causal rule and the tile's end; whole unmasked chunks skip those tests.
 #define FLASH_SCORES(CHECKED)                                                      \
-  for (uint c = 0u; c < KC; ++c) {                                                 \
+  [[unroll]] for (uint c = 0u; c < KC; ++c) {                                                 \
     const uint kk = c0 + c, key = k0 + kk;                                         \
     FVEC d4[RQ];                                                                   \
-    for (uint r = 0u; r < RQ; ++r) d4[r] = FVEC(0.0);                              \
-    for (uint j = 0u; j < HS; ++j) {                                               \
+    [[unroll]] for (uint r = 0u; r < RQ; ++r) d4[r] = FVEC(0.0);                              \
+    [[unroll]] for (uint j = 0u; j < HS; ++j) {                                               \
       const FVEC kv = FK[kk * HS + j];                                             \
-      for (uint r = 0u; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);             \
+      [[unroll]] for (uint r = 0u; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);             \
     }                                                                              \
-    for (uint r = 0u; r < RQ; ++r) {                                               \
+    [[unroll]] for (uint r = 0u; r < RQ; ++r) {                                               \
       float x = (float(d4[r].x) + float(d4[r].y)) + (float(d4[r].z) + float(d4[r].w)); \
       if (CHECKED) {                                                               \
         const uint s = row0 + r * WG + lid;                                        \
@@ -49,9 +49,9 @@ void flashStage() {
   FVEC qr[RQ][HS];
   vec4 acc[RQ][HS];
   float m[RQ], den[RQ];
-  for (uint r = 0u; r < RQ; ++r) {
+  [[unroll]] for (uint r = 0u; r < RQ; ++r) {
     const uint s = row0 + r * WG + lid;
-    for (uint j = 0u; j < HS; ++j) {
+    [[unroll]] for (uint j = 0u; j < HS; ++j) {
       qr[r][j] = FVEC(s < p.S ? loadQ(b, h * HS + j, s) * qscale : vec4(0.0));
       acc[r][j] = vec4(0.0);
     }
@@ -71,13 +71,13 @@ void flashStage() {
     const uint kn = min(BK, kend - k0);
     for (uint c0 = 0u; c0 < kn; c0 += KC) {
       float sc[RQ][KC], cmax[RQ], mref[RQ];
-      for (uint r = 0u; r < RQ; ++r) cmax[r] = NEG_INF;
+      [[unroll]] for (uint r = 0u; r < RQ; ++r) cmax[r] = NEG_INF;
       if (!causal() && !hasMask() && c0 + KC <= kn) {
         FLASH_SCORES(false)
       } else {
         FLASH_SCORES(true)
       }
-      for (uint r = 0u; r < RQ; ++r) {
+      [[unroll]] for (uint r = 0u; r < RQ; ++r) {
         const float mnew = max(m[r], cmax[r]);
         // A row with every key so far masked keeps max -inf: exponentiate against 0
         // instead (all its weights are 0 either way), never -inf - -inf.
@@ -85,38 +85,38 @@ void flashStage() {
         const float corr = exp2(m[r] - mref[r]);
         m[r] = mnew;
         den[r] *= corr;
-        for (uint j = 0u; j < HS; ++j) acc[r][j] *= corr;
+        [[unroll]] for (uint j = 0u; j < HS; ++j) acc[r][j] *= corr;
       }
 #if AFP_F16
       FVEC part[RQ][HS];  // this chunk's P V, in half
-      for (uint r = 0u; r < RQ; ++r)
-        for (uint j = 0u; j < HS; ++j) part[r][j] = FVEC(0.0);
+      [[unroll]] for (uint r = 0u; r < RQ; ++r)
+        [[unroll]] for (uint j = 0u; j < HS; ++j) part[r][j] = FVEC(0.0);
 #define SD_FLASH_ACC part
 #else
 #define SD_FLASH_ACC acc
 #endif
-      for (uint c = 0u; c < KC; ++c) {
+      [[unroll]] for (uint c = 0u; c < KC; ++c) {
         float pr[RQ];
-        for (uint r = 0u; r < RQ; ++r) {
+        [[unroll]] for (uint r = 0u; r < RQ; ++r) {
           pr[r] = exp2(sc[r][c] - mref[r]);
           den[r] += pr[r];
         }
-        for (uint j = 0u; j < HS; ++j) {
+        [[unroll]] for (uint j = 0u; j < HS; ++j) {
           const FVEC vv = FV[(c0 + c) * HS + j];  // read once for all RQ rows
-          for (uint r = 0u; r < RQ; ++r) SD_FLASH_ACC[r][j] = fma(FVEC(pr[r]), vv, SD_FLASH_ACC[r][j]);
+          [[unroll]] for (uint r = 0u; r < RQ; ++r) SD_FLASH_ACC[r][j] = fma(FVEC(pr[r]), vv, SD_FLASH_ACC[r][j]);
         }
       }
 #if AFP_F16
-      for (uint r = 0u; r < RQ; ++r)
-        for (uint j = 0u; j < HS; ++j) acc[r][j] += vec4(part[r][j]);
+      [[unroll]] for (uint r = 0u; r < RQ; ++r)
+        [[unroll]] for (uint j = 0u; j < HS; ++j) acc[r][j] += vec4(part[r][j]);
 #endif
 #undef SD_FLASH_ACC
     }
   }
-  for (uint r = 0u; r < RQ; ++r) {
+  [[unroll]] for (uint r = 0u; r < RQ; ++r) {
     const uint s = row0 + r * WG + lid;
     if (s >= p.S) continue;
     const float inv = 1.0 / den[r];
-    for (uint j = 0u; j < HS; ++j) storeOut(b, h * HS + j, s, acc[r][j] * inv);
+    [[unroll]] for (uint j = 0u; j < HS; ++j) storeOut(b, h * HS + j, s, acc[r][j] * inv);
   }
 }

@@ -28,9 +28,9 @@ void flashWideStage() {
   FVEC qr[RQ][HSL];
   vec4 acc[RQ][HSL];
   float m[RQ], den[RQ];
-  for (uint r = 0u; r < RQ; ++r) {
+  [[unroll]] for (uint r = 0u; r < RQ; ++r) {
     const uint s = row0 + r * RW + slot;
-    for (uint j = 0u; j < HSL; ++j) {
+    [[unroll]] for (uint j = 0u; j < HSL; ++j) {
       qr[r][j] = FVEC((s < p.S && j0 + j < HS) ? loadQ(b, h * HS + j0 + j, s) * qscale : vec4(0.0));
       acc[r][j] = vec4(0.0);
     }
@@ -46,26 +46,26 @@ void flashWideStage() {
       WT[kk * HS + j] = FVEC(key < p.L ? loadK(b, h * HS + j, key) : vec4(0.0));
     }
     barrier();
-    for (uint c = 0u; c < KC; ++c) {
+    [[unroll]] for (uint c = 0u; c < KC; ++c) {
       FVEC d4[RQ];
-      for (uint r = 0u; r < RQ; ++r) d4[r] = FVEC(0.0);
-      for (uint j = 0u; j < HSL; ++j) {
+      [[unroll]] for (uint r = 0u; r < RQ; ++r) d4[r] = FVEC(0.0);
+      [[unroll]] for (uint j = 0u; j < HSL; ++j) {
         if (j0 + j >= HS) break;
         const FVEC kv = WT[c * HS + j0 + j];
-        for (uint r = 0u; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);
+        [[unroll]] for (uint r = 0u; r < RQ; ++r) d4[r] = fma(qr[r][j], kv, d4[r]);
       }
-      for (uint r = 0u; r < RQ; ++r)
+      [[unroll]] for (uint r = 0u; r < RQ; ++r)
         WP[(r * WG + lid) * KC + c] = (float(d4[r].x) + float(d4[r].y)) + (float(d4[r].z) + float(d4[r].w));
     }
     barrier();
     float sc[RQ][KC], mref[RQ];
-    for (uint r = 0u; r < RQ; ++r) {
+    [[unroll]] for (uint r = 0u; r < RQ; ++r) {
       const uint s = row0 + r * RW + slot;
       float cmax = NEG_INF;
-      for (uint c = 0u; c < KC; ++c) {
+      [[unroll]] for (uint c = 0u; c < KC; ++c) {
         const uint key = k0 + c;
         float x = 0.0;
-        for (uint pp = 0u; pp < PARTS; ++pp) x += WP[(r * WG + slot * PARTS + pp) * KC + c];
+        [[unroll]] for (uint pp = 0u; pp < PARTS; ++pp) x += WP[(r * WG + slot * PARTS + pp) * KC + c];
         if (hasMask() && s < p.S && key < p.L) x += loadMask(b, s, key) * LOG2E;
         if (c >= kn || (causal() && key > s)) x = NEG_INF;
         sc[r][c] = x;
@@ -76,7 +76,7 @@ void flashWideStage() {
       const float corr = exp2(m[r] - mref[r]);
       m[r] = mnew;
       den[r] *= corr;
-      for (uint j = 0u; j < HSL; ++j) acc[r][j] *= corr;
+      [[unroll]] for (uint j = 0u; j < HSL; ++j) acc[r][j] *= corr;
     }
     barrier();  // the K tile is read: V replaces it
     for (uint e = lid; e < KC * HS; e += WG) {
@@ -86,35 +86,35 @@ void flashWideStage() {
     barrier();
 #if AFP_F16
     FVEC part[RQ][HSL];  // this chunk's P V, in half
-    for (uint r = 0u; r < RQ; ++r)
-      for (uint j = 0u; j < HSL; ++j) part[r][j] = FVEC(0.0);
+    [[unroll]] for (uint r = 0u; r < RQ; ++r)
+      [[unroll]] for (uint j = 0u; j < HSL; ++j) part[r][j] = FVEC(0.0);
 #define SD_FLASH_ACC part
 #else
 #define SD_FLASH_ACC acc
 #endif
-    for (uint c = 0u; c < KC; ++c) {
+    [[unroll]] for (uint c = 0u; c < KC; ++c) {
       float pr[RQ];
-      for (uint r = 0u; r < RQ; ++r) {
+      [[unroll]] for (uint r = 0u; r < RQ; ++r) {
         pr[r] = exp2(sc[r][c] - mref[r]);
         den[r] += pr[r];
       }
-      for (uint j = 0u; j < HSL; ++j) {
+      [[unroll]] for (uint j = 0u; j < HSL; ++j) {
         if (j0 + j >= HS) break;
         const FVEC vv = WT[c * HS + j0 + j];
-        for (uint r = 0u; r < RQ; ++r) SD_FLASH_ACC[r][j] = fma(FVEC(pr[r]), vv, SD_FLASH_ACC[r][j]);
+        [[unroll]] for (uint r = 0u; r < RQ; ++r) SD_FLASH_ACC[r][j] = fma(FVEC(pr[r]), vv, SD_FLASH_ACC[r][j]);
       }
     }
 #if AFP_F16
-    for (uint r = 0u; r < RQ; ++r)
-      for (uint j = 0u; j < HSL; ++j) acc[r][j] += vec4(part[r][j]);
+    [[unroll]] for (uint r = 0u; r < RQ; ++r)
+      [[unroll]] for (uint j = 0u; j < HSL; ++j) acc[r][j] += vec4(part[r][j]);
 #endif
 #undef SD_FLASH_ACC
   }
-  for (uint r = 0u; r < RQ; ++r) {
+  [[unroll]] for (uint r = 0u; r < RQ; ++r) {
     const uint s = row0 + r * RW + slot;
     if (s >= p.S) continue;
     const float inv = 1.0 / den[r];
-    for (uint j = 0u; j < HSL; ++j)
+    [[unroll]] for (uint j = 0u; j < HSL; ++j)
       if (j0 + j < HS) storeOut(b, h * HS + j0 + j, s, acc[r][j] * inv);
   }
 }

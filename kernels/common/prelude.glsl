@@ -4,6 +4,12 @@
 //   SFP_F16 = 1: tensors are stored as float16_t (16-bit storage), else float;
 //   AFP_F16 = 1: the shader computes in float16_t (f16 arithmetic), else float.
 // Layouts are a push constant (the same module serves NCHW and NC4HW4 buffers).
+// [[unroll]] on the loops whose trip counts are specialization or compile-time constants
+// (the tile loops of the GEMM, convolution and attention shaders). On an H100 without it
+// (results/vulkan/h100/README.md) op times grew with K at about one memory latency per
+// element each invocation stages, as if the staging loops stayed rolled and their private
+// arrays went to local memory, so that each global load waited for the previous one.
+#extension GL_EXT_control_flow_attributes : require
 #if SFP_F16
 #extension GL_EXT_shader_16bit_storage : require
 #define sfp float16_t

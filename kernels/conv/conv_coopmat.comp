@@ -80,13 +80,13 @@ float loadX(uint b, uint ci, int iy, int ix) {
 // and w[n0 + nn, k0 + kk], 0 past K, past the positions (via the origins) or past Cout.
 void loadGlobal(uint b, uint n0, uint k0, uint K) {
   const uint lid = gl_LocalInvocationID.x;
-  for (uint i = 0u; i < AL; ++i) {
+  [[unroll]] for (uint i = 0u; i < AL; ++i) {
     // positions fastest: neighbouring invocations read neighbouring pixels of one tap.
     const uint e = lid + i * WGS, kk = e / BM, k = k0 + kk;
     const uint ci = k / KK, t = k - ci * KK, ky = t / KSIZE, kx = t - ky * KSIZE;
     ar[i] = float16_t((e < AE && k < K) ? loadX(b, ci, iy0[i] + int(ky), ix0[i] + int(kx)) : 0.0);
   }
-  for (uint i = 0u; i < BL; ++i) {
+  [[unroll]] for (uint i = 0u; i < BL; ++i) {
     // k fastest: neighbouring invocations read a weight row's consecutive elements.
     const uint e = lid + i * WGS, kk = e % KST, nn = e / KST, k = k0 + kk, co = n0 + nn;
     br[i] = float16_t((e < BE && k < K && co < p.Cout) ? w_w(co, k, K) : 0.0);
@@ -95,11 +95,11 @@ void loadGlobal(uint b, uint n0, uint k0, uint K) {
 
 void storeShared(uint stage) {
   const uint lid = gl_LocalInvocationID.x;
-  for (uint i = 0u; i < AL; ++i) {
+  [[unroll]] for (uint i = 0u; i < AL; ++i) {
     const uint e = lid + i * WGS;
     if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
   }
-  for (uint i = 0u; i < BL; ++i) {
+  [[unroll]] for (uint i = 0u; i < BL; ++i) {
     const uint e = lid + i * WGS;
     if (e < BE) Bs[stage * BT + (e / KST) * BSTR + e % KST] = br[i];
   }
@@ -109,7 +109,7 @@ void main() {
   const uint sg = SG_ID, sgm = sg % SGM, sgn = sg / SGM;
   const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN, b = gl_WorkGroupID.z;
   const uint HoWo = p.Ho * p.Wo, K = p.Cin * KK;
-  for (uint i = 0u; i < AL; ++i) {
+  [[unroll]] for (uint i = 0u; i < AL; ++i) {
     const uint n = m0 + (gl_LocalInvocationID.x + i * WGS) % BM, oy = n / p.Wo, ox = n - oy * p.Wo;
     iy0[i] = n < HoWo ? int(oy * STRIDE) - int(PAD) : -int(KSIZE) - 1;
     ix0[i] = int(ox * STRIDE) - int(PAD);
@@ -118,11 +118,11 @@ void main() {
   // (sgn * WN + j) * CN of the tile.
 #if COOPMAT_EMULATE
   float acc[WM * WN][CE];
-  for (uint a = 0u; a < WM * WN; ++a)
-    for (uint r = 0u; r < CE; ++r) acc[a][r] = 0.0;
+  [[unroll]] for (uint a = 0u; a < WM * WN; ++a)
+    [[unroll]] for (uint r = 0u; r < CE; ++r) acc[a][r] = 0.0;
 #else
   fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[WM * WN];
-  for (uint a = 0u; a < WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
+  [[unroll]] for (uint a = 0u; a < WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
 
   const uint steps = (K + KST - 1u) / KST;
@@ -142,30 +142,30 @@ void main() {
       storeShared(0u);
       barrier();
     }
-    for (uint kk = 0u; kk < KST; kk += CK) {
+    [[unroll]] for (uint kk = 0u; kk < KST; kk += CK) {
       // gemm_coopmat.comp's fragments: A rows (positions) (sgm * WM + i) * CM.., columns
       // kk.., column-major in As; B rows kk.., columns (sgn * WN + j) * CN.., column-major in Bs.
 #if COOPMAT_EMULATE
-      for (uint j = 0u; j < WN; ++j) {
+      [[unroll]] for (uint j = 0u; j < WN; ++j) {
         const uint bm = stage * BT + ((sgn * WN + j) * CN) * BSTR + kk;
-        for (uint i = 0u; i < WM; ++i) {
+        [[unroll]] for (uint i = 0u; i < WM; ++i) {
           const uint am = stage * AT + kk * ASTR + (sgm * WM + i) * CM, a = i * WN + j;
-          for (uint r = 0u; r < CE; ++r) {
+          [[unroll]] for (uint r = 0u; r < CE; ++r) {
             const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
             float sum = 0.0;  // f16 x f16 products are exact in float
-            for (uint c = 0u; c < CK; ++c) sum += float(As[am + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
+            [[unroll]] for (uint c = 0u; c < CK; ++c) sum += float(As[am + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
             acc[a][r] += sum;
           }
         }
       }
 #else
       fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
-      for (uint i = 0u; i < WM; ++i)
+      [[unroll]] for (uint i = 0u; i < WM; ++i)
         coopMatLoadNV(am[i], As, stage * AT + kk * ASTR + (sgm * WM + i) * CM, ASTR, true);
-      for (uint j = 0u; j < WN; ++j) {
+      [[unroll]] for (uint j = 0u; j < WN; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
         coopMatLoadNV(bm, Bs, stage * BT + ((sgn * WN + j) * CN) * BSTR + kk, BSTR, true);
-        for (uint i = 0u; i < WM; ++i) acc[i * WN + j] = coopMatMulAddNV(am[i], bm, acc[i * WN + j]);
+        [[unroll]] for (uint i = 0u; i < WM; ++i) acc[i * WN + j] = coopMatMulAddNV(am[i], bm, acc[i * WN + j]);
       }
 #endif
     }
@@ -183,10 +183,10 @@ void main() {
   // stored ones (NC4HW4's pad lanes) are written 0, positions past Ho * Wo skipped.
   const uint stored = sd_stored_channels(p.layout_, p.Cout);
   const uint lane = SG_LANE, scratch = sg * CT;
-  for (uint i = 0u; i < WM; ++i)
-    for (uint j = 0u; j < WN; ++j) {
+  [[unroll]] for (uint i = 0u; i < WM; ++i)
+    [[unroll]] for (uint j = 0u; j < WN; ++j) {
 #if COOPMAT_EMULATE
-      for (uint r = 0u; r < CE; ++r) Cs[scratch + lane + r * 32u] = acc[i * WN + j][r];
+      [[unroll]] for (uint r = 0u; r < CE; ++r) Cs[scratch + lane + r * 32u] = acc[i * WN + j][r];
 #else
       coopMatStoreNV(acc[i * WN + j], Cs, scratch, CM, true);
 #endif

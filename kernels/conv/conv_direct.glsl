@@ -25,7 +25,7 @@ void convDirect() {
   const uint coBlocks = (p.Cout + CO - 1u) / CO;
   const uint b = gl_WorkGroupID.z / coBlocks, co0 = (gl_WorkGroupID.z % coBlocks) * CO;
   vec4 acc[CO4 * PX];  // [output slice][pixel]
-  for (uint i = 0u; i < CO4 * PX; ++i) acc[i] = vec4(0.0);
+  [[unroll]] for (uint i = 0u; i < CO4 * PX; ++i) acc[i] = vec4(0.0);
   for (uint c0 = 0u; c0 < p.Cin; c0 += STAGE) {
     barrier();
     // Neighbouring invocations read neighbouring (channel, tap) of one output channel:
@@ -38,15 +38,15 @@ void convDirect() {
     barrier();
     const uint cEnd = min(STAGE, p.Cin - c0);
     for (uint ci = 0u; ci < cEnd; ++ci) {
-      for (uint ky = 0u; ky < KS; ++ky) {
+      [[unroll]] for (uint ky = 0u; ky < KS; ++ky) {
         const int iy = int(oy * STRIDE + ky) - int(PAD);
-        for (uint kx = 0u; kx < KS; ++kx) {
+        [[unroll]] for (uint kx = 0u; kx < KS; ++kx) {
           float xv[PX];
-          for (uint q = 0u; q < PX; ++q) xv[q] = loadX(b, c0 + ci, iy, int((ox0 + q) * STRIDE + kx) - int(PAD));
+          [[unroll]] for (uint q = 0u; q < PX; ++q) xv[q] = loadX(b, c0 + ci, iy, int((ox0 + q) * STRIDE + kx) - int(PAD));
           const uint wBase = (ci * KK + ky * KS + kx) * CO4;
-          for (uint o = 0u; o < CO4; ++o) {
+          [[unroll]] for (uint o = 0u; o < CO4; ++o) {
             const vec4 wv = smem[wBase + o];
-            for (uint q = 0u; q < PX; ++q) acc[o * PX + q] = fma(vec4(xv[q]), wv, acc[o * PX + q]);
+            [[unroll]] for (uint q = 0u; q < PX; ++q) acc[o * PX + q] = fma(vec4(xv[q]), wv, acc[o * PX + q]);
           }
         }
       }
@@ -55,11 +55,11 @@ void convDirect() {
   // Rows past Ho took part in the barriers above; they store nothing.
   if (oy >= p.Ho) return;
   const uint stored = sd_stored_channels(p.layout_, p.Cout);
-  for (uint o = 0u; o < CO4; ++o)
-    for (uint i = 0u; i < 4u; ++i) {
+  [[unroll]] for (uint o = 0u; o < CO4; ++o)
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       const uint co = co0 + 4u * o + i;
       if (co >= stored) break;
-      for (uint q = 0u; q < PX; ++q) {
+      [[unroll]] for (uint q = 0u; q < PX; ++q) {
         const uint ox = ox0 + q;
         if (ox >= p.Wo) break;
         storeY(b, co, oy * p.Wo + ox, acc[o * PX + q][i]);

@@ -49,13 +49,13 @@ float bReg[BROWS * CPT];
 // Reads stage k0 of W (invocations along k: a weight row is contiguous) and of the im2col
 // columns B into aReg and bReg; zeros past K, Cout and the image.
 void fetchStage(uint k0, uint lid, uint b, uint m0, uint K, uint row0, int iy0[CPT], int ix0[CPT]) {
-  for (uint i = 0u; i < ACNT; ++i) {
+  [[unroll]] for (uint i = 0u; i < ACNT; ++i) {
     const uint e = lid + i * WGS, kk = e % KT, m = e / KT, k = k0 + kk, co = m0 + m;
     aReg[i] = (e < KT * TM && k < K && co < p.Cout) ? w_w(co, k, K) : 0.0;
   }
-  for (uint r = 0u; r < BROWS; ++r) {
+  [[unroll]] for (uint r = 0u; r < BROWS; ++r) {
     const uint kk = row0 + r * RSTEP, k = k0 + kk, ci = k / KK, t = k - ci * KK, ky = t / KS, kx = t - ky * KS;
-    for (uint c = 0u; c < CPT; ++c)
+    [[unroll]] for (uint c = 0u; c < CPT; ++c)
       bReg[r * CPT + c] = (kk < KT && k < K) ? loadX(b, ci, iy0[c] + int(ky), ix0[c] + int(kx)) : 0.0;
   }
 }
@@ -68,24 +68,24 @@ void convGemm() {
   // are computed once (the one division by the pushed Wo).
   const uint col0 = lid % NT, row0 = lid / NT;
   int iy0[CPT], ix0[CPT];
-  for (uint c = 0u; c < CPT; ++c) {
+  [[unroll]] for (uint c = 0u; c < CPT; ++c) {
     const uint n = n0 + col0 + c * NT, oy = n / p.Wo, ox = n - oy * p.Wo;
     // Columns past Ho * Wo get an origin no window reaches (they read zeros).
     iy0[c] = n < HoWo ? int(oy * STRIDE) - int(PAD) : -int(KS) - 1;
     ix0[c] = int(ox * STRIDE) - int(PAD);
   }
   vec4 acc[RM * RN4];  // [channel][position group]
-  for (uint i = 0u; i < RM * RN4; ++i) acc[i] = vec4(0.0);
+  [[unroll]] for (uint i = 0u; i < RM * RN4; ++i) acc[i] = vec4(0.0);
   fetchStage(0u, lid, b, m0, K, row0, iy0, ix0);
   for (uint k0 = 0u; k0 < K; k0 += KT) {
     barrier();  // the previous stage's products are done with the tiles
-    for (uint i = 0u; i < ACNT; ++i) {
+    [[unroll]] for (uint i = 0u; i < ACNT; ++i) {
       const uint e = lid + i * WGS, kk = e % KT, m = e / KT;
       if (e < KT * TM) smem[kk * AROW + m / 4u][m & 3u] = aReg[i];
     }
-    for (uint r = 0u; r < BROWS; ++r) {
+    [[unroll]] for (uint r = 0u; r < BROWS; ++r) {
       const uint kk = row0 + r * RSTEP;
-      for (uint c = 0u; c < CPT; ++c) {
+      [[unroll]] for (uint c = 0u; c < CPT; ++c) {
         const uint nl = col0 + c * NT;
         if (kk < KT) smem[BS0 + kk * TN4 + nl / 4u][nl & 3u] = bReg[r * CPT + c];
       }
@@ -94,19 +94,19 @@ void convGemm() {
     if (k0 + KT < K) fetchStage(k0 + KT, lid, b, m0, K, row0, iy0, ix0);
 #if AFP_F16
     f16vec4 part[RM * RN4];  // this stage's sums, in half
-    for (uint i = 0u; i < RM * RN4; ++i) part[i] = f16vec4(0.0);
+    [[unroll]] for (uint i = 0u; i < RM * RN4; ++i) part[i] = f16vec4(0.0);
 #define SD_CONV_V4 f16vec4
 #define SD_CONV_ACC part
 #else
 #define SD_CONV_V4 vec4
 #define SD_CONV_ACC acc
 #endif
-    for (uint kk = 0u; kk < KT; ++kk) {
+    [[unroll]] for (uint kk = 0u; kk < KT; ++kk) {
       SD_CONV_V4 bv[RN4];
-      for (uint j = 0u; j < RN4; ++j) bv[j] = SD_CONV_V4(smem[BS0 + kk * TN4 + j * WX + tx]);
-      for (uint g = 0u; g < RM / 4u; ++g) {
+      [[unroll]] for (uint j = 0u; j < RN4; ++j) bv[j] = SD_CONV_V4(smem[BS0 + kk * TN4 + j * WX + tx]);
+      [[unroll]] for (uint g = 0u; g < RM / 4u; ++g) {
         const SD_CONV_V4 av = SD_CONV_V4(smem[kk * AROW + g * WY + ty]);
-        for (uint j = 0u; j < RN4; ++j) {
+        [[unroll]] for (uint j = 0u; j < RN4; ++j) {
           SD_CONV_ACC[(4u * g) * RN4 + j] = fma(SD_CONV_V4(av.x), bv[j], SD_CONV_ACC[(4u * g) * RN4 + j]);
           SD_CONV_ACC[(4u * g + 1u) * RN4 + j] = fma(SD_CONV_V4(av.y), bv[j], SD_CONV_ACC[(4u * g + 1u) * RN4 + j]);
           SD_CONV_ACC[(4u * g + 2u) * RN4 + j] = fma(SD_CONV_V4(av.z), bv[j], SD_CONV_ACC[(4u * g + 2u) * RN4 + j]);
@@ -115,18 +115,18 @@ void convGemm() {
       }
     }
 #if AFP_F16
-    for (uint i = 0u; i < RM * RN4; ++i) acc[i] += vec4(part[i]);
+    [[unroll]] for (uint i = 0u; i < RM * RN4; ++i) acc[i] += vec4(part[i]);
 #endif
 #undef SD_CONV_V4
 #undef SD_CONV_ACC
   }
   const uint stored = sd_stored_channels(p.layout_, p.Cout);
-  for (uint g = 0u; g < RM / 4u; ++g)
-    for (uint i = 0u; i < 4u; ++i) {
+  [[unroll]] for (uint g = 0u; g < RM / 4u; ++g)
+    [[unroll]] for (uint i = 0u; i < 4u; ++i) {
       const uint co = m0 + 4u * (g * WY + ty) + i;
       if (co >= stored) break;
-      for (uint j = 0u; j < RN4; ++j)
-        for (uint q = 0u; q < 4u; ++q) {
+      [[unroll]] for (uint j = 0u; j < RN4; ++j)
+        [[unroll]] for (uint q = 0u; q < 4u; ++q) {
           const uint n = n0 + 4u * (j * WX + tx) + q;
           if (n < HoWo) storeY(b, co, n, acc[(4u * g + i) * RN4 + j][q]);
         }

@@ -20,11 +20,11 @@ float bReg[BCNT];
 // Reads stage k0 of U (from word aBase) and V (from bBase) into aReg and bReg; zeros past
 // Cin, NB and TP.
 void fetchStage(uint k0, uint lid, uint aBase, uint bBase, uint m0, uint n0) {
-  for (uint i = 0u; i < ACNT; ++i) {
+  [[unroll]] for (uint i = 0u; i < ACNT; ++i) {
     const uint e = lid + i * WGS, m = e % TM, k = k0 + e / TM;
     aReg[i] = (e < KT * TM && k < p.Cin && m0 + m < p.NB) ? u[aBase + k * p.NB + m0 + m] : 0.0;
   }
-  for (uint i = 0u; i < BCNT; ++i) {
+  [[unroll]] for (uint i = 0u; i < BCNT; ++i) {
     const uint e = lid + i * WGS, n = e % TN, k = k0 + e / TN;
     bReg[i] = (e < KT * TN && k < p.Cin && n0 + n < p.TP) ? planes[bBase + k * p.TP + n0 + n] : 0.0;
   }
@@ -35,26 +35,26 @@ void winoGemm() {
   const uint b = gl_WorkGroupID.z, m0 = gl_WorkGroupID.y * TM, n0 = gl_WorkGroupID.x * TN;
   const uint aBase = b * p.Cin * p.NB, bBase = b * p.Cin * p.TP;
   vec4 acc[RM * RN4];  // [channel][tile group]
-  for (uint i = 0u; i < RM * RN4; ++i) acc[i] = vec4(0.0);
+  [[unroll]] for (uint i = 0u; i < RM * RN4; ++i) acc[i] = vec4(0.0);
   fetchStage(0u, lid, aBase, bBase, m0, n0);
   for (uint k0 = 0u; k0 < p.Cin; k0 += KT) {
     barrier();  // the previous stage's products are done with the tiles
-    for (uint i = 0u; i < ACNT; ++i) {
+    [[unroll]] for (uint i = 0u; i < ACNT; ++i) {
       const uint e = lid + i * WGS, m = e % TM;
       if (e < KT * TM) smem[(e / TM) * TM4 + m / 4u][m & 3u] = aReg[i];
     }
-    for (uint i = 0u; i < BCNT; ++i) {
+    [[unroll]] for (uint i = 0u; i < BCNT; ++i) {
       const uint e = lid + i * WGS, n = e % TN;
       if (e < KT * TN) smem[BS0 + (e / TN) * TN4 + n / 4u][n & 3u] = bReg[i];
     }
     barrier();
     if (k0 + KT < p.Cin) fetchStage(k0 + KT, lid, aBase, bBase, m0, n0);
-    for (uint kk = 0u; kk < KT; ++kk) {
+    [[unroll]] for (uint kk = 0u; kk < KT; ++kk) {
       vec4 bv[RN4];
-      for (uint j = 0u; j < RN4; ++j) bv[j] = smem[BS0 + kk * TN4 + j * WX + tx];
-      for (uint g = 0u; g < RM / 4u; ++g) {
+      [[unroll]] for (uint j = 0u; j < RN4; ++j) bv[j] = smem[BS0 + kk * TN4 + j * WX + tx];
+      [[unroll]] for (uint g = 0u; g < RM / 4u; ++g) {
         const vec4 av = smem[kk * TM4 + g * WY + ty];
-        for (uint j = 0u; j < RN4; ++j) {
+        [[unroll]] for (uint j = 0u; j < RN4; ++j) {
           acc[(4u * g) * RN4 + j] = fma(vec4(av.x), bv[j], acc[(4u * g) * RN4 + j]);
           acc[(4u * g + 1u) * RN4 + j] = fma(vec4(av.y), bv[j], acc[(4u * g + 1u) * RN4 + j]);
           acc[(4u * g + 2u) * RN4 + j] = fma(vec4(av.z), bv[j], acc[(4u * g + 2u) * RN4 + j]);
@@ -64,13 +64,13 @@ void winoGemm() {
     }
   }
   // M's rows are whole groups of 4 (NB is a multiple of 4), its columns whole vec4s (TP).
-  for (uint g = 0u; g < RM / 4u; ++g) {
+  [[unroll]] for (uint g = 0u; g < RM / 4u; ++g) {
     const uint m = m0 + 4u * (g * WY + ty);
     if (m >= p.NB) break;
-    for (uint j = 0u; j < RN4; ++j) {
+    [[unroll]] for (uint j = 0u; j < RN4; ++j) {
       const uint n = n0 + 4u * (j * WX + tx);
       if (n >= p.TP) continue;
-      for (uint i = 0u; i < 4u; ++i) {
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) {
         const uint o = p.mOff + (b * p.NB + m + i) * p.TP + n;
         const vec4 a = acc[(4u * g + i) * RN4 + j];
         planes[o] = a.x;

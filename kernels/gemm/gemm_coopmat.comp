@@ -86,12 +86,12 @@ float16_t br[BL];
 // 0 past K, past the positions or past the channels.
 void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   const uint lid = gl_LocalInvocationID.x;
-  for (uint i = 0u; i < AL; ++i) {
+  [[unroll]] for (uint i = 0u; i < AL; ++i) {
     // positions fastest: neighbouring invocations read neighbouring x elements (NCHW).
     const uint e = lid + i * WGS, kk = e / BM, mm = e % BM, k = k0 + kk, t = m0 + mm;
     ar[i] = float16_t((e < AE && k < p.K && t < p.HW) ? float(x[sd_index(p.layout_, b, k, t, p.K, p.HW)]) : 0.0);
   }
-  for (uint i = 0u; i < BL; ++i) {
+  [[unroll]] for (uint i = 0u; i < BL; ++i) {
     // k fastest: neighbouring invocations read a w row's consecutive elements.
     const uint e = lid + i * WGS, kk = e % KS, nn = e / KS, k = k0 + kk;
     const uint pair = nn / BN, o = n0 + nn % BN;
@@ -101,11 +101,11 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
 
 void storeShared(uint stage) {
   const uint lid = gl_LocalInvocationID.x;
-  for (uint i = 0u; i < AL; ++i) {
+  [[unroll]] for (uint i = 0u; i < AL; ++i) {
     const uint e = lid + i * WGS;
     if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
   }
-  for (uint i = 0u; i < BL; ++i) {
+  [[unroll]] for (uint i = 0u; i < BL; ++i) {
     const uint e = lid + i * WGS;
     if (e < BE) Bs[stage * BT + (e / KS) * BSTR + e % KS] = br[i];
   }
@@ -118,11 +118,11 @@ void main() {
   // channels (sgn * WN + j) * CN of the tile, hidden rows (q = 0) or gate rows (q = 1).
 #if COOPMAT_EMULATE
   float acc[PAIRS * WM * WN][CE];
-  for (uint a = 0u; a < PAIRS * WM * WN; ++a)
-    for (uint r = 0u; r < CE; ++r) acc[a][r] = 0.0;
+  [[unroll]] for (uint a = 0u; a < PAIRS * WM * WN; ++a)
+    [[unroll]] for (uint r = 0u; r < CE; ++r) acc[a][r] = 0.0;
 #else
   fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> acc[PAIRS * WM * WN];
-  for (uint a = 0u; a < PAIRS * WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
+  [[unroll]] for (uint a = 0u; a < PAIRS * WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
 
   const uint steps = (p.K + KS - 1u) / KS;
@@ -142,35 +142,35 @@ void main() {
       storeShared(0u);
       barrier();
     }
-    for (uint kk = 0u; kk < KS; kk += CK) {
+    [[unroll]] for (uint kk = 0u; kk < KS; kk += CK) {
       // A fragment i: rows (positions) (sgm * WM + i) * CM.., columns kk.. of the stage,
       // column-major (column c at As[.. + c * ASTR]); B fragment: rows kk.., columns
       // (channels) q * BN + (sgn * WN + j) * CN.., column-major (column c at Bs[.. + c * BSTR]).
 #if COOPMAT_EMULATE
       uint am[WM];
-      for (uint i = 0u; i < WM; ++i) am[i] = stage * AT + kk * ASTR + (sgm * WM + i) * CM;
-      for (uint q = 0u; q < PAIRS; ++q)
-        for (uint j = 0u; j < WN; ++j) {
+      [[unroll]] for (uint i = 0u; i < WM; ++i) am[i] = stage * AT + kk * ASTR + (sgm * WM + i) * CM;
+      [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
+        [[unroll]] for (uint j = 0u; j < WN; ++j) {
           const uint bm = stage * BT + (q * BN + (sgn * WN + j) * CN) * BSTR + kk;
-          for (uint i = 0u; i < WM; ++i) {
+          [[unroll]] for (uint i = 0u; i < WM; ++i) {
             const uint a = (q * WM + i) * WN + j;
-            for (uint r = 0u; r < CE; ++r) {
+            [[unroll]] for (uint r = 0u; r < CE; ++r) {
               const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
               float sum = 0.0;  // f16 x f16 products are exact in float
-              for (uint c = 0u; c < CK; ++c) sum += float(As[am[i] + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
+              [[unroll]] for (uint c = 0u; c < CK; ++c) sum += float(As[am[i] + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
               acc[a][r] += sum;
             }
           }
         }
 #else
       fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
-      for (uint i = 0u; i < WM; ++i)
+      [[unroll]] for (uint i = 0u; i < WM; ++i)
         coopMatLoadNV(am[i], As, stage * AT + kk * ASTR + (sgm * WM + i) * CM, ASTR, true);
-      for (uint q = 0u; q < PAIRS; ++q)
-        for (uint j = 0u; j < WN; ++j) {
+      [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
+        [[unroll]] for (uint j = 0u; j < WN; ++j) {
           fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
           coopMatLoadNV(bm, Bs, stage * BT + (q * BN + (sgn * WN + j) * CN) * BSTR + kk, BSTR, true);
-          for (uint i = 0u; i < WM; ++i) {
+          [[unroll]] for (uint i = 0u; i < WM; ++i) {
             const uint a = (q * WM + i) * WN + j;
             acc[a] = coopMatMulAddNV(am[i], bm, acc[a]);
           }
@@ -188,11 +188,11 @@ void main() {
   const bool hasBias = (p.flags & 1u) != 0u, hasRes = (p.flags & 2u) != 0u;
   const uint stored = sd_stored_channels(p.layout_, p.F);
   const uint lane = SG_LANE, scratch = sg * PAIRS * CT;
-  for (uint i = 0u; i < WM; ++i)
-    for (uint j = 0u; j < WN; ++j) {
-      for (uint q = 0u; q < PAIRS; ++q) {
+  [[unroll]] for (uint i = 0u; i < WM; ++i)
+    [[unroll]] for (uint j = 0u; j < WN; ++j) {
+      [[unroll]] for (uint q = 0u; q < PAIRS; ++q) {
 #if COOPMAT_EMULATE
-        for (uint r = 0u; r < CE; ++r) Cs[scratch + q * CT + lane + r * 32u] = acc[(q * WM + i) * WN + j][r];
+        [[unroll]] for (uint r = 0u; r < CE; ++r) Cs[scratch + q * CT + lane + r * 32u] = acc[(q * WM + i) * WN + j][r];
 #else
         coopMatStoreNV(acc[(q * WM + i) * WN + j], Cs, scratch + q * CT, CM, true);
 #endif

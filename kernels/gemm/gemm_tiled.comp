@@ -55,13 +55,13 @@ float wr[WL + 1u];
 // past K, past the positions or past the channels.
 void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   const uint lid = gl_LocalInvocationID.x;
-  for (uint i = 0u; i < XL; ++i) {
+  [[unroll]] for (uint i = 0u; i < XL; ++i) {
     const uint e = lid + i * WGS, kk = e / MWG, mm = e % MWG;
     const uint k = k0 + kk, t = m0 + mm;
     xr[i] = (e < XT && k < p.K && t < p.HW) ? float(x[sd_index(p.layout_, b, k, t, p.K, p.HW)]) : 0.0;
   }
   if (SB == 1u) {
-    for (uint i = 0u; i < WL; ++i) {
+    [[unroll]] for (uint i = 0u; i < WL; ++i) {
       // kk fastest: neighbouring invocations read a w row's consecutive elements.
       const uint e = lid + i * WGS, kk = e % KWG, nn = e / KWG;
       const uint pair = nn / NWG, o = n0 + nn % NWG, k = k0 + kk;
@@ -72,12 +72,12 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
 
 void storeShared() {
   const uint lid = gl_LocalInvocationID.x;
-  for (uint i = 0u; i < XL; ++i) {
+  [[unroll]] for (uint i = 0u; i < XL; ++i) {
     const uint e = lid + i * WGS;
     if (e < XT) As[e] = afp(xr[i]);
   }
   if (SB == 1u)
-    for (uint i = 0u; i < WL; ++i) {
+    [[unroll]] for (uint i = 0u; i < WL; ++i) {
       const uint e = lid + i * WGS;
       if (e < WT) Bs[(e % KWG) * (PAIRS * NWG) + e / KWG] = afp(wr[i]);
     }
@@ -87,8 +87,8 @@ void main() {
   const uint lid = gl_LocalInvocationID.x, tm = lid % MD, tn = lid / MD;
   const uint m0 = gl_WorkGroupID.x * MWG, n0 = gl_WorkGroupID.y * NWG, b = gl_WorkGroupID.z;
   float acc[MWI][2u * NWI];  // hidden columns, then gate columns (GEGLU)
-  for (uint i = 0u; i < MWI; ++i)
-    for (uint j = 0u; j < 2u * NWI; ++j) acc[i][j] = 0.0;
+  [[unroll]] for (uint i = 0u; i < MWI; ++i)
+    [[unroll]] for (uint j = 0u; j < 2u * NWI; ++j) acc[i][j] = 0.0;
 
   if (PF == 1u) loadGlobal(b, m0, n0, 0u);
   for (uint k0 = 0u; k0 < p.K; k0 += KWG) {
@@ -99,17 +99,17 @@ void main() {
     if (PF == 1u && k0 + KWG < p.K) loadGlobal(b, m0, n0, k0 + KWG);  // in flight while this step computes
 #if AFP_F16
     afp part[MWI][2u * NWI];  // this step's sums, in half
-    for (uint i = 0u; i < MWI; ++i)
-      for (uint j = 0u; j < 2u * NWI; ++j) part[i][j] = afp(0.0);
+    [[unroll]] for (uint i = 0u; i < MWI; ++i)
+      [[unroll]] for (uint j = 0u; j < 2u * NWI; ++j) part[i][j] = afp(0.0);
 #define SD_GEMM_ACC part
 #else
 #define SD_GEMM_ACC acc
 #endif
-    for (uint kk = 0u; kk < KWG; ++kk) {
+    [[unroll]] for (uint kk = 0u; kk < KWG; ++kk) {
       afp a[MWI];
-      for (uint i = 0u; i < MWI; ++i) a[i] = As[kk * MWG + tm + i * MD];
-      for (uint q = 0u; q < PAIRS; ++q)
-        for (uint j = 0u; j < NWI; ++j) {
+      [[unroll]] for (uint i = 0u; i < MWI; ++i) a[i] = As[kk * MWG + tm + i * MD];
+      [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
+        [[unroll]] for (uint j = 0u; j < NWI; ++j) {
           afp bv;
           if (SB == 1u) {
             bv = Bs[kk * (PAIRS * NWG) + q * NWG + tn + j * ND];
@@ -119,21 +119,21 @@ void main() {
             const uint o = min(n0 + tn + j * ND, p.F - 1u), k = min(k0 + kk, p.K - 1u);
             bv = afp(w_w(q * p.F + o, k, p.K));
           }
-          for (uint i = 0u; i < MWI; ++i) SD_GEMM_ACC[i][q * NWI + j] += a[i] * bv;
+          [[unroll]] for (uint i = 0u; i < MWI; ++i) SD_GEMM_ACC[i][q * NWI + j] += a[i] * bv;
         }
     }
 #if AFP_F16
-    for (uint i = 0u; i < MWI; ++i)
-      for (uint j = 0u; j < PAIRS * NWI; ++j) acc[i][j] += float(part[i][j]);
+    [[unroll]] for (uint i = 0u; i < MWI; ++i)
+      [[unroll]] for (uint j = 0u; j < PAIRS * NWI; ++j) acc[i][j] += float(part[i][j]);
 #endif
   }
 
   const bool hasBias = (p.flags & 1u) != 0u, hasRes = (p.flags & 2u) != 0u;
   const uint stored = sd_stored_channels(p.layout_, p.F);
-  for (uint j = 0u; j < NWI; ++j) {
+  [[unroll]] for (uint j = 0u; j < NWI; ++j) {
     const uint o = n0 + tn + j * ND;
     if (o >= stored) continue;
-    for (uint i = 0u; i < MWI; ++i) {
+    [[unroll]] for (uint i = 0u; i < MWI; ++i) {
       const uint t = m0 + tm + i * MD;
       if (t >= p.HW) continue;
       // In afp (float in the f32 modules, so their arithmetic is unchanged).
