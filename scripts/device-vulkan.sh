@@ -223,7 +223,7 @@ if want peer; then
   # (bench/peers/peer_sd15.py; diffusers carried as a wheel: carry .whl too), for the
   # side-by-side table of #21 / #22 in the same script call as the run stage.
   if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
-    step 300 peer-pytorch env OUT="$R" PEER_COMPILE=1 PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \
+    step 300 peer-pytorch env OUT="$R" PEER_COMPILE=1 PEER_DTYPES=${PEER_DTYPES:-float32,float16} PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \
       python3 bench/peers/peer_sd15.py configs/models/sd15
     cat "$R/peer-pytorch.txt"
   else
