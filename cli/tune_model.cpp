@@ -182,14 +182,17 @@ int tuneModel(const Args& args) {
     // f16 arithmetic it is a half variant, not the database's f32 one.
     const auto prob = m.inst.problem(*m.fam);
     const ChoiceRefusal whyNot = [&](const TunedChoice& c) -> std::string {
+      const VariantDef* v = nullptr;
+      ParamPoint p;
       try {
-        const VariantDef& v = m.fam->variant(c.variant);
-        const ParamPoint p = v.parsePoint(c.params);
-        if (std::string why = m.fam->unsupportedReason(v, p, *prob, m.inst.format, dev); !why.empty()) return why;
-        return loweringGap(ctx, *m.fam, v, p, *prob, m.inst.format);
+        v = &m.fam->variant(c.variant);
+        p = v->parsePoint(c.params);
+        if (std::string why = m.fam->unsupportedReason(*v, p, *prob, m.inst.format, dev); !why.empty()) return why;
       } catch (const Error& e) {
         return std::string("stale tuned point: ") + e.what();
       }
+      // Outside the try, as in the executor: a driver failure here is no stale point.
+      return loweringGap(ctx, *m.fam, *v, p, *prob, m.inst.format);
     };
     std::string refused;
     const auto chosen = chooseVariant(before, *m.fam, m.inst, nullptr, whyNot, refused);

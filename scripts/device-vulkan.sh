@@ -181,7 +181,7 @@ if want gemm-peer; then
     --benchmark_min_time=0.1 --benchmark_out="$R/gemm-sdspeed.json" --benchmark_out_format=json
   step 120 gemm-pytorch python3 bench/peers/pytorch_ops.py --instances $I --llc-mib 60 --out "$R/gemm-pytorch.jsonl"
   python3 bench/peers/compare.py --sdspeed "$R/gemm-sdspeed.json" --pytorch "$R/gemm-pytorch.jsonl" \
-    --out "$R/gemm-peer.md" > /dev/null 2>&1 && cat "$R/gemm-peer.md"
+    --out "$R/gemm-peer.md" > "$R/gemm-compare.txt" 2>&1 && cat "$R/gemm-peer.md"
   pack
 fi
 if want run; then
@@ -234,9 +234,10 @@ fi
 if want tune; then
   # #22 item 3: the model-guided whole-model tune of the race command's instances (f16
   # arithmetic, storage as `run --precision f16` computes in: f16 NC4HW4, f16 weights),
-  # heaviest first, TUNE_SECONDS (default 240) in all; resumable (the same sweep folder).
+  # heaviest first, TUNE_SECONDS (default 240: then the profile step outruns a 10-minute call; about 150 fits
+  # a cold machine) in all; resumable (the same sweep folder).
   # Then the race command with that database. The database and sweeps come back in db/,
-  # to check in as configs/tuned/vulkan-nvidia-h200-580.yaml and results/sweeps/.
+  # to check in as configs/tuned/<its device key>.yaml and results/sweeps/.
   DB=build-dev/tuned-vk SW=build-dev/sweeps-vk
   mkdir -p $DB $SW
   step $(( ${TUNE_SECONDS:-240} + 120 )) tune $S tune --model configs/models/sd15 --width 512 --height 512 --batch 2 \

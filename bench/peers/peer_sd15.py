@@ -32,7 +32,7 @@ with torch.device(dev):
     te = CLIPTextModel(CLIPTextConfig.from_pretrained(f'{M}/text_encoder')).eval()
 put('unet_params_M', sum(p.numel() for p in unet.parameters()) / 1e6)
 # PEER_DTYPES=float16 skips the fp32 half (a short device call: the race needs fp16 only).
-for dt in [getattr(torch, d) for d in os.environ.get('PEER_DTYPES', 'float32,float16').split(',')]:
+for dt in [getattr(torch, d) for d in os.environ.get('PEER_DTYPES', 'float32,float16').split(',') if d]:
     n = str(dt).split('.')[-1]
     unet.to(dt); vae.to(dt); te.to(dt)
     lat = torch.randn(2, 4, 64, 64, dtype=dt, device=dev); ctx = torch.randn(2, 77, 768, dtype=dt, device=dev)
