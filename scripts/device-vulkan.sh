@@ -213,9 +213,16 @@ fi
 if want race; then
   # #22's race in one call with the peer stage: OpenCL f32 (the image the PSNR compares
   # against) and the issue's command as written (no --variant: the default order), untuned.
-  sd_run run-opencl-f32 150
+  # RACE_OPENCL=0 skips the OpenCL run (a short call: compare with an earlier one's image).
+  [ "${RACE_OPENCL:-1}" = 1 ] && sd_run run-opencl-f32 150
   sd_run run-vulkan-f16-race 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   summarize
+  # The GEGLU GEMM of the issue at both variants' default points (seconds): against the
+  # bench stage's figures of an earlier call on the same kind of GPU.
+  step 60 bench-geglu-defaults $S bench --backend vulkan --op gemm --shape 2x320x1x4096 \
+    --attrs n=2560,epilogue=geglu,bias=1,residual=0 --variant coopmat_f16,tiled_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw --weights f16 --llc-mib 60
+  cat "$R/bench-geglu-defaults.txt"
   pack
 fi
 if want peer; then
