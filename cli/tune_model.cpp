@@ -24,7 +24,6 @@
 #include "tuning/shard.h"
 #include "tuning/tuner.h"
 #ifdef SDSPEED_WITH_PIPELINE
-#include "kernels/lowering.h"
 #include "pipeline/exec/graph_executor.h"
 #include "pipeline/run/model_shapes.h"
 #endif
@@ -181,18 +180,8 @@ int tuneModel(const Args& args) {
     // each checked against the device's rules and this backend's kernels), so under
     // f16 arithmetic it is a half variant, not the database's f32 one.
     const auto prob = m.inst.problem(*m.fam);
-    const ChoiceRefusal whyNot = [&](const TunedChoice& c) -> std::string {
-      const VariantDef* v = nullptr;
-      ParamPoint p;
-      try {
-        v = &m.fam->variant(c.variant);
-        p = v->parsePoint(c.params);
-        if (std::string why = m.fam->unsupportedReason(*v, p, *prob, m.inst.format, dev); !why.empty()) return why;
-      } catch (const Error& e) {
-        return std::string("stale tuned point: ") + e.what();
-      }
-      // Outside the try, as in the executor: a driver failure here is no stale point.
-      return loweringGap(ctx, *m.fam, *v, p, *prob, m.inst.format);
+    const ChoiceRefusal whyNot = [&](const TunedChoice& c) {
+      return whyNotRunnable(*m.fam, c, *prob, m.inst.format, ctx);
     };
     std::string refused;
     const auto chosen = chooseVariant(before, *m.fam, m.inst, nullptr, whyNot, refused);

@@ -21,28 +21,28 @@
 #include "runtime/timing.h"
 
 namespace sdspeed {
-namespace {
 
-// Host inputs (token ids, timesteps) are f32 NCHW whatever the weight format.
-const StorageFormat kHostInputFormat{DType::F32, Storage::Buffer, Layout::NCHW};
-
-// The chosen point if the family can run it here, else why not.
-std::string whyNot(const Family& fam, const TunedChoice& c, const GraphNode& n, const StorageFormat& f,
-                   Backend& be) {
+std::string whyNotRunnable(const Family& fam, const TunedChoice& c, const Problem& prob, const StorageFormat& f,
+                           Backend& be) {
   const VariantDef* v = nullptr;
   ParamPoint p;
   try {
     v = &fam.variant(c.variant);
     p = v->parsePoint(c.params);
-    if (std::string why = fam.unsupportedReason(*v, p, *n.problem, f, be.caps()); !why.empty()) return why;
+    if (std::string why = fam.unsupportedReason(*v, p, prob, f, be.caps()); !why.empty()) return why;
   } catch (const Error& e) {
     // A database row naming a variant or parameter this build no longer has.
     return std::string("stale tuned point: ") + e.what();
   }
   // A variant the rules allow but this backend has no kernels for (Vulkan's gaps); any
   // other failure there (a driver error) is not a stale point: it propagates.
-  return loweringGap(be, fam, *v, p, *n.problem, f);
+  return loweringGap(be, fam, *v, p, prob, f);
 }
+
+namespace {
+
+// Host inputs (token ids, timesteps) are f32 NCHW whatever the weight format.
+const StorageFormat kHostInputFormat{DType::F32, Storage::Buffer, Layout::NCHW};
 
 // The database's choice for an instance; for f16 (or other non-f32) weights without an
 // entry of their own (the database never crosses weight formats), the f32-weight
@@ -156,7 +156,7 @@ NodeChoice choose(const TunedChooser& chooser, const GraphNode& n, const Storage
   const OpInstance inst = OpInstance::of(fam, *n.problem, format);
   auto allowed = opt.variants.find(fam.name());
   std::string refused;
-  const auto why = [&](const TunedChoice& c) { return whyNot(fam, c, n, format, dev); };
+  const auto why = [&](const TunedChoice& c) { return whyNotRunnable(fam, c, *n.problem, format, dev); };
   if (auto c = chooseVariant(chooser, fam, inst, allowed == opt.variants.end() ? nullptr : &allowed->second, why, refused))
     return *c;
   throw Error(n.label + ": no variant of " + fam.name() + " can run " + inst.text() + " on " + dev.caps().name + " (" +
@@ -395,7 +395,7 @@ void GraphExecutor::lessScratch(const TunedChooser& chooser, bool convolutions) 
       if (v.name == choices_[i].variant) continue;
       std::string ignored;
       const auto c = runnablePoint(chooser, fam, inst, v.name,
-                                   [&](const TunedChoice& t) { return whyNot(fam, t, n, nodeFormat_[i], be_); }, ignored);
+                                   [&](const TunedChoice& t) { return whyNotRunnable(fam, t, *n.problem, nodeFormat_[i], be_); }, ignored);
       if (!c) continue;
       auto op = prepareOp(be_, fam, v, v.parsePoint(c->params), *n.problem, nodeFormat_[i]);
       if (opt_.derivedWeightsPerCall || ops_[i]->derivedWeightsPerCall())

@@ -152,6 +152,11 @@ struct NodeChoice {
 // Why a (variant, point) cannot run an op instance here ("" = it can): the device
 // rules, the arithmetic, the problem and the backend's kernels (loweringGap).
 using ChoiceRefusal = std::function<std::string(const TunedChoice&)>;
+// The executor's refusal: the family's rules (Family::unsupportedReason), a point this
+// build no longer parses ("stale tuned point: ..."), then the backend's kernels
+// (loweringGap; a driver error there propagates). `tune --model` asks the same.
+std::string whyNotRunnable(const Family& fam, const TunedChoice& c, const Problem& prob, const StorageFormat& f,
+                           Backend& be);
 
 // The executor's choice for one op instance, without a backend (tests pass their own
 // refusals). Without an allowed list: the database's choice (exact, nearest, device or
