@@ -11,6 +11,8 @@
 #                          and wall time logged, then pack: a call cut off at the device
 #                          tool's limit (or a hang) still returns what finished
 #   finish                 logs done, packs, removes $R (the .tgz holds it) and exits 0
+#   install_wheels         the carried wheels (.whl: diffusers, for bench/peers/peer_sd15.py)
+#                          into /tmp/site (PYTHONPATH=/tmp/site); fails when none were carried
 # Lock files (a sweep's) stay out of the archive.
 
 device_results() {
@@ -35,3 +37,4 @@ step() {
   pack
 }
 finish() { log done; pack && rm -rf "$R"; exit 0; }  # the results stay if tar fails
+install_wheels() { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; }

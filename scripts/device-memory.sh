@@ -54,7 +54,7 @@ if [ "$PHASE" = a ]; then
   run f32-noplanner 90 --planner none
   run f32 90
   run f32-4.5GB 90 --memory-budget 4.5GB
-  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+  if install_wheels; then
     step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
   fi
   finish
@@ -99,7 +99,7 @@ sampled() {
 # PyTorch's peaks (diffusers carried as a wheel in .whl) and the memory ablation with $DB,
 # in the same call as the runs before them; then the phase ends.
 peer_and_ablation() {
-  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+  if install_wheels; then
     step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
   fi
   step 300 ablate-memory $S ablate --random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20 \

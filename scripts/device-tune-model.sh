@@ -46,7 +46,7 @@ if [ "$PHASE" = c ]; then
   SD="--random-weights --model configs/models/sd15 -W 512 -H 512 --steps 20"
   step 150 run-new $S run $SD --db-dir $DB --report "$R/run-new.json" --profile
   step 150 run-checked-in $S run $SD --db-dir configs/tuned --report "$R/run-checked-in.json"
-  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+  if install_wheels; then
     step 240 peer-pytorch env OUT="$R" PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 python3 bench/peers/peer_sd15.py configs/models/sd15
   fi
 fi

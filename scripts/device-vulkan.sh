@@ -109,7 +109,7 @@ PY
 want check && step 240 check $S check --backend vulkan --arithmetic f32,f16 \
   --storage f32.buffer.nchw,f32.buffer.nc4hw4,f16.buffer.nchw,f16.buffer.nc4hw4 \
   --csv "$R/check.csv"
-[ -f "$R/check.txt" ] && tail -5 "$R/check.txt"
+want check && tail -5 "$R/check.txt"
 # gemm coopmat_f16 (issue #22, tensor cores through VK_NV_cooperative_matrix): its first
 # run on cooperative-matrix hardware (kernels/gemm/README.md): the quick problems at more
 # sampled points than the check above, every weight format; then SD 1.5's sizes (--full:
@@ -163,11 +163,13 @@ want coopmat-full && step 120 check-attn-coopmat-vae $S check --backend vulkan -
 want bench && step 180 bench-attn-coopmat $S bench --backend vulkan --op attention \
   --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --arithmetic f16 \
   --storage f16.buffer.nchw --points 8 --csv "$R/bench-attn-coopmat.csv"
-for f in check-coopmat check-coopmat-full bench-coopmat check-conv-coopmat check-conv-coopmat-sd1 \
-         check-conv-coopmat-sd2 check-conv-coopmat-sd3 check-conv-coopmat-sd4 bench-conv-coopmat \
-         check-attn-coopmat check-attn-coopmat-full check-attn-coopmat-vae bench-attn-coopmat; do
-  [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"
-done
+if want coopmat || want coopmat-full || want bench; then  # this call's checks and benches
+  for f in check-coopmat check-coopmat-full bench-coopmat check-conv-coopmat check-conv-coopmat-sd1 \
+           check-conv-coopmat-sd2 check-conv-coopmat-sd3 check-conv-coopmat-sd4 bench-conv-coopmat \
+           check-attn-coopmat check-attn-coopmat-full check-attn-coopmat-vae bench-attn-coopmat; do
+    [ -f "$R/$f.txt" ] && tail -5 "$R/$f.txt"
+  done
+fi
 
 if want gemm-peer; then
   # #22's GEMM target: each of SD 1.5's Linear shapes (bench/instances/sd15-512-linear-f16.txt)
@@ -229,7 +231,7 @@ if want peer; then
   # PyTorch fp32 / fp16 eager and fp16 torch.compile on the same model and shapes
   # (bench/peers/peer_sd15.py; diffusers carried as a wheel: carry .whl too), for the
   # side-by-side table of #21 / #22 in the same script call as the run stage.
-  if python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl; then
+  if install_wheels; then
     step 300 peer-pytorch env OUT="$R" PEER_COMPILE=1 PEER_DTYPES=${PEER_DTYPES:-float32,float16} PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 \
       python3 bench/peers/peer_sd15.py configs/models/sd15
     cat "$R/peer-pytorch.txt"
