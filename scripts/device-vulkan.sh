@@ -219,6 +219,14 @@ if want race; then
   [ "${RACE_OPENCL:-1}" = 1 ] && sd_run run-opencl-f32 150
   sd_run run-vulkan-f16-race 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   summarize
+  # Where the race command's time goes, op by op (per-op timestamps; no decode).
+  step 120 profile-vulkan-f16-race $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --profile --no-decode --report "$R/profile-vulkan-f16-race.json"
+  # The GEMM pipelines of both f16 variants at an SD 1.5 Linear shape, with the driver's
+  # statistics (registers, spills: runtime/vulkan/README.md) and internal representations.
+  step 90 kernels-gemm env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op gemm \
+    --variant coopmat_f16,tiled_f16 --arithmetic f16 --storage f16.buffer.nchw --weights f16 --points 0 \
+    --shape 2x320x1x4096 --attrs n=320 --dump-kernels "$R/kernels-gemm"
   # The GEGLU GEMM of the issue at both variants' default points (seconds): against the
   # bench stage's figures of an earlier call on the same kind of GPU.
   step 60 bench-geglu-defaults $S bench --backend vulkan --op gemm --shape 2x320x1x4096 \

@@ -1,6 +1,8 @@
 #include "runtime/vulkan/device.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "runtime/vulkan/vk_error.h"
@@ -70,6 +72,19 @@ Device::Device(std::shared_ptr<Instance> instance, const VulkanDeviceInfo& info)
   } else if (info_.hasExtension(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME)) {
     extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
     creationFeedback_ = true;
+  }
+
+  // The driver's per-pipeline statistics (Device::pipelineStatistics), on request only.
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  const char* statsEnv = std::getenv("SDSPEED_VK_PIPELINE_STATS");
+  if (statsEnv && std::strcmp(statsEnv, "0") != 0 && *statsEnv &&
+      info_.hasExtension(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    executable.pipelineExecutableInfo = VK_TRUE;
+    *tail = &executable;
+    tail = &executable.pNext;
+    pipelineStats_ = true;
   }
 
   const float priority = 1.0f;

@@ -35,6 +35,11 @@ class Device {
   // VK_NV_cooperative_matrix and the Vulkan memory model were enabled (device.cpp says when).
   bool cooperativeMatrixNVEnabled() const { return coopMatNV_; }
   bool creationFeedback() const { return creationFeedback_; }
+  // SDSPEED_VK_PIPELINE_STATS=1 and VK_KHR_pipeline_executable_properties: pipelines are
+  // created capturing the driver's statistics (registers, spills, shared memory, as the
+  // driver names them) and internal representations, which --dump-kernels writes beside
+  // the GLSL (pipeline.cpp). Off by default: capturing may cost creation time.
+  bool pipelineStatistics() const { return pipelineStats_; }
   // Where storage buffers count their device memory (the backend's tracker); none: not counted.
   void setMemoryTracker(std::shared_ptr<MemoryTracker> t) { tracker_ = std::move(t); }
   // Called before each host transfer (runOnce) and before a storage buffer is freed: the
@@ -65,7 +70,7 @@ class Device {
   VkCommandPool pool_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
-  bool float16_ = false, storage16_ = false, creationFeedback_ = false, coopMatNV_ = false;
+  bool float16_ = false, storage16_ = false, creationFeedback_ = false, coopMatNV_ = false, pipelineStats_ = false;
   std::shared_ptr<MemoryTracker> tracker_;
   std::function<void()> beforeHostAccess_;
   std::mutex poolMu_, queueMu_;

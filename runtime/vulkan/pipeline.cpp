@@ -98,6 +98,8 @@ ComputePipeline::ComputePipeline(Device& device, const SpirvShader& shader, uint
     fci.pPipelineCreationFeedback = &feedback;
     VkComputePipelineCreateInfo pci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
     pci.pNext = device.creationFeedback() ? &fci : nullptr;
+    if (device.pipelineStatistics())
+      pci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR | VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
     pci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     pci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     pci.stage.module = s.module;
@@ -142,6 +144,63 @@ void ComputePipeline::dump(const std::string& dir) const {
   head << "\n// push constants: " << pushBytes_ << " bytes; storage buffers: " << storageBuffers_ << "\n";
   writeFileAtomically(base + ".comp", head.str() + std::string(shader_.glsl, shader_.glslBytes));
   writeFileAtomically(base + ".spv", shader_.spirvString());
+  if (device_.pipelineStatistics() && pipeline_) writeFileAtomically(base + ".stats.txt", driverStatistics());
+}
+
+std::string ComputePipeline::driverStatistics() const {
+  const VkDevice d = device_.handle();
+  auto props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      vkGetDeviceProcAddr(d, "vkGetPipelineExecutablePropertiesKHR"));
+  auto stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      vkGetDeviceProcAddr(d, "vkGetPipelineExecutableStatisticsKHR"));
+  auto reprs = reinterpret_cast<PFN_vkGetPipelineExecutableInternalRepresentationsKHR>(
+      vkGetDeviceProcAddr(d, "vkGetPipelineExecutableInternalRepresentationsKHR"));
+  std::ostringstream o;
+  o << "# driver statistics of " << shader_.name << " (VK_KHR_pipeline_executable_properties)\n";
+  if (!props || !stats) return o.str() + "# the driver exposes no statistics functions\n";
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pi.pipeline = pipeline_;
+  uint32_t n = 0;
+  if (props(d, &pi, &n, nullptr) != VK_SUCCESS) return o.str() + "# vkGetPipelineExecutablePropertiesKHR failed\n";
+  std::vector<VkPipelineExecutablePropertiesKHR> exes(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
+  props(d, &pi, &n, exes.data());
+  for (uint32_t e = 0; e < n; ++e) {
+    o << "executable " << e << ": " << exes[e].name << " (" << exes[e].description << "), subgroup size "
+      << exes[e].subgroupSize << "\n";
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipeline_;
+    ei.executableIndex = e;
+    uint32_t m = 0;
+    stats(d, &ei, &m, nullptr);
+    std::vector<VkPipelineExecutableStatisticKHR> st(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    stats(d, &ei, &m, st.data());
+    for (const auto& s : st) {
+      o << "  " << s.name << " = ";
+      switch (s.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: o << (s.value.b32 ? "true" : "false"); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: o << s.value.i64; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: o << s.value.u64; break;
+        default: o << s.value.f64; break;
+      }
+      o << "  (" << s.description << ")\n";
+    }
+    if (!reprs) continue;
+    uint32_t r = 0;
+    reprs(d, &ei, &r, nullptr);
+    std::vector<VkPipelineExecutableInternalRepresentationKHR> rs(
+        r, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
+    reprs(d, &ei, &r, rs.data());  // sizes first
+    std::vector<std::string> text(r);
+    for (uint32_t i = 0; i < r; ++i) {
+      text[i].assign(rs[i].dataSize, '\0');
+      rs[i].pData = text[i].data();
+    }
+    reprs(d, &ei, &r, rs.data());
+    for (uint32_t i = 0; i < r; ++i)
+      o << "--- internal representation " << rs[i].name << " (" << rs[i].description << ")\n"
+        << (rs[i].isText ? text[i].c_str() : "(binary, not shown)") << "\n";
+  }
+  return o.str();
 }
 
 }  // namespace sdspeed::vk

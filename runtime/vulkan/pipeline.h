@@ -48,7 +48,10 @@ class ComputePipeline {
 
   // --dump-kernels: writes DIR/<shader>.<key>.comp (the preprocessed GLSL, headed by the
   // variant's defines and the specialization constants) and DIR/<shader>.<key>.spv.
+  // With Device::pipelineStatistics, also DIR/<shader>.<key>.stats.txt: driverStatistics().
   void dump(const std::string& dir) const;
+  // The driver's statistics and text internal representations of this pipeline, as text.
+  std::string driverStatistics() const;
 
  private:
   Device& device_;
