@@ -69,6 +69,8 @@ const uint BR = SG * CM, WGS = SG * 32u;
 const uint QSTR = BR + 8u, KSTR = DC + 8u, SSTR = BC + 4u, PSTR = BC + 8u, VSTR = DOC + 8u, OSTR = DOC + 4u;
 const uint NS = BC / CN;          // S accumulators per subgroup
 const uint CE = CM * CN / 32u;    // accumulator elements one lane holds (COOPMAT_EMULATE)
+// Elements each invocation stages per step: of the Q and K tiles, of the V tile.
+const uint QL = (BR * DC + WGS - 1u) / WGS, KL = (BC * DC + WGS - 1u) / WGS, VL = (BC * DOC + WGS - 1u) / WGS;
 
 layout(std430, binding = 0) readonly buffer Q { sfp q[]; };
 layout(std430, binding = 1) readonly buffer K { sfp k[]; };
@@ -115,13 +117,28 @@ void main() {
 #endif
     for (uint d0 = 0u; d0 < D; d0 += DC) {
       barrier();  // the previous step's (or block's) reads of Qs, Ks, Ps, Vs, Os are done
-      for (uint e = lid; e < BR * DC; e += WGS) {  // neighbouring invocations: neighbouring tokens
-        const uint row = e % BR, dd = e / BR, d = d0 + dd, s = r0 + row;
-        Qs[dd * QSTR + row] = float16_t(d < D && s < p.S ? float(q[at(b, h, d, s, p.S)]) * qscale : 0.0);
+      // Loads first, stores after, every load unconditional (SD_GUARD, prelude.glsl): the
+      // unrolled loops keep all of a step's loads in flight at once.
+      float qv[QL], kv[KL];
+      [[unroll]] for (uint i = 0u; i < QL; ++i) {  // neighbouring invocations: neighbouring tokens
+        const uint e = lid + i * WGS, row = e % BR, dd = e / BR, d = d0 + dd, s = r0 + row;
+        const bool ok = all(bvec3(e < BR * DC, d < D, s < p.S));
+        const float v = float(q[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, s), p.S)]) * qscale;
+        qv[i] = ok ? v : 0.0;
       }
-      for (uint e = lid; e < BC * DC; e += WGS) {
-        const uint kk = e % BC, dd = e / BC, d = d0 + dd, key = k0 + kk;
-        Ks[kk * KSTR + dd] = float16_t(d < D && key < p.L ? float(k[at(b, h, d, key, p.L)]) : 0.0);
+      [[unroll]] for (uint i = 0u; i < KL; ++i) {
+        const uint e = lid + i * WGS, kk = e % BC, dd = e / BC, d = d0 + dd, key = k0 + kk;
+        const bool ok = all(bvec3(e < BC * DC, d < D, key < p.L));
+        const float v = float(k[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, key), p.L)]);
+        kv[i] = ok ? v : 0.0;
+      }
+      [[unroll]] for (uint i = 0u; i < QL; ++i) {
+        const uint e = lid + i * WGS;
+        if (e < BR * DC) Qs[(e / BR) * QSTR + e % BR] = float16_t(qv[i]);
+      }
+      [[unroll]] for (uint i = 0u; i < KL; ++i) {
+        const uint e = lid + i * WGS;
+        if (e < BC * DC) Ks[(e % BC) * KSTR + e / BC] = float16_t(kv[i]);
       }
       barrier();
       [[unroll]] for (uint kk = 0u; kk < DC; kk += CK) {
@@ -182,9 +199,16 @@ void main() {
       }
       Cs[lid] = corr;
     }
-    for (uint e = lid; e < BC * DOC; e += WGS) {
-      const uint kk = e % BC, c = e / BC, d = n0 + c, key = k0 + kk;
-      Vs[kk * VSTR + c] = float16_t(d < D && key < p.L ? float(v[at(b, h, d, key, p.L)]) : 0.0);
+    float vv[VL];  // as Q and K above: loads first, unconditional
+    [[unroll]] for (uint i = 0u; i < VL; ++i) {
+      const uint e = lid + i * WGS, kk = e % BC, c = e / BC, d = n0 + c, key = k0 + kk;
+      const bool ok = all(bvec3(e < BC * DOC, d < D, key < p.L));
+      const float val = float(v[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, key), p.L)]);
+      vv[i] = ok ? val : 0.0;
+    }
+    [[unroll]] for (uint i = 0u; i < VL; ++i) {
+      const uint e = lid + i * WGS;
+      if (e < BC * DOC) Vs[(e % BC) * VSTR + e / BC] = float16_t(vv[i]);
     }
     barrier();
     // 3. Rescale O's rows by the block's corr (f32).

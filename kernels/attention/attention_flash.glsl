@@ -52,7 +52,8 @@ void flashStage() {
   [[unroll]] for (uint r = 0u; r < RQ; ++r) {
     const uint s = row0 + r * WG + lid;
     [[unroll]] for (uint j = 0u; j < HS; ++j) {
-      qr[r][j] = FVEC(s < p.S ? loadQ(b, h * HS + j, s) * qscale : vec4(0.0));
+      const vec4 qx = loadQ(b, h * HS + j, s < p.S ? s : 0u) * qscale;  // unconditional: SD_GUARD
+      qr[r][j] = FVEC(s < p.S ? qx : vec4(0.0));
       acc[r][j] = vec4(0.0);
     }
     m[r] = NEG_INF;
@@ -62,10 +63,26 @@ void flashStage() {
   const uint kend = causal() ? min(p.L, row0 + WG * RQ) : p.L;
   for (uint k0 = 0u; k0 < kend; k0 += BK) {
     barrier();
-    for (uint e = lid; e < BK * HS; e += WG) {
-      const uint kk = e % BK, j = e / BK, key = k0 + kk;  // neighbouring invocations: neighbouring keys
-      FK[kk * HS + j] = FVEC(key < p.L ? loadK(b, h * HS + j, key) : vec4(0.0));
-      FV[kk * HS + j] = FVEC(key < p.L ? loadV(b, h * HS + j, key) : vec4(0.0));
+    // Four elements at a time: their loads first (unconditional: SD_GUARD, prelude.glsl),
+    // their stores after, so eight vec4 loads are in flight at once (a whole block's
+    // would not fit in registers at HS = 40).
+    for (uint e0 = lid; e0 < BK * HS; e0 += 4u * WG) {
+      vec4 kv[4], vv[4];
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        const uint e = e0 + u * WG, kk = e % BK, j = e / BK, key = k0 + kk;  // neighbouring invocations: neighbouring keys
+        const bool ok = all(bvec2(e < BK * HS, key < p.L));
+        const vec4 kx = loadK(b, h * HS + SD_GUARD(ok, j), SD_GUARD(ok, key));
+        const vec4 vx = loadV(b, h * HS + SD_GUARD(ok, j), SD_GUARD(ok, key));
+        kv[u] = ok ? kx : vec4(0.0);
+        vv[u] = ok ? vx : vec4(0.0);
+      }
+      [[unroll]] for (uint u = 0u; u < 4u; ++u) {
+        const uint e = e0 + u * WG;
+        if (e < BK * HS) {
+          FK[(e % BK) * HS + e / BK] = FVEC(kv[u]);
+          FV[(e % BK) * HS + e / BK] = FVEC(vv[u]);
+        }
+      }
     }
     barrier();
     const uint kn = min(BK, kend - k0);

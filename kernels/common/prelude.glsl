@@ -31,11 +31,24 @@ const uint SD_NC4HW4 = 1u;
 // Physical element index of logical (n, c, hw) in a tensor of C channels and HW
 // positions, as runtime/tensor_desc.h lays it out: NCHW, or NC4HW4 (slices of 4
 // channels, the 4 lanes innermost; lanes past C are padding, kept zero).
+// Branch-free (both indices computed, one selected): a branch here would put every
+// guarded load of a staging loop in its own control-flow region (see SD_GUARD below).
 uint sd_index(uint layout_, uint n, uint c, uint hw, uint C, uint HW) {
-  if (layout_ == SD_NCHW) return (n * C + c) * HW + hw;
+  const uint nchw = (n * C + c) * HW + hw;
   const uint S = (C + 3u) / 4u;
-  return ((n * S + c / 4u) * HW + hw) * 4u + (c & 3u);
+  const uint nc4 = ((n * S + c / 4u) * HW + hw) * 4u + (c & 3u);
+  return layout_ == SD_NCHW ? nchw : nc4;
 }
+
+// Guarded loads of the staging loops, without branches: the load's coordinates are
+// replaced by SD_GUARD(ok, v) = (ok ? v : 0) (element 0 exists in every bound buffer) and
+// the loaded value by the same select, so every load of an unrolled loop is issued
+// unconditionally and the loads of one step can all be in flight at once. Written
+// `cond ? load : 0`, glslang makes each load a branch whose merge uses the value; on an
+// H200 (results/vulkan/h200/README.md) the loads of a step then completed one after the
+// other, about one memory latency per staged element. `ok` is built with all(bvec..)
+// rather than &&, which glslang also lowers to branches.
+#define SD_GUARD(ok, v) ((ok) ? (v) : 0u)
 
 // Channels a layout stores per sample: C, or C rounded up to whole slices.
 uint sd_stored_channels(uint layout_, uint C) { return layout_ == SD_NCHW ? C : (C + 3u) / 4u * 4u; }

@@ -70,10 +70,14 @@ float16_t br[BL];
 // window reaches (they read zeros, as conv_gemm.glsl's).
 int iy0[AL], ix0[AL];
 
-// x[b, ci, iy, ix], zero outside the image (the padding).
-float loadX(uint b, uint ci, int iy, int ix) {
-  if (iy < 0 || iy >= int(p.H) || ix < 0 || ix >= int(p.W)) return 0.0;
-  return float(x[sd_index(p.layout_, b, ci, uint(iy) * p.W + uint(ix), p.Cin, p.H * p.W)]);
+// x[b, ci, iy, ix], zero outside the image (the padding) and where !ok; branch-free
+// (SD_GUARD in prelude.glsl: every load of the unrolled staging loop in flight at once).
+float loadX(bool ok, uint b, uint ci, int iy, int ix) {
+  const bool in_ = all(bvec3(ok, all(greaterThanEqual(ivec2(iy, ix), ivec2(0))),
+                             all(lessThan(ivec2(iy, ix), ivec2(p.H, p.W)))));
+  const uint hw = SD_GUARD(in_, uint(iy) * p.W + uint(ix));
+  const float v = float(x[sd_index(p.layout_, b, SD_GUARD(in_, ci), hw, p.Cin, p.H * p.W)]);
+  return in_ ? v : 0.0;
 }
 
 // Step k0's tiles into registers, as f16: the im2col column values A[m0 + mm][k0 + kk]
@@ -84,12 +88,14 @@ void loadGlobal(uint b, uint n0, uint k0, uint K) {
     // positions fastest: neighbouring invocations read neighbouring pixels of one tap.
     const uint e = lid + i * WGS, kk = e / BM, k = k0 + kk;
     const uint ci = k / KK, t = k - ci * KK, ky = t / KSIZE, kx = t - ky * KSIZE;
-    ar[i] = float16_t((e < AE && k < K) ? loadX(b, ci, iy0[i] + int(ky), ix0[i] + int(kx)) : 0.0);
+    ar[i] = float16_t(loadX(all(bvec2(e < AE, k < K)), b, ci, iy0[i] + int(ky), ix0[i] + int(kx)));
   }
   [[unroll]] for (uint i = 0u; i < BL; ++i) {
     // k fastest: neighbouring invocations read a weight row's consecutive elements.
     const uint e = lid + i * WGS, kk = e % KST, nn = e / KST, k = k0 + kk, co = n0 + nn;
-    br[i] = float16_t((e < BE && k < K && co < p.Cout) ? w_w(co, k, K) : 0.0);
+    const bool ok = all(bvec3(e < BE, k < K, co < p.Cout));
+    const float v = w_w(SD_GUARD(ok, co), SD_GUARD(ok, k), K);
+    br[i] = float16_t(ok ? v : 0.0);
   }
 }
 

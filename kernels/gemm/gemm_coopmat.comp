@@ -89,13 +89,17 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   [[unroll]] for (uint i = 0u; i < AL; ++i) {
     // positions fastest: neighbouring invocations read neighbouring x elements (NCHW).
     const uint e = lid + i * WGS, kk = e / BM, mm = e % BM, k = k0 + kk, t = m0 + mm;
-    ar[i] = float16_t((e < AE && k < p.K && t < p.HW) ? float(x[sd_index(p.layout_, b, k, t, p.K, p.HW)]) : 0.0);
+    const bool ok = all(bvec3(e < AE, k < p.K, t < p.HW));
+    const float v = float(x[sd_index(p.layout_, b, SD_GUARD(ok, k), SD_GUARD(ok, t), p.K, p.HW)]);
+    ar[i] = float16_t(ok ? v : 0.0);
   }
   [[unroll]] for (uint i = 0u; i < BL; ++i) {
     // k fastest: neighbouring invocations read a w row's consecutive elements.
     const uint e = lid + i * WGS, kk = e % KS, nn = e / KS, k = k0 + kk;
     const uint pair = nn / BN, o = n0 + nn % BN;
-    br[i] = float16_t((e < BE && k < p.K && o < p.F) ? w_w(pair * p.F + o, k, p.K) : 0.0);
+    const bool ok = all(bvec3(e < BE, k < p.K, o < p.F));
+    const float v = w_w(SD_GUARD(ok, pair * p.F + o), SD_GUARD(ok, k), p.K);
+    br[i] = float16_t(ok ? v : 0.0);
   }
 }
 

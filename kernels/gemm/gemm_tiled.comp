@@ -58,14 +58,18 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   [[unroll]] for (uint i = 0u; i < XL; ++i) {
     const uint e = lid + i * WGS, kk = e / MWG, mm = e % MWG;
     const uint k = k0 + kk, t = m0 + mm;
-    xr[i] = (e < XT && k < p.K && t < p.HW) ? float(x[sd_index(p.layout_, b, k, t, p.K, p.HW)]) : 0.0;
+    const bool ok = all(bvec3(e < XT, k < p.K, t < p.HW));  // branch-free: SD_GUARD in prelude.glsl
+    const float v = float(x[sd_index(p.layout_, b, SD_GUARD(ok, k), SD_GUARD(ok, t), p.K, p.HW)]);
+    xr[i] = ok ? v : 0.0;
   }
   if (SB == 1u) {
     [[unroll]] for (uint i = 0u; i < WL; ++i) {
       // kk fastest: neighbouring invocations read a w row's consecutive elements.
       const uint e = lid + i * WGS, kk = e % KWG, nn = e / KWG;
       const uint pair = nn / NWG, o = n0 + nn % NWG, k = k0 + kk;
-      wr[i] = (e < WT && k < p.K && o < p.F) ? w_w(pair * p.F + o, k, p.K) : 0.0;
+      const bool ok = all(bvec3(e < WT, k < p.K, o < p.F));
+      const float v = w_w(SD_GUARD(ok, pair * p.F + o), SD_GUARD(ok, k), p.K);
+      wr[i] = ok ? v : 0.0;
     }
   }
 }
