@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "test_support.h"  // first: a private PoCL cache folder for this process
+#include "fake_vulkan_caps.h"
 
 #include "kernels/conv/conv_family.h"
 #include "kernels/groupnorm/groupnorm_family.h"
@@ -225,6 +226,37 @@ TEST(ConvPerCallBlocks, RuleOnSd15LargestConvolution) {
   EXPECT_EQ(s.blockTiles, 256);
   EXPECT_EQ(s.input + s.output, 160ull << 20);
   EXPECT_EQ(s.inputBlock + s.outputBlock + s.weightsBlock, 31ull << 20);
+}
+
+// conv coopmat_f16's split-K scratch (ConvFamily::scratch: what the memory planner is
+// told, device-free): SD 1.5's 2x1280x8x8 -> 1280 3x3 at SK 8 holds 8 x 2 x 1280 x 64
+// floats (5 MiB) of partial sums, Cout 70 is counted as 72 rows in either layout, the
+// default SK = 1 has none; partials over the device's largest allocation are refused in
+// one line.
+TEST(ConvCoopMatSplitK, ScratchDeclaredAndBounded) {
+  const ConvFamily fam;
+  const VariantDef& v = fam.variant(ConvFamily::kCoopMatVariant);
+  const auto prob = ConvFamily::problem({2, 1280, 8, 8}, 1280);
+  const auto& p = dynamic_cast<const ConvProblem&>(*prob);
+  EXPECT_EQ(ConvFamily::scratch(v, p, v.defaults()).total(), 0u);
+  const ParamPoint pt = v.parsePoint("SK=8");
+  const ConvScratch s = ConvFamily::scratch(v, p, pt);
+  EXPECT_EQ(s.output, 8ull * 2 * 1280 * 64 * 4);
+  EXPECT_EQ(s.total(), s.output);
+  const auto odd = ConvFamily::problem({1, 9, 5, 6}, 70);
+  EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*odd), pt).output, 8ull * 72 * 30 * 4);
+  const StorageFormat f = StorageFormat{DType::F16, Storage::Buffer, Layout::NC4HW4}.withArithmetic(DType::F16);
+  DeviceCaps dev = testing_caps::h200();
+  EXPECT_EQ(fam.unsupportedReason(v, pt, p, f, dev), "");
+  // SD 1.5's 1280 -> 1280 at 32x32 (the upsample conv): SK 16 makes 160 MiB of partials,
+  // over a 64 MiB allocation that the 56 MiB weight tensor fits; SK 4 (40 MiB) fits.
+  const auto big = ConvFamily::problem({2, 1280, 32, 32}, 1280);
+  const auto& bp = dynamic_cast<const ConvProblem&>(*big);
+  dev.maxAllocBytes = uint64_t{64} << 20;
+  EXPECT_EQ(fam.unsupportedReason(v, v.parsePoint("SK=16"), bp, f, dev),
+            "split-K's 160 MiB of partial sums exceed the device's largest allocation (64 MiB)");
+  EXPECT_EQ(fam.unsupportedReason(v, v.parsePoint("SK=4"), bp, f, dev), "");
+  EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), bp, f, dev), "");  // SK = 1: no scratch
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, KernelHarness, ::testing::ValuesIn(allCases()),

@@ -473,10 +473,89 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
   }
   // The quick set (four stride-1 3x3 problems, a stride-2 one, a 1x1) and the two above.
   EXPECT_EQ(expected, 2 * 8 + 3 * 6);
+  // SK > 1 (split-K) is ConvCoopMatSplitKEmulatedMatchesReference's; here SK = 1 only.
   size_t declared = 0;
-  for (const auto& param : v.params) declared += param.values.size();
+  for (const auto& param : v.params) declared += param.name == "SK" ? 1 : param.values.size();
   EXPECT_EQ(values.size(), declared) << "some parameter value is run by no case";
   EXPECT_EQ(ok, expected);
+}
+
+// conv coopmat_f16's split-K (SK > 1: conv_coopmat.comp over SK ranges of K steps into f32
+// partial sums, then conv_coopmat_reduce.comp: the sum and the epilogue), emulated, through
+// checkCase against the Eigen reference, each SK on the problem with bias, temb and
+// residual: ranges of several K steps with a short last one (SK 2, 4 on K = 324: 11 steps
+// of 32), empty ranges (SK 4 on 6 and 3 steps, SK 16 on 12 and 21 steps of 16), NC4HW4's
+// pad channels (Cout 70), no bias, f32 and f16 storage each in both layouts (the layout is
+// a push constant: no extra pipeline), f16 and q8_0 weights (the reduce pass decodes bias in
+// the op's parameter format), double and single buffering. A lost or repeated K range or a
+// dropped epilogue term is an O(1) error, far above coopmat's tolerance. The scratch is the
+// declared one (ConvFamily::scratch: SK x N x CoutP x Ho x Wo floats) and both passes'
+// events are the op's. CI time: lavapipe compiles each coopmat pipeline slowly (~10 s cold
+// on 2 cores), so three SK values, one (k, stride, pad): SK 8 runs the same code as 4 and 16.
+TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
+  if (!findVulkanModules("conv_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  const int errorsBefore = be->instance().validationErrors();
+  const Family& conv = findFamily("conv");
+  VariantDef v = conv.variant("coopmat_f16");
+  v.defines["COOPMAT_EMULATE"] = 1;
+  v.deviceRule = nullptr;  // no cooperative matrices needed
+  const auto all3 = ConvFamily::problem({1, 20, 6, 7}, 40, 3, 1, true, true, true);  // K 180: 6 steps of 32
+  const auto temb = ConvFamily::problem({2, 36, 10, 10}, 12, 3, 1, true, true);      // K 324: 11 steps
+  const auto pad70 = ConvFamily::problem({1, 9, 5, 6}, 70, 3, 1, true, false, true);  // K 81: 3 steps
+  const auto noBias = ConvFamily::problem({1, 4, 13, 13}, 3, 3, 1, false);            // K 36: 2 steps
+  // The default point is the single pass, without scratch.
+  EXPECT_EQ(ConvFamily::coopMatSplitK(v.defaults()), 1);
+  EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*all3), v.defaults()).total(), 0u);
+  struct Case {
+    std::string point;
+    std::vector<std::string> formats;  // one storage type: one pipeline
+    DType weights;
+    std::vector<ProblemPtr> problems;
+  };
+  const std::vector<Case> cases = {
+      {"SK=2", {"f16.buffer.nc4hw4", "f16.buffer.nchw"}, DType::F16, {all3, temb, pad70}},
+      {"SK=4", {"f32.buffer.nchw", "f32.buffer.nc4hw4"}, DType::F32, {all3, temb, pad70, noBias}},
+      {"SK=16,CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16,DB=0", {"f16.buffer.nchw"}, DType::Q8_0, {all3, temb}},
+  };
+  std::set<int> splits;
+  int ok = 0, expected = 0;
+  for (const Case& c : cases) {
+    const ParamPoint pt = v.parsePoint(c.point);
+    ASSERT_LE(v.localMemBytes(pt), be->caps().localMemBytes) << c.point;
+    splits.insert(pt["SK"]);
+    for (const std::string& format : c.formats) {
+      const StorageFormat f = StorageFormat::parse(format).withWeights(c.weights).withArithmetic(DType::F16);
+      for (const auto& prob : c.problems) {
+        ++expected;
+        const auto& d = dynamic_cast<const ConvProblem&>(*prob).dims;
+        const CheckResult r = checkCase(*be, conv, v, pt, *prob, f, 23);
+        EXPECT_EQ(r.status, Status::Ok) << "[" << pt.text() << "] " << f.name() << " " << r.problem << ": " << r.message;
+        EXPECT_TRUE(r.canaryIntact);
+        EXPECT_EQ(r.badPadding, 0u);
+        ok += r.status == Status::Ok;
+        const size_t partials = static_cast<size_t>(pt["SK"] * d.batch * ((d.cout + 3) / 4 * 4) * d.outHeight() *
+                                                    d.outWidth()) * sizeof(float);
+        EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*prob), pt).output, partials);
+        EXPECT_EQ(r.scratchBytes, partials) << c.point << " " << r.problem;
+      }
+    }
+  }
+  EXPECT_EQ(splits, (std::set<int>{2, 4, 16}));
+  EXPECT_EQ(expected, 2 * 3 + 2 * 4 + 2);
+  EXPECT_EQ(ok, expected);
+  // The op's events: both passes' (its time is the first start to the last end).
+  const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);  // SK=4's pipelines, built above
+  auto op = prepareOp(*be, conv, v, v.parsePoint("SK=4"), *all3, f);
+  EXPECT_EQ(op->scratchRegions(), std::vector<uint64_t>{4ull * 40 * 6 * 7 * 4});
+  OpTensors t = OpTensors::create(*be, conv, *all3, f, false);
+  std::mt19937_64 rng(3);
+  t.upload(conv.makeInputs(*all3, rng));
+  EXPECT_EQ(op->enqueue(t.args()).size(), 2u);
+  be->finish();
+  EXPECT_EQ(be->instance().validationErrors(), errorsBefore) << be->instance().lastValidationError();
 }
 
 // attention flash_coopmat_f16 on a device without cooperative matrices (lavapipe):

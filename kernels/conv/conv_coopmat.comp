@@ -16,6 +16,12 @@
 // CM x CN x CK, f16 x f16 + f32): the device rule in kernels/gemm/gemm_coopmat.cpp.
 // COOPMAT_EMULATE = 1 (module conv_coopmat_emu, tests only): scalar code of the same
 // layouts, as gemm_coopmat.comp's, so lavapipe runs the rest through the harness.
+// Split-K (SK > 1, kernels/conv/README.md): the grid's z is SK * N, work-group z = ks * N + b
+// reduces only the K steps [ks * per, (ks + 1) * per) (per = ceil(steps / SK), so each range
+// is a whole number of KS steps, possibly empty) and stores its raw f32 accumulators to the
+// partial sums at binding 6, part[ks][b][co][n] (CoutP = Cout rounded up to 4 rows of co per
+// sample, whatever the layout: ConvFamily::scratch's size); no epilogue:
+// conv_coopmat_reduce.comp sums the SK partials and applies it. SK = 1 is the single pass.
 #include "../common/coopmat.glsl"  // the extensions, or the emulation's subgroups
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "../common/prelude.glsl"
@@ -37,6 +43,7 @@ layout(constant_id = 10) const uint SGSIZE = 32;  // the device's subgroup size 
 layout(constant_id = 11) const uint KSIZE = 3;
 layout(constant_id = 12) const uint STRIDE = 1;
 layout(constant_id = 13) const uint PAD = 1;
+layout(constant_id = 14) const uint SK = 1;  // split-K: work-groups sharing an output tile (1: no split)
 const uint KK = KSIZE * KSIZE;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
@@ -54,6 +61,8 @@ SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
 layout(std430, binding = 3) readonly buffer Temb { sfp temb[]; };
 layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
 layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
+// Split-K's partial sums (SK > 1; at SK = 1 the lowering binds y here, never written).
+layout(std430, binding = 6) writeonly buffer Part { float part[]; };
 layout(push_constant) uniform Push {
   uint Cin, H, W, Cout, Ho, Wo, flags, layout_;  // conv.comp's: flags 1 bias, 2 temb, 4 residual
 } p;
@@ -113,7 +122,9 @@ void storeShared(uint stage) {
 
 void main() {
   const uint sg = SG_ID, sgm = sg % SGM, sgn = sg / SGM;
-  const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN, b = gl_WorkGroupID.z;
+  // z = ks * N + b: N samples per K range (at SK = 1, z is the sample).
+  const uint N = gl_NumWorkGroups.z / SK, b = gl_WorkGroupID.z % N, ks = gl_WorkGroupID.z / N;
+  const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN;
   const uint HoWo = p.Ho * p.Wo, K = p.Cin * KK;
   [[unroll]] for (uint i = 0u; i < AL; ++i) {
     const uint n = m0 + (gl_LocalInvocationID.x + i * WGS) % BM, oy = n / p.Wo, ox = n - oy * p.Wo;
@@ -131,17 +142,20 @@ void main() {
   [[unroll]] for (uint a = 0u; a < WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
 
-  const uint steps = (K + KST - 1u) / KST;
+  // This work-group's K steps [s0, s1): all of them at SK = 1; past the last step a range
+  // is empty (its partials are zeros). Kc = per * KST, a multiple of KS.
+  const uint steps = (K + KST - 1u) / KST, per = (steps + SK - 1u) / SK;
+  const uint s0 = min(steps, ks * per), s1 = min(steps, s0 + per);
   if (DB == 1u) {
-    loadGlobal(b, n0, 0u, K);
+    loadGlobal(b, n0, s0 * KST, K);  // an empty range loads zeros (k >= K), never used
     storeShared(0u);
     barrier();
   }
-  for (uint s = 0u; s < steps; ++s) {
+  for (uint s = s0; s < s1; ++s) {
     uint stage = 0u;
     if (DB == 1u) {
-      stage = s & 1u;
-      if (s + 1u < steps) loadGlobal(b, n0, (s + 1u) * KST, K);  // in flight during the products
+      stage = (s - s0) & 1u;
+      if (s + 1u < s1) loadGlobal(b, n0, (s + 1u) * KST, K);  // in flight during the products
     } else {
       loadGlobal(b, n0, s * KST, K);
       barrier();  // the previous step's coopmat loads of the tiles are done
@@ -178,7 +192,7 @@ void main() {
     if (DB == 1u) {
       // The other stage was last read in step s - 1, which every subgroup finished
       // before the barrier that ended it.
-      if (s + 1u < steps) storeShared(stage ^ 1u);
+      if (s + 1u < s1) storeShared(stage ^ 1u);
       barrier();
     }
   }
@@ -187,7 +201,8 @@ void main() {
   // one accumulator at a time (column-major: neighbouring lanes hold neighbouring
   // positions, coalesced NCHW stores) to its own scratch; channels from Cout up to the
   // stored ones (NC4HW4's pad lanes) are written 0, positions past Ho * Wo skipped.
-  const uint stored = sd_stored_channels(p.layout_, p.Cout);
+  // Split-K stores the raw sums instead, positions contiguous: part[ks][b][co][n].
+  const uint stored = sd_stored_channels(p.layout_, p.Cout), coutP = (p.Cout + 3u) / 4u * 4u;
   const uint lane = SG_LANE, scratch = sg * CT;
   [[unroll]] for (uint i = 0u; i < WM; ++i)
     [[unroll]] for (uint j = 0u; j < WN; ++j) {
@@ -201,6 +216,10 @@ void main() {
       for (uint e = lane; e < CT; e += SGSIZE) {
         const uint n = t0 + e % CM, co = o0 + e / CM;  // column-major: e % CM is the position
         if (n >= HoWo || co >= stored) continue;
+        if (SK > 1u) {  // the pad channels' sums are 0 (their w reads 0); the reduce writes them 0
+          part[((ks * N + b) * coutP + co) * HoWo + n] = Cs[scratch + e];
+          continue;
+        }
         float v = 0.0;
         if (co < p.Cout) {
           v = Cs[scratch + e];

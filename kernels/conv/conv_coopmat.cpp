@@ -1,8 +1,9 @@
 // conv coopmat_f16 (issue #22): the implicit GEMM of im2col_gemm / conv1x1 on tensor
 // cores (kernels/conv/conv_coopmat.comp). Its tiles, shapes and shared memory are gemm
 // coopmat_f16's, so its declaration is GEMM's (parameters, constraints, device rule)
-// without GEGLU's doubled w tile; its tolerance is GEMM's coopmat one (same scheme). API-
-// neutral; the Vulkan lowering is conv_coopmat_vulkan.cpp, OpenCL has no kernel for it.
+// without GEGLU's doubled w tile, plus conv's split-K (SK); its tolerance is GEMM's coopmat
+// one (same scheme). API-neutral; the Vulkan lowering is conv_coopmat_vulkan.cpp, OpenCL
+// has no kernel for it.
 #include "kernels/common/half_variant.h"
 #include "kernels/conv/conv_family.h"
 #include "kernels/gemm/gemm_family.h"
@@ -20,10 +21,23 @@ VariantDef ConvFamily::coopMatVariant() {
                              return GemmFamily::coopMatLocalBytes(p, false) <= 48 * 1024;
                            }});
   c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) { return GemmFamily::coopMatDeviceRule(p, dev, "conv"); };
+  // Split-K, conv's alone (gemm coopmat has no reduce pass): SD 1.5's small-spatial
+  // convolutions (8x8 latents: 64 positions, K = 11520) make a few dozen output tiles, each
+  // walking all of K serially; SK work-groups per tile, each over a contiguous range of K
+  // steps, then conv_coopmat_reduce.comp sums their f32 partials (scratch:
+  // ConvFamily::scratch) and applies the epilogue. 1 (the default) is the single pass.
+  // Points with SK beyond the K steps are correct (empty ranges add zeros), only slower.
+  c.params.push_back({"SK", {1, 2, 4, 8, 16}, "split-K: work-groups per output tile, each over 1/SK of K, "
+                                              "summed by a reduce pass (1: one pass, no scratch)"});
   return c;
 }
 
 bool ConvFamily::isCoopMat(const VariantDef& v) { return v.name == kCoopMatVariant; }
+
+int ConvFamily::coopMatSplitK(const ParamPoint& p) {
+  // A point recorded before SK existed (a tuning database) is the single pass.
+  return p.values().count("SK") ? p["SK"] : 1;
+}
 
 Tolerance ConvFamily::coopMatTolerance(DType dtype) {
   // gemm coopmat_f16's scheme on K = Cin k^2 (27 to 23040 in SD 1.5): x and w rounded to

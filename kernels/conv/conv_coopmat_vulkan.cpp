@@ -1,15 +1,91 @@
 // The Vulkan lowering of conv coopmat_f16 (kernels/conv/conv_coopmat.comp): the point's
-// coopmat shape, warp tile, subgroups, K step and double buffering, and the problem's
-// kernel size, stride and pad as specialization constants; conv.comp's push constants;
-// one dispatch of a work-group per BM positions x BN output channels per sample. Refused
-// in one line where the build's glslc made no module (no GL_NV_cooperative_matrix) or the
-// device did not enable the extension; the device rule has checked the shape list.
+// coopmat shape, warp tile, subgroups, K step, double buffering and split-K, and the
+// problem's kernel size, stride and pad as specialization constants; conv.comp's push
+// constants. SK = 1: one dispatch of a work-group per BM positions x BN output channels
+// per sample. SK > 1: SK times the work-groups (grid z = SK * N), each over one K range,
+// storing f32 partial sums to a scratch region, then conv_coopmat_reduce.comp (a second
+// dispatch in the same recording: the recorder's barrier orders them) sums them and
+// applies the epilogue; the op's events are both dispatches', so its time is the first
+// start to the last end. Refused in one line where the build's glslc made no module (no
+// GL_NV_cooperative_matrix) or the device did not enable the extension; the device rule
+// has checked the shape list.
 #include "kernels/conv/conv_family.h"
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
 
 namespace sdspeed {
+namespace {
+
+// x, w, bias, temb, residual, y, and split-K's partial sums (both passes bind the same set).
+constexpr uint32_t kBindings = 7;
+constexpr uint32_t kPushWords = 8;  // Cin, H, W, Cout, Ho, Wo, flags, layout
+// The reduce pass's work-group along the positions: two 32-wide subgroups of consecutive
+// positions (coalesced partial reads and NCHW stores); a pass this light needs no tuning.
+constexpr uint32_t kReduceWg = 64;
+
+struct Pass {
+  const vk::ComputePipeline* pipeline;
+  std::array<uint32_t, 3> groups;
+};
+
+class VkConvCoopMatOp : public PreparedOp {
+ public:
+  // passes: the coopmat pass, then (SK > 1) the reduce pass; partBytes: its scratch (0 at SK = 1).
+  VkConvCoopMatOp(vk::VulkanBackend& be, std::vector<Pass> passes, std::vector<uint32_t> push, uint64_t partBytes)
+      : be_(be), passes_(std::move(passes)), push_(std::move(push)), partBytes_(partBytes) {}
+
+  std::vector<uint64_t> scratchRegions() const override {
+    if (partBytes_ == 0) return {};
+    return {partBytes_};
+  }
+  void bindScratch(const std::vector<BufferRegion>& regions) override {
+    if (regions.size() != scratchRegions().size())
+      throw Error("conv coopmat_f16 on Vulkan takes " + std::to_string(scratchRegions().size()) +
+                  " scratch regions, given " + std::to_string(regions.size()));
+    bound_.clear();
+    for (const BufferRegion& r : regions) bound_.push_back({static_cast<const vk::Buffer*>(r.mem), r.offset, partBytes_});
+  }
+
+  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
+    if (t.size() != 6) throw Error("conv takes 6 tensors, got " + std::to_string(t.size()));
+    std::vector<vk::BufferRange> buffers;
+    for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
+    for (size_t i : {1, 2}) checkWords(i, *t[i], buffers[i]);  // w and bias are read as uint words
+    // Binding 6, the partial sums.
+    if (partBytes_ == 0) {
+      buffers.push_back(buffers[5]);  // SK = 1 never writes the partials: y stands in at binding 6
+    } else {
+      if (bound_.empty() && !own_)  // an op nobody binds (check, bench) allocates its own
+        own_ = be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>(partBytes_ / 4)}, StorageFormat{}});
+      buffers.push_back(bound_.empty() ? vk::asVk(*own_).range() : bound_[0]);
+    }
+    auto& rec = be_.recorder();
+    rec.begin();
+    for (const Pass& p : passes_)
+      rec.dispatch(*p.pipeline, buffers, push_.data(), push_.size() * 4, p.groups[0], p.groups[1], p.groups[2]);
+    return vk::eventsOf(rec.submit());
+  }
+
+ private:
+  // VkDispatchOp's rule (vulkan_lowering.h): a binding read as whole words must cover them.
+  static void checkWords(size_t i, const DeviceTensor& t, const vk::BufferRange& r) {
+    const uint64_t covered = r.bytes ? r.bytes : r.buffer->bytes() - r.offset;
+    if (covered < (t.desc().bytes() + 3) / 4 * 4)
+      throw UnsupportedError("binding " + std::to_string(i) + " (" + t.desc().text() + ", " +
+                             std::to_string(t.desc().bytes()) + " bytes) is read as 4-byte words on Vulkan but " +
+                             "its buffer range covers " + std::to_string(covered) + " bytes");
+  }
+
+  vk::VulkanBackend& be_;
+  std::vector<Pass> passes_;
+  std::vector<uint32_t> push_;
+  uint64_t partBytes_;
+  std::vector<vk::BufferRange> bound_;  // the region the executor bound
+  std::unique_ptr<DeviceTensor> own_;   // else the op's own
+};
+
+}  // namespace
 
 std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                    const ParamPoint& p, const ConvProblem& c, const StorageFormat& f) {
@@ -20,23 +96,35 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   const uint32_t Ho = u32(d.outHeight()), Wo = u32(d.outWidth()), N = u32(d.batch);
   const uint32_t stored = layout == 1u ? (u32(d.cout) + 3u) / 4u * 4u : u32(d.cout);
   auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
+  const uint32_t sk = u32(ConvFamily::coopMatSplitK(p));
   const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
   // Output channels in tiles of BN (a multiple of 8): they also cover NC4HW4's padding
-  // channels, which the shader writes as 0.
-  const std::array<uint32_t, 3> groups{ceilDiv(Ho * Wo, bm), ceilDiv(stored, bn), N};
+  // channels, which the shader writes as 0 (or, split, the reduce pass does).
+  const std::array<uint32_t, 3> groups{ceilDiv(Ho * Wo, bm), ceilDiv(stored, bn), N * sk};
   vulkanCheckGroupCount(be, "conv " + v.name, groups);
   const auto& pipe = be.pipeline(
-      vulkanModuleFor(module.name, f), 6, 8 * 4,
+      vulkanModuleFor(module.name, f), kBindings, kPushWords * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, subgroup),
        vk::specU32(11, u32(d.kernel)), vk::specU32(12, u32(d.stride)), vk::specU32(13, u32(d.pad)),
-       vulkanWeightFormat(fam, f)});
+       vk::specU32(14, sk), vulkanWeightFormat(fam, f)});
+  std::vector<Pass> passes = {{&pipe, groups}};
+  uint64_t partBytes = 0;
+  if (sk > 1) {
+    partBytes = ConvFamily::scratch(v, c, p).output;  // the size the planner was told
+    const Shape out = c.outShape();
+    const std::array<uint32_t, 3> reduceGroups = channelGrid(out, layout, kReduceWg, 1);
+    vulkanCheckGroupCount(be, "conv " + v.name + " split-K reduce", reduceGroups);
+    const auto& reduce = be.pipeline(vulkanModuleFor("conv_coopmat_reduce", f), kBindings, kPushWords * 4,
+                                     {vulkanLocalSizeX(be, kReduceWg), vk::specU32(1, sk), vulkanWeightFormat(fam, f)});
+    passes.push_back({&reduce, reduceGroups});
+  }
   const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
-  return std::make_unique<VkDispatchOp>(
-      be, pipe, std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, layout},
-      groups, kVkWeightBindings12);
+  return std::make_unique<VkConvCoopMatOp>(
+      be, std::move(passes),
+      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, layout}, partBytes);
 }
 
 }  // namespace sdspeed

@@ -23,7 +23,7 @@ struct ConvProblem : Problem {
 struct ConvScratch {
   size_t weights = 0;  // packed / Winograd-transformed weights, all channels (resident: per weight buffer, cached)
   size_t input = 0;    // im2col columns, or the transformed input planes V
-  size_t output = 0;   // the GEMM's output planes M (Winograd)
+  size_t output = 0;   // the GEMM's output planes M (Winograd), or coopmat_f16's split-K partial sums
   // Derived weights made per call are made per block of blockChannels output channels
   // (ConvFamily::perCallBlock), into one scratch region of weightsBlock bytes; Winograd
   // then also runs per block of blockTiles tiles (perCallTiles): input and output hold
@@ -86,6 +86,8 @@ class ConvFamily : public Family {
   static constexpr const char* kCoopMatVariant = "coopmat_f16";
   static bool isCoopMat(const VariantDef& v);
   static Tolerance coopMatTolerance(DType dtype);
+  // coopmat_f16's split-K factor SK (1: one pass; conv_coopmat.cpp).
+  static int coopMatSplitK(const ParamPoint& p);
 
  private:
   std::vector<VariantDef> variants_;

@@ -16,7 +16,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"reshape", &lowerReshapeVulkan, "reshape"},
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
       {"gemm", &lowerGemmVulkan, "gemm gemm_tiled gemm_coopmat"},
-      {"conv", &lowerConvVulkan, "conv conv_winograd conv_coopmat"},
+      {"conv", &lowerConvVulkan, "conv conv_winograd conv_coopmat conv_coopmat_reduce"},
       {"timestep", &lowerTimestepVulkan, "timestep"},
       {"attention", &lowerAttentionVulkan, "attention attention_coopmat"},
   };
