@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -45,8 +45,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|gemm-peer|run|race|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|gemm-peer|run|race|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -171,6 +171,24 @@ if want coopmat || want coopmat-full || want bench; then  # this call's checks a
   done
 fi
 
+if want splitk; then
+  # conv coopmat_f16's split-K (SK, kernels/conv/README.md): first on tensor cores, so the
+  # quick problems checked at SK = 2, 4 and 16 (the sampled points of the coopmat stage
+  # may miss SK > 1), then the time of SD 1.5's 2x1280x8x8 3x3 conv (the profile's first
+  # conv: K = 11520, 40 output tiles at the defaults) at each SK, f16 NC4HW4 as the race runs.
+  for sk in 2 4 16; do
+    step 120 check-conv-splitk$sk $S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16 \
+      --storage f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16,int8 --params SK=$sk --csv "$R/check-conv-splitk$sk.csv"
+    tail -2 "$R/check-conv-splitk$sk.txt"
+  done
+  for sk in 1 2 4 8 16; do
+    step 60 bench-conv-splitk$sk $S bench --backend vulkan --op conv --shape 2x1280x8x8 \
+      --attrs cout=1280,residual=1 --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 \
+      --weights f16 --params SK=$sk --llc-mib 60 --csv "$R/bench-conv-splitk$sk.csv"
+    grep -E "^conv" "$R/bench-conv-splitk$sk.txt"
+  done
+  pack
+fi
 if want gemm-peer; then
   # #22's GEMM target: each of SD 1.5's Linear shapes (bench/instances/sd15-512-linear-f16.txt)
   # at >= 60% of PyTorch fp16 matmul's rate, both accumulating in f32: sdspeed-bench on
