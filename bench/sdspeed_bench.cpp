@@ -16,6 +16,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <cstring>
 #include <deque>
@@ -23,6 +24,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <vector>
 #include <set>
 
 #include "runtime/device_key.h"
@@ -83,6 +85,22 @@ struct Globals {
   int failures = 0;
 };
 
+Globals& globals() {
+  static Globals g;
+  return g;
+}
+std::unique_ptr<Backend>& backend() {
+  static std::unique_ptr<Backend> ctx;
+  return ctx;
+}
+struct Case;
+// Every case made (the registered benchmarks' lambdas hold them too).
+std::vector<std::shared_ptr<Case>>& allCases() {
+  static std::vector<std::shared_ptr<Case>> cases;
+  return cases;
+}
+void releaseBackend();
+
 struct Case {
   const Family* fam = nullptr;
   const VariantDef* variant = nullptr;
@@ -93,6 +111,15 @@ struct Case {
   std::unique_ptr<TimedCase> timed;  // created (the check run) on the first invocation
   bool reported = false;
 };
+
+// The cases' device buffers go first, then the backend. Not through Google Benchmark's
+// registry: it is a static made after this handler was registered, so it is already
+// destroyed when the handler runs.
+void releaseBackend() {
+  for (auto& c : allCases()) c->timed.reset();
+  globals().ctx = nullptr;
+  backend().reset();
+}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -255,14 +282,20 @@ int run(int argc, char** argv) {
     return 0;
   }
 
-  static Globals g;
+  Globals& g = globals();
   g.policy = timingPolicyFromArgs(args);
   g.seed = static_cast<uint64_t>(args.getInt("seed", 1234));
   g.batchMs = args.getInt("batch-ms", 5);
   if (g.batchMs <= 0) throw Error("--batch-ms must be positive");
-  static std::unique_ptr<Backend> ctx;
+  std::unique_ptr<Backend>& ctx = backend();
+  allCases();  // constructed before the handler below is registered, so destroyed after it runs
   ctx = backendFromArgs(args);  // --backend opencl|vulkan, as every verb takes it
   g.ctx = ctx.get();
+  // Released at exit by a handler registered after the driver was loaded, so it runs
+  // before the driver's own teardown on every way out: return, an exception caught in
+  // main, Google Benchmark's std::exit. In static destruction, vkDestroyDevice after
+  // NVIDIA's Vulkan ICD had torn itself down crashed (exit 139 on an H100).
+  std::atexit(releaseBackend);
   const DeviceCaps& dev = ctx->caps();
   const std::string key = ctx->deviceKey();
   const std::string ceilPath = resolveKeyedPath(args.get("devices-dir", "configs/devices"), key, ".yaml");
@@ -297,6 +330,7 @@ int run(int argc, char** argv) {
       // under f32 arithmetic) has no case here: its instance is the .af16 one.
       if (std::find(v.arithmetic.begin(), v.arithmetic.end(), s.format.arithmetic) == v.arithmetic.end()) continue;
       auto c = std::make_shared<Case>();
+      allCases().push_back(c);
       c->fam = s.fam;
       c->variant = &v;
       c->problem = s.problem;
@@ -314,20 +348,13 @@ int run(int argc, char** argv) {
                  (tuned ? " source=" + choice.source : "") + note;
       std::string rest = s.instance.text().substr(s.fam->name().size() + 1);
       const std::string name = lower(s.fam->name() + "/" + v.name + "/" + rest);
-      benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& state) { runCase(state, *c, g); })
+      benchmark::RegisterBenchmark(name.c_str(), [c](benchmark::State& state) { runCase(state, *c, globals()); })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
     }
 
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  // Release the cases' device buffers and then the backend here, not in static
-  // destruction: a driver loaded after `ctx` was constructed (NVIDIA's Vulkan ICD) tears
-  // itself down first at exit, and vkDestroyDevice after that crashed (exit 139 on an
-  // H100, after the JSON was written).
-  benchmark::ClearRegisteredBenchmarks();
-  g.ctx = nullptr;
-  ctx.reset();
   return g.failures ? 1 : 0;
 }
 

@@ -45,9 +45,12 @@ uint sd_index(uint layout_, uint n, uint c, uint hw, uint C, uint HW) {
 // the loaded value by the same select, so every load of an unrolled loop is issued
 // unconditionally and the loads of one step can all be in flight at once. Written
 // `cond ? load : 0`, glslang makes each load a branch whose merge uses the value; on an
-// H200 (results/vulkan/h200/README.md) the loads of a step then completed one after the
-// other, about one memory latency per staged element. `ok` is built with all(bvec..)
-// rather than &&, which glslang also lowers to branches.
+// H200 (results/vulkan/h200/loads-before/README.md) a step then cost about one memory
+// latency per staged element; unconditional loads made the coopmat GEMM 2.7x to 6.6x
+// faster on an H100 (results/vulkan/h100/loads/README.md). `ok` is built with all(bvec..)
+// rather than &&, which glslang also lowers to branches. glslang makes `?:` an OpSelect
+// only when both sides are plain values: pass SD_GUARD a named value or a constant, not
+// an expression (`pair * F + o` gave a branch and a merge again).
 #define SD_GUARD(ok, v) ((ok) ? (v) : 0u)
 
 // Channels a layout stores per sample: C, or C rounded up to whole slices.

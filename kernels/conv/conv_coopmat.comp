@@ -84,7 +84,8 @@ int iy0[AL], ix0[AL];
 float loadX(bool ok, uint b, uint ci, int iy, int ix) {
   const bool in_ = all(bvec3(ok, all(greaterThanEqual(ivec2(iy, ix), ivec2(0))),
                              all(lessThan(ivec2(iy, ix), ivec2(p.H, p.W)))));
-  const uint hw = SD_GUARD(in_, uint(iy) * p.W + uint(ix));
+  const uint pix = uint(iy) * p.W + uint(ix);  // a named value: SD_GUARD of an expression is a branch
+  const uint hw = SD_GUARD(in_, pix);
   const float v = float(x[sd_index(p.layout_, b, SD_GUARD(in_, ci), hw, p.Cin, p.H * p.W)]);
   return in_ ? v : 0.0;
 }

@@ -98,7 +98,8 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
     const uint e = lid + i * WGS, kk = e % KS, nn = e / KS, k = k0 + kk;
     const uint pair = nn / BN, o = n0 + nn % BN;
     const bool ok = all(bvec3(e < BE, k < p.K, o < p.F));
-    const float v = w_w(SD_GUARD(ok, pair * p.F + o), SD_GUARD(ok, k), p.K);
+    const uint row = pair * p.F + o;  // a named value: SD_GUARD of an expression is a branch
+    const float v = w_w(SD_GUARD(ok, row), SD_GUARD(ok, k), p.K);
     br[i] = float16_t(ok ? v : 0.0);
   }
 }

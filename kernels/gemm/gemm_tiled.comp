@@ -68,7 +68,8 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
       const uint e = lid + i * WGS, kk = e % KWG, nn = e / KWG;
       const uint pair = nn / NWG, o = n0 + nn % NWG, k = k0 + kk;
       const bool ok = all(bvec3(e < WT, k < p.K, o < p.F));
-      const float v = w_w(SD_GUARD(ok, pair * p.F + o), SD_GUARD(ok, k), p.K);
+      const uint row = pair * p.F + o;  // a named value: SD_GUARD of an expression is a branch
+      const float v = w_w(SD_GUARD(ok, row), SD_GUARD(ok, k), p.K);
       wr[i] = ok ? v : 0.0;
     }
   }

@@ -39,6 +39,9 @@ ComputePipeline::ComputePipeline(Device& device, const SpirvShader& shader, uint
         throw Error(std::string("shader ") + shader.name + ": specialization constant " + std::to_string(spec_[i].id) +
                     " given twice");
   if (!build) return;
+  // Capturing statistics bypasses the disk cache: a binary served from it may come
+  // without the internal representations asked for (its key does not say they were).
+  if (device.pipelineStatistics()) cache = nullptr;
   const VkDevice d = device.handle();
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(storageBuffers);
