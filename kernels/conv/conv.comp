@@ -36,10 +36,16 @@ layout(push_constant) uniform Push {
 } p;
 
 // x[b, ci, iy, ix], zero outside the image (the padding).
-float loadX(uint b, uint ci, int iy, int ix) {
-  if (iy < 0 || iy >= int(p.H) || ix < 0 || ix >= int(p.W)) return 0.0;
-  return float(x[sd_index(p.layout_, b, ci, uint(iy) * p.W + uint(ix), p.Cin, p.H * p.W)]);
+// Branch-free where `ok` is false or the pixel is padding (SD_GUARD, prelude.glsl: the
+// staging loops' loads all in flight at once); loadX is the same with ok = true.
+float loadXGuarded(bool ok, uint b, uint ci, int iy, int ix) {
+  const bool in_ = all(bvec3(ok, all(greaterThanEqual(ivec2(iy, ix), ivec2(0))),
+                             all(lessThan(ivec2(iy, ix), ivec2(p.H, p.W)))));
+  const uint pix = uint(iy) * p.W + uint(ix);
+  const float v = float(x[sd_index(p.layout_, b, SD_GUARD(in_, ci), SD_GUARD(in_, pix), p.Cin, p.H * p.W)]);
+  return in_ ? v : 0.0;
 }
+float loadX(uint b, uint ci, int iy, int ix) { return loadXGuarded(true, b, ci, iy, ix); }
 
 // Stores the sum `acc` of output (b, co, n) (n = oy * Wo + ox) after the fused epilogue,
 // in conv.cl's order (bias, temb, residual); channels from Cout up to the stored ones

@@ -51,12 +51,14 @@ float bReg[BROWS * CPT];
 void fetchStage(uint k0, uint lid, uint b, uint m0, uint K, uint row0, int iy0[CPT], int ix0[CPT]) {
   [[unroll]] for (uint i = 0u; i < ACNT; ++i) {
     const uint e = lid + i * WGS, kk = e % KT, m = e / KT, k = k0 + kk, co = m0 + m;
-    aReg[i] = (e < KT * TM && k < K && co < p.Cout) ? w_w(co, k, K) : 0.0;
+    const bool ok = all(bvec3(e < KT * TM, k < K, co < p.Cout));  // branch-free: SD_GUARD, prelude.glsl
+    const float v = w_w(SD_GUARD(ok, co), SD_GUARD(ok, k), K);
+    aReg[i] = ok ? v : 0.0;
   }
   [[unroll]] for (uint r = 0u; r < BROWS; ++r) {
     const uint kk = row0 + r * RSTEP, k = k0 + kk, ci = k / KK, t = k - ci * KK, ky = t / KS, kx = t - ky * KS;
     [[unroll]] for (uint c = 0u; c < CPT; ++c)
-      bReg[r * CPT + c] = (kk < KT && k < K) ? loadX(b, ci, iy0[c] + int(ky), ix0[c] + int(kx)) : 0.0;
+      bReg[r * CPT + c] = loadXGuarded(all(bvec2(kk < KT, k < K)), b, ci, iy0[c] + int(ky), ix0[c] + int(kx));
   }
 }
 

@@ -22,11 +22,17 @@ float bReg[BCNT];
 void fetchStage(uint k0, uint lid, uint aBase, uint bBase, uint m0, uint n0) {
   [[unroll]] for (uint i = 0u; i < ACNT; ++i) {
     const uint e = lid + i * WGS, m = e % TM, k = k0 + e / TM;
-    aReg[i] = (e < KT * TM && k < p.Cin && m0 + m < p.NB) ? u[aBase + k * p.NB + m0 + m] : 0.0;
+    const bool ok = all(bvec3(e < KT * TM, k < p.Cin, m0 + m < p.NB));  // branch-free: SD_GUARD, prelude.glsl
+    const uint at = aBase + k * p.NB + m0 + m;
+    const float v = u[SD_GUARD(ok, at)];
+    aReg[i] = ok ? v : 0.0;
   }
   [[unroll]] for (uint i = 0u; i < BCNT; ++i) {
     const uint e = lid + i * WGS, n = e % TN, k = k0 + e / TN;
-    bReg[i] = (e < KT * TN && k < p.Cin && n0 + n < p.TP) ? planes[bBase + k * p.TP + n0 + n] : 0.0;
+    const bool ok = all(bvec3(e < KT * TN, k < p.Cin, n0 + n < p.TP));
+    const uint at = bBase + k * p.TP + n0 + n;
+    const float v = planes[SD_GUARD(ok, at)];
+    bReg[i] = ok ? v : 0.0;
   }
 }
 
