@@ -51,7 +51,7 @@ class VkConvCoopMatOp : public PreparedOp {
     if (t.size() != 6) throw Error("conv takes 6 tensors, got " + std::to_string(t.size()));
     std::vector<vk::BufferRange> buffers;
     for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
-    for (size_t i : {1, 2}) checkWords(i, *t[i], buffers[i]);  // w and bias are read as uint words
+    for (size_t i : {1, 2}) vulkanCheckWordBinding(i, *t[i], buffers[i]);  // w and bias are read as uint words
     // Binding 6, the partial sums.
     if (partBytes_ == 0) {
       buffers.push_back(buffers[5]);  // SK = 1 never writes the partials: y stands in at binding 6
@@ -68,15 +68,6 @@ class VkConvCoopMatOp : public PreparedOp {
   }
 
  private:
-  // VkDispatchOp's rule (vulkan_lowering.h): a binding read as whole words must cover them.
-  static void checkWords(size_t i, const DeviceTensor& t, const vk::BufferRange& r) {
-    const uint64_t covered = r.bytes ? r.bytes : r.buffer->bytes() - r.offset;
-    if (covered < (t.desc().bytes() + 3) / 4 * 4)
-      throw UnsupportedError("binding " + std::to_string(i) + " (" + t.desc().text() + ", " +
-                             std::to_string(t.desc().bytes()) + " bytes) is read as 4-byte words on Vulkan but " +
-                             "its buffer range covers " + std::to_string(covered) + " bytes");
-  }
-
   vk::VulkanBackend& be_;
   std::vector<Pass> passes_;
   std::vector<uint32_t> push_;

@@ -68,7 +68,7 @@ class VkWinogradOp : public PreparedOp {
     if (t.size() != 6) throw Error("conv takes 6 tensors, got " + std::to_string(t.size()));
     std::vector<vk::BufferRange> buffers;
     for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
-    for (size_t i : {1, 2}) checkWords(i, *t[i], buffers[i]);  // w and bias are read as uint words
+    for (size_t i : {1, 2}) vulkanCheckWordBinding(i, *t[i], buffers[i]);  // w and bias are read as uint words
     const auto sizes = scratchRegions();
     if (bound_.empty() && own_.empty())
       for (uint64_t bytes : sizes)
@@ -124,15 +124,6 @@ class VkWinogradOp : public PreparedOp {
   }
 
  private:
-  // VkDispatchOp's rule (vulkan_lowering.h): a binding read as whole words must cover them.
-  static void checkWords(size_t i, const DeviceTensor& t, const vk::BufferRange& r) {
-    const uint64_t covered = r.bytes ? r.bytes : r.buffer->bytes() - r.offset;
-    if (covered < (t.desc().bytes() + 3) / 4 * 4)
-      throw UnsupportedError("binding " + std::to_string(i) + " (" + t.desc().text() + ", " +
-                             std::to_string(t.desc().bytes()) + " bytes) is read as 4-byte words on Vulkan but " +
-                             "its buffer range covers " + std::to_string(covered) + " bytes");
-  }
-
   // The resident U of weight tensor w: the cached one, or (fresh) a new entry's buffer,
   // which the caller fills by recording the weights stage into it.
   vk::BufferRange cachedWeights(const DeviceTensor& w, bool& fresh) {

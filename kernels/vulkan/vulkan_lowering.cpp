@@ -25,21 +25,21 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
   return nullptr;
 }
 
+void vulkanCheckWordBinding(size_t binding, const DeviceTensor& t, const vk::BufferRange& r) {
+  const uint64_t covered = r.bytes ? r.bytes : r.buffer->bytes() - r.offset;
+  if (covered < (t.desc().bytes() + 3) / 4 * 4)
+    throw UnsupportedError("binding " + std::to_string(binding) + " (" + t.desc().text() + ", " +
+                           std::to_string(t.desc().bytes()) + " bytes) is read as 4-byte words on Vulkan but " +
+                           "its buffer range covers " + std::to_string(covered) + " bytes");
+}
+
 OpEvents VkDispatchOp::enqueue(const std::vector<DeviceTensor*>& tensors) {
   // OpRecorder::dispatch checks the count against the pipeline's bindings.
   std::vector<vk::BufferRange> buffers;
   for (DeviceTensor* t : tensors) {
     buffers.push_back(vk::asVk(*t).range());
     const size_t i = buffers.size() - 1;
-    if (i < 32 && (wordBindings_ >> i & 1u)) {
-      const vk::BufferRange& r = buffers.back();
-      const uint64_t covered = r.bytes ? r.bytes : r.buffer->bytes() - r.offset;
-      const uint64_t words = (t->desc().bytes() + 3) / 4 * 4;
-      if (covered < words)
-        throw UnsupportedError("binding " + std::to_string(i) + " (" + t->desc().text() + ", " +
-                               std::to_string(t->desc().bytes()) + " bytes) is read as 4-byte words on Vulkan but " +
-                               "its buffer range covers " + std::to_string(covered) + " bytes");
-    }
+    if (i < 32 && (wordBindings_ >> i & 1u)) vulkanCheckWordBinding(i, *t, buffers.back());
   }
   auto& rec = backend_.recorder();
   rec.begin();

@@ -67,6 +67,10 @@ VulkanCoopMatModule vulkanCoopMatModule(vk::VulkanBackend& be, const std::string
 // The family's Vulkan lowering, or null when it has none.
 const VulkanLowering* findVulkanLowering(const std::string& family);
 
+// The wordBindings rule below for one binding, for ops of several dispatches too: throws
+// UnsupportedError when range r does not cover tensor t's bytes rounded up to whole words.
+void vulkanCheckWordBinding(size_t binding, const DeviceTensor& t, const vk::BufferRange& r);
+
 // An op of one dispatch: binds the slots' tensors to bindings 0.. in slot order, pushes
 // `push`, dispatches `groups`, and returns the dispatch's timestamps as its event.
 // `wordBindings`: a bit per binding the shader reads as whole uint words
