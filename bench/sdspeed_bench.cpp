@@ -45,7 +45,7 @@ namespace {
 const char* kUsage =
     "usage: sdspeed-bench [--device P:D|NAME] [--shapes FILE] [--instances FILE] [--op OP,..] [--variant V,..]\n"
     "                     [--storage F,..] [--tuned-dir DIR] [--devices-dir DIR] [--llc-mib MIB]\n"
-    "                     [--warmup N] [--batch-ms MS] [--seed N] [--list-instances]\n"
+    "                     [--warmup N] [--warmup-ms MS] [--batch-ms MS] [--seed N] [--list-instances]\n"
     "                     [--kernel-dir DIR] [--cache-dir DIR] [--no-disk-cache] [--benchmark_...]\n"
     "\n"
     "One Google Benchmark per (op instance, variant) of a shape set on one OpenCL device,\n"
@@ -64,6 +64,8 @@ const char* kUsage =
     "  --devices-dir DIR  device ceilings (default configs/devices)\n"
     "  --llc-mib MIB      last-level cache size to rotate inputs past (default: the driver's)\n"
     "  --warmup N         runs before each timed invocation (default 3)\n"
+    "  --warmup-ms MS     then runs until MS of wall time passed and the times settled\n"
+    "                     (clocks ramp up after idle; default 2 x --min-ms = 100)\n"
     "  --batch-ms MS      device time per timeOp batch that feeds the iterations (default 5)\n"
     "  --list-instances   print the selected op instances, one per line, and exit\n"
     "Options are ours unless they start with --benchmark_ (Google Benchmark's: e.g.\n"
@@ -160,6 +162,7 @@ void runCase(benchmark::State& state, Case& c, Globals& g) {
     for (auto _ : state) {
       if (pending.empty()) {
         batch.warmup = first ? g.policy.warmup : 0;
+        batch.warmupMs = first ? g.policy.warmupMs : 0;
         first = false;
         const TimingStats s = c.timed->time(batch);
         pending.assign(s.samplesMs.begin(), s.samplesMs.end());
@@ -219,7 +222,7 @@ int run(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(theirArgc, theirs.data())) return 2;
 
   auto options = kDeviceOptions;
-  options.insert({"shapes", "instances", "op", "variant", "storage", "tuned-dir", "devices-dir", "llc-mib", "warmup", "batch-ms",
+  options.insert({"shapes", "instances", "op", "variant", "storage", "tuned-dir", "devices-dir", "llc-mib", "warmup", "warmup-ms", "batch-ms",
                   "seed"});
   auto flags = kDeviceFlags;
   flags.insert("list-instances");

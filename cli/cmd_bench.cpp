@@ -18,7 +18,7 @@ namespace sdspeed {
 int cmdBench(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "attrs", "variant", "storage", "weights", "arithmetic", "params", "points", "seed", "csv",
-                  "min-ms", "warmup", "llc-mib", "devices-dir", "memory-budget"});
+                  "min-ms", "warmup", "warmup-ms", "llc-mib", "devices-dir", "memory-budget"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
@@ -26,9 +26,11 @@ int cmdBench(const std::vector<std::string>& argv) {
     std::cout << "usage: sdspeed bench --op OP --shape NxCxHxW[,..] [--attrs K=V,..] [--variant V,..]\n"
                  "                     [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16] [--params K=V,..] [--points N|all]\n"
                  "                     [--csv FILE]\n"
-                 "                     [--min-ms MS] [--warmup N] [--llc-mib MIB] [--memory-budget SIZE]\n"
+                 "                     [--min-ms MS] [--warmup N] [--warmup-ms MS] [--llc-mib MIB] [--memory-budget SIZE]\n"
                  "Times each variant (defaults + N sampled points, default 0; `all` sweeps the space)\n"
-                 "with device events: median and min over repeats after warm-up, inputs rotated past\n"
+                 "with device events: median and min over repeats after warm-up (--warmup runs, then\n"
+                 "runs until --warmup-ms of wall time passed and the times settled; default 2 x --min-ms),\n"
+                 "inputs rotated past\n"
                  "the last-level cache. Every timed point first passes the accuracy check. --weights\n"
                  "(default f32) times each storage format once per weight format (weight slots in f16);\n"
                  "--arithmetic (default f32) once per arithmetic (f16: unsupported on every OpenCL variant).\n"
@@ -102,7 +104,7 @@ int cmdBench(const std::vector<std::string>& argv) {
       std::vector<ParamPoint> points;
       if (args.has("params")) points = {v->parsePoint(args.get("params"))};
       else if (all) points = v->space();
-      else points = samplePoints(*v, dev, extra, seed);
+      else points = samplePoints(*v, dev, extra, seed, prob.get());
       if (points.empty() && prob == problems.front()) {  // a device rule refuses every point: say so, once
         const std::string why = v->deviceLimitReason(v->defaults(), dev);
         std::cout << "skipped: " << fam.name() << " " << v->name << ": "
@@ -117,6 +119,9 @@ int cmdBench(const std::vector<std::string>& argv) {
                                          statusName(m.check.status) + ": " + m.check.message);
           std::string status = statusName(m.check.status);
           if (ok && m.timing.fitsInCache) status += " (working set fits in cache)";
+          // The times still moved after 10 x --warmup-ms (runtime/timing.h): a clock or a
+          // neighbour changing under the measurement; the figure is less certain.
+          if (ok && !m.timing.warmupSettled) status += " (warm-up unsettled)";
           // Failures and refusals (a budget's included) say why, on one line.
           if (!ok && !m.check.message.empty()) status += ": " + m.check.message.substr(0, m.check.message.find('\n'));
           table.add({prob->text(), v->name, p.text(), f.name(), ok ? fmtFixed(m.timing.medianMs * 1e3, 2) : "-",

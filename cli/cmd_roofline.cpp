@@ -10,7 +10,7 @@ namespace sdspeed {
 
 int cmdRoofline(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
-  options.insert({"mib", "devices-dir", "min-ms", "warmup", "llc-mib"});
+  options.insert({"mib", "devices-dir", "min-ms", "warmup", "warmup-ms", "llc-mib"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);

@@ -146,7 +146,7 @@ int replay(const Args& args, const Family& fam, const std::vector<OpInstance>& i
 int cmdTune(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "shapes", "attrs", "storage", "weights", "arithmetic", "variant", "strategy", "budget", "seconds", "seed",
-                  "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "llc-mib", "threads", "model", "width", "height",
+                  "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "warmup-ms", "llc-mib", "threads", "model", "width", "height",
                   "batch", "component", "shard", "total-seconds", "total-points", "devices-dir", "steps"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
@@ -157,7 +157,7 @@ int cmdTune(const std::vector<std::string>& argv) {
            "                               --model DIR [--width W --height H --batch B --component C])\n"
            "       [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16] [--variant V,..] [--strategy exhaustive|random|anneal|model] [--budget N|N%]\n"
            "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
-           "       [--replay SWEEP.csv] [--min-ms MS] [--llc-mib MIB] [--threads N] [--shard K/N]\n"
+           "       [--replay SWEEP.csv] [--min-ms MS] [--warmup N] [--warmup-ms MS] [--llc-mib MIB] [--threads N] [--shard K/N]\n"
            "       sdspeed tune --model DIR [--component unet,vae_decoder,text_encoder] (--total-seconds T | --total-points N) [--steps S]\n"
            "       [--strategy random|...] [--seed S] [--storage F,..] [--weights ..] [--shard K/N] [--devices-dir DIR] ...\n"
            "Sweeps the op's variants x parameters on each instance: every point is built, checked against\n"

@@ -32,6 +32,19 @@ ParamPoint VariantDef::defaults() const {
   return ParamPoint(v);
 }
 
+ParamPoint VariantDef::defaultsFor(const Problem& prob) const {
+  const ParamPoint d = defaults();
+  if (!fitDefaults) return d;
+  std::map<std::string, int> v = d.values();
+  for (const auto& [name, value] : fitDefaults(d, prob)) {
+    const ParamDef* def = param(name);
+    if (!def || std::find(def->values.begin(), def->values.end(), value) == def->values.end()) return d;
+    v[name] = value;
+  }
+  ParamPoint fitted(v);
+  return violatedConstraint(fitted).empty() ? fitted : d;
+}
+
 std::vector<ParamPoint> VariantDef::space() const {
   std::vector<ParamPoint> out;
   std::map<std::string, int> cur;

@@ -48,6 +48,8 @@ struct Constraint {
   std::function<bool(const ParamPoint&)> holds;
 };
 
+struct Problem;  // below: an op instance's problem
+
 struct VariantDef {
   std::string name;  // e.g. "one_pass"
   std::string summary;
@@ -78,8 +80,19 @@ struct VariantDef {
   // where the device has them. A half twin (halfVariant) inherits its base's rank.
   int defaultRank = 0;
 
+  // Optional launch-geometry rule: values that replace declared defaults for one problem
+  // (conv coopmat_f16's split-K, sized so that a small-spatial convolution still fills a
+  // GPU). defaultsFor() applies it wherever the defaults stand in for a tuned point: the
+  // database's generic default, the executor's fallback, the tuner's baseline, bench's
+  // default point. Never applied to a tuned or given point.
+  std::function<std::map<std::string, int>(const ParamPoint& defaults, const Problem&)> fitDefaults;
+
   const ParamDef* param(const std::string& name) const;
   ParamPoint defaults() const;
+  // defaults() with fitDefaults' values; the declared defaults when the rule gives a value
+  // outside a parameter's list or breaks a constraint (a rule must never make a point
+  // that cannot run).
+  ParamPoint defaultsFor(const Problem& prob) const;
   // Every point of the Cartesian product that satisfies the constraints.
   std::vector<ParamPoint> space() const;
   // Parses "WG=256,VEC=4" over the defaults; throws Error for an unknown parameter,

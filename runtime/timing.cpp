@@ -1,6 +1,8 @@
 #include "runtime/timing.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 
 #include "runtime/error.h"
 
@@ -39,8 +41,40 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
                    const TimingPolicy& policy) {
   rotations = std::max(1, rotations);
   int r = 0;
+  using Clock = std::chrono::steady_clock;
+  const auto warmStart = Clock::now();
   for (int i = 0; i < policy.warmup; ++i) enqueue(r++ % rotations);
   backend.finish();
+  int warmRuns = r;
+  bool settled = true;
+  if (policy.warmupMs > 0) {
+    // Timed warm-up: batches of about a quarter of warmupMs each, back to back, until the
+    // wall clock has passed warmupMs and the last two batch medians agree (the clocks have
+    // stopped rising), or 10 x warmupMs has passed.
+    auto wallMs = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - warmStart).count(); };
+    double last = -1, perRun = 0;
+    settled = false;
+    while (true) {
+      const int n = perRun > 0 ? std::clamp(static_cast<int>(policy.warmupMs / 4 / perRun) + 1, 1, 256) : 1;
+      std::vector<OpEvents> runs;
+      runs.reserve(static_cast<size_t>(n));
+      for (int i = 0; i < n; ++i) runs.push_back(enqueue(r++ % rotations));
+      backend.flush();
+      std::vector<double> ms;
+      for (const auto& events : runs) ms.push_back(eventSpanNs(events) * 1e-6);
+      const double med = summarize(ms).medianMs;
+      perRun = std::max(med, 1e-4);
+      const double wall = wallMs();
+      if (wall >= policy.warmupMs && last > 0 && std::fabs(med - last) <= policy.warmupSettle * last) {
+        settled = true;
+        break;
+      }
+      if (wall >= 10 * policy.warmupMs) break;
+      last = med;
+    }
+    warmRuns = r;
+  }
+  const double warmWall = std::chrono::duration<double, std::milli>(Clock::now() - warmStart).count();
   // Runs are enqueued in batches and read back afterwards, so the device works back
   // to back as in a pipeline instead of idling (and clocking down) between runs.
   std::vector<double> samples;
@@ -65,6 +99,9 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
   backend.finish();
   TimingStats s = summarize(std::move(samples));
   s.rotations = rotations;
+  s.warmupRuns = warmRuns;
+  s.warmupWallMs = warmWall;
+  s.warmupSettled = settled;
   return s;
 }
 

@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -45,8 +45,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|gemm-peer|run|race|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|gemm-peer|run|race|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -187,6 +187,27 @@ if want splitk; then
       --weights f16 --params SK=$sk --llc-mib 60 --csv "$R/bench-conv-splitk$sk.csv"
     grep -E "^conv" "$R/bench-conv-splitk$sk.txt"
   done
+  pack
+fi
+if want warmup; then
+  # The timed warm-up (runtime/timing.h, --warmup-ms): the same two ops, each after 4 s of
+  # idle, at --warmup-ms 0 (three counted warm-up runs only, as before), 100 (the default)
+  # and 400, with the SM clock sampled every 100 ms beside them (clocks.csv); the race
+  # stage's profile gives the same instances' time inside a model run to compare with.
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu,power.draw --format=csv -lms 100 \
+    > "$R/clocks.csv" 2>&1 &
+  SMI=$!
+  for ms in 0 100 400; do
+    sleep 4
+    step 60 warmup-attn-$ms $S bench --backend vulkan --op attention --shape 2x320x1x4096 --attrs heads=8 \
+      --variant flash_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60 --warmup-ms $ms
+    sleep 4
+    step 60 warmup-conv-$ms $S bench --backend vulkan --op conv --shape 2x1280x8x8 --attrs cout=1280,residual=1 \
+      --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --params SK=1 --llc-mib 60 \
+      --warmup-ms $ms
+    grep -hE "^(attention|conv) " "$R/warmup-attn-$ms.txt" "$R/warmup-conv-$ms.txt" | sed "s/^/warmup-ms $ms: /"
+  done
+  kill $SMI 2>/dev/null
   pack
 fi
 if want gemm-peer; then

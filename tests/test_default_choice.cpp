@@ -134,3 +134,54 @@ TEST(DefaultChoice, UntunedF16ConvRunsTheTensorCoresWhereTheDeviceHasThem) {
   Case one{findFamily("conv"), ConvFamily::problem({2, 64, 16, 16}, 32, 1, 1, true, false, false)};
   EXPECT_EQ(one.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "coopmat_f16");
 }
+
+// Untuned, conv coopmat_f16's split-K is sized to the problem (VariantDef::fitDefaults,
+// ConvFamily::coopMatDefaultSplitK): the smallest SK giving 512 work-groups of 64x64
+// tiles, each split keeping 16 K steps of 32. The executor's choice carries it (the race
+// runs SD 1.5's 8x8-latent convolutions at SK 16), the declared defaults stay SK = 1,
+// and a database entry's point is never refitted.
+TEST(DefaultChoice, ConvCoopMatSplitKFitsTheProblemUntuned) {
+  const Family& fam = findFamily("conv");
+  const VariantDef& v = fam.variant(ConvFamily::kCoopMatVariant);
+  EXPECT_EQ(v.defaults()["SK"], 1);
+  auto sk = [&](Shape x, int64_t cout, int k = 3) {
+    const ProblemPtr p = ConvFamily::problem(x, cout, k);
+    const ParamPoint d = v.defaultsFor(*p);
+    EXPECT_EQ(d["SK"], ConvFamily::coopMatDefaultSplitK(v.defaults(), dynamic_cast<const ConvProblem&>(*p).dims));
+    return d["SK"];
+  };
+  EXPECT_EQ(sk({2, 1280, 8, 8}, 1280), 16);    // 40 tiles, 360 steps
+  EXPECT_EQ(sk({2, 2560, 8, 8}, 1280), 16);
+  EXPECT_EQ(sk({2, 1280, 16, 16}, 1280), 4);   // 160 tiles
+  EXPECT_EQ(sk({2, 640, 32, 32}, 640), 2);     // 320 tiles
+  EXPECT_EQ(sk({2, 320, 64, 64}, 320), 1);     // 640 tiles: the GPU is full
+  EXPECT_EQ(sk({2, 1280, 8, 8}, 1280, 1), 2);  // 1x1: 40 steps, a split of 20 but not of 10
+  EXPECT_EQ(sk({1, 5, 7, 9}, 7), 1);           // K = 45: two steps, nothing to split
+
+  sdspeed_test::TempDir dir;  // no database: the executor takes the family's default order
+  const StorageFormat f =
+      StorageFormat::parse("f16.buffer.nc4hw4").withWeights(DType::F16).withArithmetic(DType::F16);
+  const ProblemPtr prob = ConvFamily::problem({2, 1280, 8, 8}, 1280, 3, 1, true, false, true);
+  const auto why = [&](const TunedChoice& c) {
+    const VariantDef& cv = fam.variant(c.variant);
+    return fam.unsupportedReason(cv, cv.parsePoint(c.params), *prob, f, h200());
+  };
+  std::string refused;
+  const OpInstance inst = OpInstance::of(fam, *prob, f);
+  const auto c = chooseVariant(TunedChooser(dir.path(), kKey, h200()), fam, inst, nullptr, why, refused);
+  ASSERT_TRUE(c) << refused;
+  EXPECT_EQ(c->variant, "coopmat_f16") << c->source;
+  EXPECT_EQ(v.parsePoint(c->params)["SK"], 16) << c->params;
+  EXPECT_EQ(TuningDatabase{}.lookup(fam, inst, "coopmat_f16").params, c->params);
+
+  TuningDatabase db;
+  db.deviceKey = kKey;
+  db.deviceName = "NVIDIA H200";
+  db.driver = "580.159.04";
+  db.record(inst, "coopmat_f16", "SK=2", 200.0, 190.0);
+  db.save(dir.path() + "/" + kKey + ".yaml");
+  const auto t = chooseVariant(TunedChooser(dir.path(), kKey, h200()), fam, inst, nullptr, why, refused);
+  ASSERT_TRUE(t) << refused;
+  EXPECT_EQ(t->source, "exact");
+  EXPECT_EQ(v.parsePoint(t->params)["SK"], 2) << t->params;
+}

@@ -177,9 +177,10 @@ std::shared_ptr<const ReferenceData> referenceData(const Family& fam, const Prob
   return data;
 }
 
-std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev, int extra, uint64_t seed) {
+std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev, int extra, uint64_t seed,
+                                     const Problem* prob) {
   std::vector<ParamPoint> out;
-  const ParamPoint def = v.defaults();
+  const ParamPoint def = prob ? v.defaultsFor(*prob) : v.defaults();
   if (v.violatedConstraint(def).empty() && v.deviceLimitReason(def, dev).empty()) out.push_back(def);
   std::vector<ParamPoint> space;
   for (auto& p : v.space())

@@ -79,11 +79,11 @@ std::string describeFailure(const CheckResult& r, const Tolerance& t);
 CheckResult checkCase(Backend& ctx, const Family& fam, const VariantDef& v, const ParamPoint& p,
                       const Problem& prob, const StorageFormat& f, uint64_t seed, bool derivedWeightsPerCall = false);
 
-// The points `check` runs for a variant: the defaults, then `extra` more drawn
-// deterministically (from seed) from the constrained space, skipping any the device
-// cannot run.
+// The points `check` runs for a variant: the defaults (fitted to prob when given:
+// VariantDef::defaultsFor), then `extra` more drawn deterministically (from seed) from
+// the constrained space, skipping any the device cannot run.
 std::vector<ParamPoint> samplePoints(const VariantDef& v, const DeviceCaps& dev, int extra,
-                                     uint64_t seed);
+                                     uint64_t seed, const Problem* prob = nullptr);
 
 // The capability part of an unsupported reason ("device lacks cl_khr_fp16", "device
 // lacks image support (...)"; first line only), or "" when the reason is something

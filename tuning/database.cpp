@@ -218,7 +218,16 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   }
   if (auto c = deviceDefault(inst, variant)) return *c;
   const VariantDef& v = variant.empty() ? fam.variants().front() : fam.variant(variant);
-  return {v.name, v.defaults().text(), "generic default"};
+  return {v.name, genericDefault(fam, v, inst).text(), "generic default"};
+}
+
+ParamPoint genericDefault(const Family& fam, const VariantDef& v, const OpInstance& inst) {
+  if (!v.fitDefaults || inst.family != fam.name()) return v.defaults();
+  try {
+    return v.defaultsFor(*inst.problem(fam));
+  } catch (const Error&) {
+    return v.defaults();  // attributes this family refuses: lookup's callers report them
+  }
 }
 
 std::optional<TunedChoice> TuningDatabase::deviceDefault(const OpInstance& inst, const std::string& variant) const {

@@ -29,6 +29,10 @@ struct TunedVariant {
   double medianUs = 0, minUs = 0;
 };
 
+// A variant's declared defaults fitted to the instance's problem (VariantDef::fitDefaults:
+// conv coopmat_f16's split-K); the declared defaults when the instance makes no problem.
+ParamPoint genericDefault(const Family& fam, const VariantDef& v, const OpInstance& inst);
+
 struct TunedEntry {
   OpInstance instance;
   std::string best;  // variant

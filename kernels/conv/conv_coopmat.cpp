@@ -29,7 +29,29 @@ VariantDef ConvFamily::coopMatVariant() {
   // Points with SK beyond the K steps are correct (empty ranges add zeros), only slower.
   c.params.push_back({"SK", {1, 2, 4, 8, 16}, "split-K: work-groups per output tile, each over 1/SK of K, "
                                               "summed by a reduce pass (1: one pass, no scratch)"});
+  // Untuned, SK is sized to the problem (VariantDef::fitDefaults): the smallest that gives
+  // the dispatch kSplitKTargetGroups work-groups, as long as each keeps kSplitKMinSteps K
+  // steps. 512 is about four per multiprocessor on an H100/H200 (132) and more than a
+  // phone GPU has slots for; a split beyond what fills the device only adds the reduce
+  // pass. On the H100 (results/vulkan/h100/warmup/README.md) the 2x1280x8x8 conv (40 tiles
+  // of 64x64, 360 steps of 32) took 657 us at SK = 1 and 165 us at SK = 16, the rule's
+  // choice; the 64x64-latent convolutions (640 tiles and more) stay at SK = 1.
+  c.fitDefaults = [](const ParamPoint& d, const Problem& prob) -> std::map<std::string, int> {
+    const auto* cp = dynamic_cast<const ConvProblem*>(&prob);
+    if (!cp) return {};
+    return {{"SK", coopMatDefaultSplitK(d, cp->dims)}};
+  };
   return c;
+}
+
+int ConvFamily::coopMatDefaultSplitK(const ParamPoint& p, const ConvDims& d) {
+  constexpr int64_t kSplitKTargetGroups = 512, kSplitKMinSteps = 16;
+  const int64_t bm = int64_t{p["SGM"]} * p["WM"] * p["CM"], bn = int64_t{p["SGN"]} * p["WN"] * p["CN"];
+  const int64_t tiles = (d.outHeight() * d.outWidth() + bm - 1) / bm * ((d.cout + bn - 1) / bn) * d.batch;
+  const int64_t steps = (d.cin * d.kernel * d.kernel + p["KS"] - 1) / p["KS"];
+  int sk = 1;
+  while (sk < 16 && tiles * sk < kSplitKTargetGroups && steps / (2 * sk) >= kSplitKMinSteps) sk *= 2;
+  return sk;
 }
 
 bool ConvFamily::isCoopMat(const VariantDef& v) { return v.name == kCoopMatVariant; }

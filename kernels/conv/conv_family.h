@@ -88,6 +88,8 @@ class ConvFamily : public Family {
   static Tolerance coopMatTolerance(DType dtype);
   // coopmat_f16's split-K factor SK (1: one pass; conv_coopmat.cpp).
   static int coopMatSplitK(const ParamPoint& p);
+  // The SK its fitDefaults rule gives problem d at point p's tiles and K step.
+  static int coopMatDefaultSplitK(const ParamPoint& p, const ConvDims& d);
 
  private:
   std::vector<VariantDef> variants_;

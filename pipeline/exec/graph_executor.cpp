@@ -70,7 +70,7 @@ std::optional<TunedChoice> runnablePoint(const TunedChooser& chooser, const Fami
                                          const std::string& variant, const ChoiceRefusal& whyNot,
                                          std::string& refused) {
   for (TunedChoice c :
-       {chooseForWeights(chooser, fam, inst, variant), TunedChoice{variant, fam.variant(variant).defaults().text(), "defaults"}}) {
+       {chooseForWeights(chooser, fam, inst, variant), TunedChoice{variant, genericDefault(fam, fam.variant(variant), inst).text(), "defaults"}}) {
     const std::string why = whyNot(c);
     if (why.empty()) return c;
     if (refused.empty()) refused = c.variant + " " + c.params + ": " + why;
