@@ -65,7 +65,7 @@ const char* kUsage =
     "  --llc-mib MIB      last-level cache size to rotate inputs past (default: the driver's)\n"
     "  --warmup N         runs before each timed invocation (default 3)\n"
     "  --warmup-ms MS     then runs until MS of wall time passed and the times settled\n"
-    "                     (clocks ramp up after idle; default 2 x --min-ms = 100)\n"
+    "                     (clocks ramp up after idle; default 1000, 20 x --min-ms below 50)\n"
     "  --batch-ms MS      device time per timeOp batch that feeds the iterations (default 5)\n"
     "  --list-instances   print the selected op instances, one per line, and exit\n"
     "Options are ours unless they start with --benchmark_ (Google Benchmark's: e.g.\n"

@@ -29,7 +29,8 @@ int cmdBench(const std::vector<std::string>& argv) {
                  "                     [--min-ms MS] [--warmup N] [--warmup-ms MS] [--llc-mib MIB] [--memory-budget SIZE]\n"
                  "Times each variant (defaults + N sampled points, default 0; `all` sweeps the space)\n"
                  "with device events: median and min over repeats after warm-up (--warmup runs, then\n"
-                 "runs until --warmup-ms of wall time passed and the times settled; default 2 x --min-ms),\n"
+                 "runs until --warmup-ms of wall time passed and the times settled; default 1000, 20 x\n"
+                 "--min-ms below 50; skipped within 0.5 s of the last timed point: the clocks are up),\n"
                  "inputs rotated past\n"
                  "the last-level cache. Every timed point first passes the accuracy check. --weights\n"
                  "(default f32) times each storage format once per weight format (weight slots in f16);\n"
@@ -119,7 +120,7 @@ int cmdBench(const std::vector<std::string>& argv) {
                                          statusName(m.check.status) + ": " + m.check.message);
           std::string status = statusName(m.check.status);
           if (ok && m.timing.fitsInCache) status += " (working set fits in cache)";
-          // The times still moved after 10 x --warmup-ms (runtime/timing.h): a clock or a
+          // The times still moved after 2 x --warmup-ms (runtime/timing.h): a clock or a
           // neighbour changing under the measurement; the figure is less certain.
           if (ok && !m.timing.warmupSettled) status += " (warm-up unsettled)";
           // Failures and refusals (a budget's included) say why, on one line.

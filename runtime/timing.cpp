@@ -1,12 +1,18 @@
 #include "runtime/timing.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 
 #include "runtime/error.h"
 
 namespace sdspeed {
+
+namespace {
+// When the process's last timeOp ended (steady clock, ns; 0: none yet), for warmGapMs.
+std::atomic<int64_t> gLastTimedEndNs{0};
+}  // namespace
 
 double eventSpanNs(const OpEvents& events) {
   if (events.empty()) throw Error("an op enqueued no kernels to time");
@@ -47,10 +53,13 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
   backend.finish();
   int warmRuns = r;
   bool settled = true;
-  if (policy.warmupMs > 0) {
+  const int64_t startNs = std::chrono::duration_cast<std::chrono::nanoseconds>(warmStart.time_since_epoch()).count();
+  const bool recentlyBusy = policy.warmGapMs > 0 && gLastTimedEndNs.load() > 0 &&
+                            static_cast<double>(startNs - gLastTimedEndNs.load()) * 1e-6 < policy.warmGapMs;
+  if (policy.warmupMs > 0 && !recentlyBusy) {
     // Timed warm-up: batches of about a quarter of warmupMs each, back to back, until the
     // wall clock has passed warmupMs and the last two batch medians agree (the clocks have
-    // stopped rising), or 10 x warmupMs has passed.
+    // stopped rising), or 2 x warmupMs has passed.
     auto wallMs = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - warmStart).count(); };
     double last = -1, perRun = 0;
     settled = false;
@@ -69,7 +78,7 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
         settled = true;
         break;
       }
-      if (wall >= 10 * policy.warmupMs) break;
+      if (wall >= 2 * policy.warmupMs) break;
       last = med;
     }
     warmRuns = r;
@@ -97,6 +106,7 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
     batch = std::clamp(static_cast<int>((policy.minTotalMs - total) / perRun) + 1, 1, 256);
   }
   backend.finish();
+  gLastTimedEndNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
   TimingStats s = summarize(std::move(samples));
   s.rotations = rotations;
   s.warmupRuns = warmRuns;

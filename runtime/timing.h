@@ -17,13 +17,19 @@ struct TimingPolicy {
   int warmup = 3;
   // After the counted warm-up runs, the device is kept busy with further runs until
   // warmupMs of wall time has passed and two successive batches agree within
-  // warmupSettle (at most 10 x warmupMs). Why: a GPU that idled (while the host built a
-  // program or checked the last point against Eigen) runs at its idle clocks for a while
-  // after work resumes; NVIDIA's SM clock goes from 345 MHz idle to 1980 MHz under load.
-  // Counted runs alone timed an H100 op up to 5.8x slower than the same op inside a
-  // model run (results/vulkan/h100/warmup/README.md). 0 = counted runs only.
+  // warmupSettle (at most 2 x warmupMs). Why: a GPU that idled (while the host built a
+  // program or checked the last point against Eigen) keeps its idle clocks for a while
+  // after work resumes. On an H200 the SM clock stayed at 345 MHz (1980 under load) for
+  // the first ~0.8 s of work after 20 s of host-side checking: the op timed 6437 us after
+  // counted warm-up runs and after 100 ms of timed warm-up (flat at idle clocks, so it
+  // looked settled), 1258 us after 400 ms, ~1140 us inside a model run
+  // (results/vulkan/h100/warmup/README.md). 0 = counted runs only.
   double warmupMs = 0.0;
   double warmupSettle = 0.03;
+  // The timed warm-up is skipped when the process's previous timeOp ended less than
+  // warmGapMs ago: the clocks are still up (NVIDIA's fell about 1 s after work stopped),
+  // so a tuner timing one point after another pays it once per idle spell. 0 = always.
+  double warmGapMs = 500.0;
   int minRepeats = 10;
   int maxRepeats = 20000;  // enough for 50 ms of 2.5 us kernels
   double minTotalMs = 50.0;  // keep repeating until this much device time was measured
@@ -42,7 +48,7 @@ struct TimingStats {
   bool fitsInCache = false;  // the rotated working set still fits in the LLC
   int warmupRuns = 0;        // runs before the first timed one (counted and timed warm-up)
   double warmupWallMs = 0;   // wall time the warm-up took
-  bool warmupSettled = true; // false: 10 x warmupMs passed with successive batches still apart
+  bool warmupSettled = true; // false: 2 x warmupMs passed with successive batches still apart
   double medianMs = 0, minMs = 0, maxMs = 0;
   std::vector<double> samplesMs;
 };

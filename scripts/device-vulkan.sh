@@ -191,20 +191,22 @@ if want splitk; then
 fi
 if want warmup; then
   # The timed warm-up (runtime/timing.h, --warmup-ms): the same two ops, each after 4 s of
-  # idle, at --warmup-ms 0 (three counted warm-up runs only, as before), 100 (the default)
-  # and 400, with the SM clock sampled every 100 ms beside them (clocks.csv); the race
-  # stage's profile gives the same instances' time inside a model run to compare with.
+  # idle, at each --warmup-ms of WARMUP_MS (default "0 100 400 default": three counted
+  # warm-up runs only, as before 3177f53; 100 and 400 ms; the default, 1000 ms), with the
+  # SM clock sampled every 100 ms beside them (clocks.csv); the race stage's profile gives
+  # the same instances' time inside a model run to compare with.
   nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,utilization.gpu,power.draw --format=csv -lms 100 \
     > "$R/clocks.csv" 2>&1 &
   SMI=$!
-  for ms in 0 100 400; do
+  for ms in ${WARMUP_MS:-0 100 400 default}; do
+    W="--warmup-ms $ms"
+    [ "$ms" = default ] && W=
     sleep 4
     step 60 warmup-attn-$ms $S bench --backend vulkan --op attention --shape 2x320x1x4096 --attrs heads=8 \
-      --variant flash_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60 --warmup-ms $ms
+      --variant flash_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60 $W
     sleep 4
     step 60 warmup-conv-$ms $S bench --backend vulkan --op conv --shape 2x1280x8x8 --attrs cout=1280,residual=1 \
-      --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --params SK=1 --llc-mib 60 \
-      --warmup-ms $ms
+      --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 $W
     grep -hE "^(attention|conv) " "$R/warmup-attn-$ms.txt" "$R/warmup-conv-$ms.txt" | sed "s/^/warmup-ms $ms: /"
   done
   kill $SMI 2>/dev/null
