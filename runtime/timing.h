@@ -23,7 +23,7 @@ struct TimingPolicy {
   // the first ~0.8 s of work after 20 s of host-side checking: the op timed 6437 us after
   // counted warm-up runs and after 100 ms of timed warm-up (flat at idle clocks, so it
   // looked settled), 1258 us after 400 ms, ~1140 us inside a model run
-  // (results/vulkan/h100/warmup/README.md). 0 = counted runs only.
+  // (results/vulkan/warmup/README.md). 0 = counted runs only.
   double warmupMs = 0.0;
   double warmupSettle = 0.03;
   // The timed warm-up is skipped when the process's previous timeOp ended less than

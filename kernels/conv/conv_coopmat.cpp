@@ -33,7 +33,7 @@ VariantDef ConvFamily::coopMatVariant() {
   // the dispatch kSplitKTargetGroups work-groups, as long as each keeps kSplitKMinSteps K
   // steps. 512 is about four per multiprocessor on an H100/H200 (132) and more than a
   // phone GPU has slots for; a split beyond what fills the device only adds the reduce
-  // pass. On the H100 (results/vulkan/h100/warmup/README.md) the 2x1280x8x8 conv (40 tiles
+  // pass. On the H100 (results/vulkan/warmup/README.md) the 2x1280x8x8 conv (40 tiles
   // of 64x64, 360 steps of 32) took 657 us at SK = 1 and 165 us at SK = 16, the rule's
   // choice; the 64x64-latent convolutions (640 tiles and more) stay at SK = 1.
   c.fitDefaults = [](const ParamPoint& d, const Problem& prob) -> std::map<std::string, int> {
