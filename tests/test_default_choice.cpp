@@ -185,3 +185,29 @@ TEST(DefaultChoice, ConvCoopMatSplitKFitsTheProblemUntuned) {
   EXPECT_EQ(t->source, "exact");
   EXPECT_EQ(v.parsePoint(t->params)["SK"], 2) << t->params;
 }
+
+// A point taken from another instance (here the device default: the one entry's winner)
+// has its SK sized again for the instance that takes it, at the taken point's tiles, and
+// says so; the exact instance keeps what was tuned.
+TEST(DefaultChoice, ConvCoopMatSplitKRefittedWhenTakenFromAnotherInstance) {
+  const Family& fam = findFamily("conv");
+  const VariantDef& v = fam.variant(ConvFamily::kCoopMatVariant);
+  const StorageFormat f =
+      StorageFormat::parse("f16.buffer.nc4hw4").withWeights(DType::F16).withArithmetic(DType::F16);
+  const OpInstance big = OpInstance::of(fam, *ConvFamily::problem({2, 320, 64, 64}, 320), f);
+  const OpInstance small = OpInstance::of(fam, *ConvFamily::problem({2, 1280, 8, 8}, 1280), f);
+  TuningDatabase db;
+  db.record(big, "coopmat_f16", "KS=16,SK=1", 500.0, 490.0);
+  const TunedChoice exact = db.lookup(fam, big);
+  EXPECT_EQ(exact.step, TunedStep::Exact);
+  EXPECT_EQ(v.parsePoint(exact.params)["SK"], 1);
+  const TunedChoice taken = db.lookup(fam, small);
+  ASSERT_TRUE(taken.tuned()) << taken.source;
+  EXPECT_NE(taken.step, TunedStep::Exact);
+  const ParamPoint p = v.parsePoint(taken.params);
+  EXPECT_EQ(p["KS"], 16);  // the taken point's tiles and K step stay
+  // 40 tiles, 720 K steps of 16: SK 16 gives 640 work-groups of 45 steps.
+  EXPECT_EQ(p["SK"], 16) << taken.params;
+  EXPECT_NE(taken.source.find("SK sized to this instance"), std::string::npos) << taken.source;
+  EXPECT_EQ(taken.medianUs, 0.0);
+}

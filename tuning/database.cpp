@@ -214,11 +214,36 @@ TunedChoice TuningDatabase::lookup(const Family& fam, const OpInstance& inst, co
   if (nearest) {
     std::ostringstream s;
     s << "nearest " << nearest->instance.text() << " (distance " << best << ")";
-    return *pick(*nearest, s.str(), TunedStep::Nearest);
+    return refitForInstance(fam, inst, *pick(*nearest, s.str(), TunedStep::Nearest));
   }
-  if (auto c = deviceDefault(inst, variant)) return *c;
+  if (auto c = deviceDefault(inst, variant)) return refitForInstance(fam, inst, *c);
   const VariantDef& v = variant.empty() ? fam.variants().front() : fam.variant(variant);
   return {v.name, genericDefault(fam, v, inst).text(), "generic default"};
+}
+
+TunedChoice refitForInstance(const Family& fam, const OpInstance& inst, TunedChoice c) {
+  try {
+    const VariantDef& v = fam.variant(c.variant);
+    if (!v.fitDefaults || inst.family != fam.name()) return c;
+    const ParamPoint taken = v.parsePoint(c.params);
+    std::map<std::string, int> values = taken.values();
+    std::string names;
+    for (const auto& [name, value] : v.fitDefaults(taken, *inst.problem(fam))) {
+      const ParamDef* def = v.param(name);
+      if (!def || std::find(def->values.begin(), def->values.end(), value) == def->values.end()) return c;
+      if (values[name] == value) continue;
+      values[name] = value;
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    const ParamPoint fitted(values);
+    if (names.empty() || !v.violatedConstraint(fitted).empty()) return c;
+    c.params = fitted.text();
+    c.source += "; " + names + " sized to this instance";
+    c.medianUs = 0;  // not the time of this point
+  } catch (const Error&) {
+    // A point or instance this family refuses: left as taken (its user reports it).
+  }
+  return c;
 }
 
 ParamPoint genericDefault(const Family& fam, const VariantDef& v, const OpInstance& inst) {

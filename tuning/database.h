@@ -29,10 +29,6 @@ struct TunedVariant {
   double medianUs = 0, minUs = 0;
 };
 
-// A variant's declared defaults fitted to the instance's problem (VariantDef::fitDefaults:
-// conv coopmat_f16's split-K); the declared defaults when the instance makes no problem.
-ParamPoint genericDefault(const Family& fam, const VariantDef& v, const OpInstance& inst);
-
 struct TunedEntry {
   OpInstance instance;
   std::string best;  // variant
@@ -52,6 +48,17 @@ struct TunedChoice {
   TunedStep step = TunedStep::GenericDefault;
   bool tuned() const { return step != TunedStep::GenericDefault; }  // some database answered
 };
+
+// A variant's declared defaults fitted to the instance's problem (VariantDef::fitDefaults:
+// conv coopmat_f16's split-K); the declared defaults when the instance makes no problem.
+ParamPoint genericDefault(const Family& fam, const VariantDef& v, const OpInstance& inst);
+
+// A choice taken from another instance (nearest, device default, and so a vendor default)
+// with its problem-sized parameters (VariantDef::fitDefaults: conv coopmat_f16's SK) sized
+// again for inst at the taken point's tiles, the source saying so: an SK tuned where 40
+// tiles needed 16 splits says nothing about a shape of 640 tiles. Exact entries are
+// never refitted.
+TunedChoice refitForInstance(const Family& fam, const OpInstance& inst, TunedChoice c);
 
 class TuningDatabase {
  public:
