@@ -65,7 +65,7 @@ const char* kUsage =
     "  --llc-mib MIB      last-level cache size to rotate inputs past (default: the driver's)\n"
     "  --warmup N         runs before each timed invocation (default 3)\n"
     "  --warmup-ms MS     then runs until MS of wall time passed and the times settled\n"
-    "                     (clocks ramp up after idle; default 1000, 20 x --min-ms below 50)\n"
+    "                     (clocks ramp up after idle; default 1000; GPUs only unless given)\n"
     "  --batch-ms MS      device time per timeOp batch that feeds the iterations (default 5)\n"
     "  --list-instances   print the selected op instances, one per line, and exit\n"
     "Options are ours unless they start with --benchmark_ (Google Benchmark's: e.g.\n"
@@ -344,7 +344,7 @@ int run(int argc, char** argv) {
       try {
         c->point = v.parsePoint(choice.params);
       } catch (const Error& e) {
-        c->point = v.defaults();
+        c->point = genericDefault(*s.fam, v, s.instance);  // the defaults fitted to the instance
         note = " (tuned '" + choice.params + "' rejected: " + e.what() + ")";
       }
       c->label = std::string("params=") + (tuned && note.empty() ? "tuned" : "default") + " " + c->point.text() +

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -109,8 +110,9 @@ TimingPolicy timingPolicyFromArgs(const Args& args) {
   policy.warmup = args.getInt("warmup", 3);
   // Timed warm-up (runtime/timing.h: clocks ramp up only after ~0.8 s of work on an
   // H200): 1000 ms at the default --min-ms, 20 x --min-ms below it (20 ms for the tests'
-  // --min-ms 1: CPU devices have no clocks to ramp).
+  // --min-ms 1). CPU devices skip it (TimingPolicy::warmupOnCpu) unless it is asked for.
   policy.warmupMs = args.getInt("warmup-ms", static_cast<int>(std::min(1000.0, 20 * policy.minTotalMs)));
+  policy.warmupOnCpu = args.has("warmup-ms");
   const int llcMib = args.getInt("llc-mib", 0);
   if (llcMib < 0) throw Error("--llc-mib must not be negative");
   if (policy.minTotalMs < 0 || policy.warmup < 0 || policy.warmupMs < 0)

@@ -271,7 +271,8 @@ int cmdTune(const std::vector<std::string>& argv) {
       const size_t budget = parseBudget(args.get("budget"), space.size());
       std::cout << inst.text() << ": " << strategyName << ", " << budget << " of " << space.size() << " points"
                 << std::endl;
-      auto strategy = makeStrategy(strategyName, space, budget, seed);
+      const ProblemPtr prob = inst.problem(fam);
+      auto strategy = makeStrategy(strategyName, space, budget, seed, prob.get());
       DeviceEvaluator eval(ctx, fam, inst, space, cache, policy, seed);
       // Exhaustive and random search know their order: build the budget's points ahead.
       std::vector<size_t> order = strategy->plannedOrder();

@@ -258,7 +258,8 @@ int tuneModel(const Args& args) {
         else if (row.status != Status::Unsupported) ++failures;
         break;
       }
-    auto strategy = makeStrategy(strategyName, space, budget, seed);
+    const ProblemPtr prob = m.inst.problem(fam);
+    auto strategy = makeStrategy(strategyName, space, budget, seed, prob.get());
     std::vector<size_t> ahead = strategy->plannedOrder();
     if (ahead.size() > budget) ahead.resize(budget);
     if (!ahead.empty()) eval.prebuild(ahead, threads);

@@ -83,8 +83,9 @@ struct VariantDef {
   // Optional launch-geometry rule: values that replace declared defaults for one problem
   // (conv coopmat_f16's split-K, sized so that a small-spatial convolution still fills a
   // GPU). defaultsFor() applies it wherever the defaults stand in for a tuned point: the
-  // database's generic default, the executor's fallback, the tuner's baseline, bench's
-  // default point. Never applied to a tuned or given point.
+  // database's generic default, the executor's fallback, the tuner's baseline and its
+  // anneal / model walks' starting points, bench's default point; refitForInstance (tuning/database.h) applies it to a point
+  // taken from another instance. Never to an exact entry or a given --params point.
   std::function<std::map<std::string, int>(const ParamPoint& defaults, const Problem&)> fitDefaults;
 
   const ParamDef* param(const std::string& name) const;

@@ -1,7 +1,8 @@
 #include "runtime/timing.h"
 
 #include <algorithm>
-#include <atomic>
+#include <map>
+#include <mutex>
 #include <chrono>
 #include <cmath>
 
@@ -10,8 +11,17 @@
 namespace sdspeed {
 
 namespace {
-// When the process's last timeOp ended (steady clock, ns; 0: none yet), for warmGapMs.
-std::atomic<int64_t> gLastTimedEndNs{0};
+// When each backend's last timeOp ended (steady clock, ns), for warmGapMs: per backend,
+// since two GPUs in one process (tune --device all) keep their own clocks. A backend
+// freed and another made at its address may skip one warm-up: a slower first figure, no
+// wrong one.
+std::mutex gLastMu;
+std::map<const Backend*, int64_t> gLastTimedEndNs;
+
+int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 }  // namespace
 
 double eventSpanNs(const OpEvents& events) {
@@ -53,15 +63,23 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
   backend.finish();
   int warmRuns = r;
   bool settled = true;
-  const int64_t startNs = std::chrono::duration_cast<std::chrono::nanoseconds>(warmStart.time_since_epoch()).count();
-  const bool recentlyBusy = policy.warmGapMs > 0 && gLastTimedEndNs.load() > 0 &&
-                            static_cast<double>(startNs - gLastTimedEndNs.load()) * 1e-6 < policy.warmGapMs;
-  if (policy.warmupMs > 0 && !recentlyBusy) {
+  bool recentlyBusy = false;
+  if (policy.warmGapMs > 0) {
+    const int64_t startNs =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(warmStart.time_since_epoch()).count();
+    std::lock_guard<std::mutex> lock(gLastMu);
+    const auto it = gLastTimedEndNs.find(&backend);
+    recentlyBusy = it != gLastTimedEndNs.end() && static_cast<double>(startNs - it->second) * 1e-6 < policy.warmGapMs;
+  }
+  if (policy.warmupMs > 0 && !recentlyBusy && (policy.warmupOnCpu || !backend.caps().isCpu())) {
     // Timed warm-up: batches of about a quarter of warmupMs each, back to back, until the
-    // wall clock has passed warmupMs and the last two batch medians agree (the clocks have
-    // stopped rising), or 2 x warmupMs has passed.
-    auto wallMs = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - warmStart).count(); };
-    double last = -1, perRun = 0;
+    // wall clock has passed warmupMs since the counted runs finished (host time before
+    // the device worked does not count) and the last two batch medians agree (the clocks
+    // have stopped rising), or 2 x warmupMs has passed after at least two batches.
+    const auto timedStart = Clock::now();
+    auto wallMs = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - timedStart).count(); };
+    double last = 0, perRun = 0;
+    bool haveLast = false;
     settled = false;
     while (true) {
       const int n = perRun > 0 ? std::clamp(static_cast<int>(policy.warmupMs / 4 / perRun) + 1, 1, 256) : 1;
@@ -74,12 +92,13 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
       const double med = summarize(ms).medianMs;
       perRun = std::max(med, 1e-4);
       const double wall = wallMs();
-      if (wall >= policy.warmupMs && last > 0 && std::fabs(med - last) <= policy.warmupSettle * last) {
+      if (wall >= policy.warmupMs && haveLast && std::fabs(med - last) <= policy.warmupSettle * last) {
         settled = true;
         break;
       }
-      if (wall >= 2 * policy.warmupMs) break;
+      if (wall >= 2 * policy.warmupMs && haveLast) break;
       last = med;
+      haveLast = true;
     }
     warmRuns = r;
   }
@@ -106,7 +125,10 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
     batch = std::clamp(static_cast<int>((policy.minTotalMs - total) / perRun) + 1, 1, 256);
   }
   backend.finish();
-  gLastTimedEndNs = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  {
+    std::lock_guard<std::mutex> lock(gLastMu);
+    gLastTimedEndNs[&backend] = nowNs();
+  }
   TimingStats s = summarize(std::move(samples));
   s.rotations = rotations;
   s.warmupRuns = warmRuns;

@@ -30,6 +30,9 @@ struct TimingPolicy {
   // warmGapMs ago: the clocks are still up (NVIDIA's fell about 1 s after work stopped),
   // so a tuner timing one point after another pays it once per idle spell. 0 = always.
   double warmGapMs = 500.0;
+  // CPU devices (PoCL, lavapipe) have no GPU clock to wake: the timed warm-up is for the
+  // others unless this is set (tests), which keeps CI's many short timings short.
+  bool warmupOnCpu = false;
   int minRepeats = 10;
   int maxRepeats = 20000;  // enough for 50 ms of 2.5 us kernels
   double minTotalMs = 50.0;  // keep repeating until this much device time was measured

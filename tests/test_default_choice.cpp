@@ -15,6 +15,7 @@
 #include "kernels/conv/conv_family.h"
 #include "kernels/registry.h"
 #include "pipeline/exec/graph_executor.h"
+#include "tuning/strategy.h"
 #include "test_support.h"
 
 using namespace sdspeed;
@@ -210,4 +211,24 @@ TEST(DefaultChoice, ConvCoopMatSplitKRefittedWhenTakenFromAnotherInstance) {
   EXPECT_EQ(p["SK"], 16) << taken.params;
   EXPECT_NE(taken.source.find("SK sized to this instance"), std::string::npos) << taken.source;
   EXPECT_EQ(taken.medianUs, 0.0);
+}
+
+// The tuner's walks start where an untuned run stands: anneal and model seed each variant
+// at its defaults fitted to the instance's problem (SK 16 for the 8x8-latent conv), and
+// at the declared defaults when no problem is given.
+TEST(DefaultChoice, TuningWalksStartFromTheFittedDefaults) {
+  const Family& fam = findFamily("conv");
+  const std::vector<Candidate> space = tuningSpace(fam, h200(), {"coopmat_f16"});
+  ASSERT_FALSE(space.empty());
+  const ProblemPtr prob = ConvFamily::problem({2, 1280, 8, 8}, 1280);
+  for (const char* name : {"anneal", "model"}) {
+    auto fitted = makeStrategy(name, space, 10, 1, prob.get());
+    const auto first = fitted->next();
+    ASSERT_TRUE(first) << name;
+    EXPECT_EQ(space[*first].point["SK"], 16) << name << " " << space[*first].text();
+    auto declared = makeStrategy(name, space, 10, 1);
+    const auto d = declared->next();
+    ASSERT_TRUE(d) << name;
+    EXPECT_EQ(space[*d].point, space[*d].variant->defaults()) << name;
+  }
 }

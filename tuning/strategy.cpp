@@ -72,12 +72,17 @@ class RandomOrder : public Strategy {
 // depends on the relative slowdown and a temperature that falls with the budget spent.
 class Anneal : public Strategy {
  public:
-  Anneal(const std::vector<Candidate>& space, size_t budget, uint64_t seed)
+  Anneal(const std::vector<Candidate>& space, size_t budget, uint64_t seed, const Problem* prob = nullptr)
       : space_(space), cost_(space.size(), -1.0), budget_(std::max<size_t>(budget, 1)), rng_(seed) {
     for (size_t i = 0; i < space.size(); ++i) byText_[space[i].text()] = i;
-    // Seeds: the defaults of every variant (the declared starting points).
+    // Seeds: the defaults of every variant (the declared starting points), fitted to the
+    // problem where it is known and the fitted point is in the space.
     for (const auto& c : space) {
       Candidate d{c.variant, c.variant->defaults()};
+      if (prob) {
+        const Candidate fitted{c.variant, c.variant->defaultsFor(*prob)};
+        if (byText_.count(fitted.text())) d = fitted;
+      }
       auto it = byText_.find(d.text());
       if (it != byText_.end() && std::find(seeds_.begin(), seeds_.end(), it->second) == seeds_.end())
         seeds_.push_back(it->second);
@@ -177,8 +182,8 @@ class Anneal : public Strategy {
 // mixes: scripts/dev/surrogate-study.py, results/sweeps/README.md.
 class ModelGuided : public Strategy {
  public:
-  ModelGuided(const std::vector<Candidate>& space, size_t budget, uint64_t seed)
-      : walk_(space, budget, seed), model_(space) {}
+  ModelGuided(const std::vector<Candidate>& space, size_t budget, uint64_t seed, const Problem* prob)
+      : walk_(space, budget, seed, prob), model_(space) {}
 
   std::optional<size_t> next() override {
     if (walk_.seedsPending() || reported_ % 2 == 0) return walk_.next();
@@ -202,11 +207,11 @@ class ModelGuided : public Strategy {
 }  // namespace
 
 std::unique_ptr<Strategy> makeStrategy(const std::string& name, const std::vector<Candidate>& space, size_t budget,
-                                       uint64_t seed) {
+                                       uint64_t seed, const Problem* prob) {
   if (name == "exhaustive") return std::make_unique<Exhaustive>(space.size());
   if (name == "random") return std::make_unique<RandomOrder>(space.size(), seed);
-  if (name == "anneal") return std::make_unique<Anneal>(space, budget, seed);
-  if (name == "model") return std::make_unique<ModelGuided>(space, budget, seed);
+  if (name == "anneal") return std::make_unique<Anneal>(space, budget, seed, prob);
+  if (name == "model") return std::make_unique<ModelGuided>(space, budget, seed, prob);
   throw Error("unknown strategy '" + name + "' (known: exhaustive, random, anneal, model)");
 }
 

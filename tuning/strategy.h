@@ -43,10 +43,12 @@ class Strategy {
 // "exhaustive", "random", "anneal" (simulated annealing over parameter
 // neighbourhoods) or "model" (the anneal walk and a Gaussian-process surrogate's
 // expected improvement taking turns: tuning/surrogate.h); budget: how many points the
-// driver will let it measure (anneal plans its cooling with it). Throws Error for an
-// unknown name.
+// driver will let it measure (anneal plans its cooling with it). prob: the instance's
+// problem, when known; anneal and model then start from each variant's defaults fitted
+// to it (VariantDef::defaultsFor: the point an untuned run takes), else from the declared
+// defaults. Throws Error for an unknown name.
 std::unique_ptr<Strategy> makeStrategy(const std::string& name, const std::vector<Candidate>& space,
-                                       size_t budget, uint64_t seed);
+                                       size_t budget, uint64_t seed, const Problem* prob = nullptr);
 
 // A parameter's values in ascending order, and a value's place among them: the order
 // in which anneal's moves step ("the next value up") and the surrogate places points.

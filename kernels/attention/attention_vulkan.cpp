@@ -22,58 +22,7 @@ namespace {
 constexpr uint32_t kBindings = 7;  // q, k, v, mask, out, scores, stats
 constexpr uint32_t kPushWords = 8;
 
-struct Dispatch {
-  const vk::ComputePipeline* pipeline;
-  std::array<uint32_t, 3> groups;
-};
-
-class VkAttentionOp : public PreparedOp {
- public:
-  VkAttentionOp(vk::VulkanBackend& be, std::vector<uint32_t> push, std::vector<Dispatch> dispatches,
-                std::vector<uint64_t> scratchBytes)
-      : be_(be), push_(std::move(push)), dispatches_(std::move(dispatches)), scratchBytes_(std::move(scratchBytes)) {}
-
-  std::vector<uint64_t> scratchRegions() const override { return scratchBytes_; }
-  void bindScratch(const std::vector<BufferRegion>& regions) override {
-    if (regions.size() != scratchBytes_.size())
-      throw Error("attention on Vulkan takes " + std::to_string(scratchBytes_.size()) + " scratch regions, given " +
-                  std::to_string(regions.size()));
-    bound_.clear();
-    for (size_t i = 0; i < regions.size(); ++i)
-      bound_.push_back({static_cast<const vk::Buffer*>(regions[i].mem), regions[i].offset, scratchBytes_[i]});
-  }
-
-  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
-    if (t.size() != 5) throw Error("attention takes 5 tensors, got " + std::to_string(t.size()));
-    if (bound_.empty() && scratch_.empty())
-      for (uint64_t bytes : scratchBytes_) {
-        const TensorDesc d{Shape{1, 1, 1, static_cast<int64_t>(bytes / 4)}, StorageFormat{}};
-        scratch_.push_back(be_.makeTensor(d));
-      }
-    // Tensors as ranges of their buffers (an executor's arena holds many).
-    std::vector<vk::BufferRange> buffers;
-    for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
-    // flash reads no scratch: the mask buffer stands in at bindings 5 and 6 (unused).
-    for (size_t i = 0; i < 2; ++i)
-      buffers.push_back(!bound_.empty()     ? bound_[i]
-                        : scratch_.empty() ? buffers[3]
-                                           : vk::asVk(*scratch_[i]).range());
-    auto& rec = be_.recorder();
-    rec.begin();
-    for (const Dispatch& d : dispatches_)
-      rec.dispatch(*d.pipeline, buffers, push_.data(), push_.size() * 4, d.groups[0], d.groups[1], d.groups[2]);
-    return vk::eventsOf(rec.submit());
-  }
-
- private:
-  vk::VulkanBackend& be_;
-  std::vector<uint32_t> push_;
-  std::vector<Dispatch> dispatches_;
-  std::vector<uint64_t> scratchBytes_;
-  std::vector<std::unique_ptr<DeviceTensor>> scratch_;
-  std::vector<vk::BufferRange> bound_;  // regions the executor bound (bindScratch)
-};
-
+using Dispatch = VkMultiDispatchOp::Pass;
 
 }  // namespace
 
@@ -126,9 +75,10 @@ std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend& be, const Fa
       stage = 4;
     }
     const auto* pipe = pipeline(wg, stage, spec);
-    return std::make_unique<VkAttentionOp>(be, std::move(push),
-                                           std::vector<Dispatch>{{pipe, {ceilDiv(S, rowsPerGroup), BH, 1}}},
-                                           std::vector<uint64_t>{});
+    // flash reads no scratch: the mask (tensor 3) stands in at bindings 5 and 6.
+    return std::make_unique<VkMultiDispatchOp>(be, "attention " + v.name, 5,
+                                               std::vector<Dispatch>{{pipe, {ceilDiv(S, rowsPerGroup), BH, 1}}},
+                                               std::move(push), 2, std::vector<uint64_t>{}, 3);
   }
   if (v.name != "naive" && v.name != "partially_fused_softmax")
     throw UnsupportedError("attention " + v.name + " has no vulkan kernels");
@@ -143,7 +93,7 @@ std::unique_ptr<PreparedOp> lowerAttentionVulkan(vk::VulkanBackend& be, const Fa
       {pipeline(T * T, 2, tiles), {ceilDiv(D4, tile), ceilDiv(S, tile), BH}},
   };
   const std::vector<uint64_t> scratch = {uint64_t{rows} * L * 4, uint64_t{rows} * 8};  // scores, row statistics
-  return std::make_unique<VkAttentionOp>(be, std::move(push), std::move(d), scratch);
+  return std::make_unique<VkMultiDispatchOp>(be, "attention " + v.name, 5, std::move(d), std::move(push), 2, scratch, 3);
 }
 
 }  // namespace sdspeed

@@ -24,57 +24,7 @@ constexpr uint32_t kPushWords = 8;  // Cin, H, W, Cout, Ho, Wo, flags, layout
 // positions (coalesced partial reads and NCHW stores); a pass this light needs no tuning.
 constexpr uint32_t kReduceWg = 64;
 
-struct Pass {
-  const vk::ComputePipeline* pipeline;
-  std::array<uint32_t, 3> groups;
-};
-
-class VkConvCoopMatOp : public PreparedOp {
- public:
-  // passes: the coopmat pass, then (SK > 1) the reduce pass; partBytes: its scratch (0 at SK = 1).
-  VkConvCoopMatOp(vk::VulkanBackend& be, std::vector<Pass> passes, std::vector<uint32_t> push, uint64_t partBytes)
-      : be_(be), passes_(std::move(passes)), push_(std::move(push)), partBytes_(partBytes) {}
-
-  std::vector<uint64_t> scratchRegions() const override {
-    if (partBytes_ == 0) return {};
-    return {partBytes_};
-  }
-  void bindScratch(const std::vector<BufferRegion>& regions) override {
-    if (regions.size() != scratchRegions().size())
-      throw Error("conv coopmat_f16 on Vulkan takes " + std::to_string(scratchRegions().size()) +
-                  " scratch regions, given " + std::to_string(regions.size()));
-    bound_.clear();
-    for (const BufferRegion& r : regions) bound_.push_back({static_cast<const vk::Buffer*>(r.mem), r.offset, partBytes_});
-  }
-
-  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
-    if (t.size() != 6) throw Error("conv takes 6 tensors, got " + std::to_string(t.size()));
-    std::vector<vk::BufferRange> buffers;
-    for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
-    for (size_t i : {1, 2}) vulkanCheckWordBinding(i, *t[i], buffers[i]);  // w and bias are read as uint words
-    // Binding 6, the partial sums.
-    if (partBytes_ == 0) {
-      buffers.push_back(buffers[5]);  // SK = 1 never writes the partials: y stands in at binding 6
-    } else {
-      if (bound_.empty() && !own_)  // an op nobody binds (check, bench) allocates its own
-        own_ = be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>(partBytes_ / 4)}, StorageFormat{}});
-      buffers.push_back(bound_.empty() ? vk::asVk(*own_).range() : bound_[0]);
-    }
-    auto& rec = be_.recorder();
-    rec.begin();
-    for (const Pass& p : passes_)
-      rec.dispatch(*p.pipeline, buffers, push_.data(), push_.size() * 4, p.groups[0], p.groups[1], p.groups[2]);
-    return vk::eventsOf(rec.submit());
-  }
-
- private:
-  vk::VulkanBackend& be_;
-  std::vector<Pass> passes_;
-  std::vector<uint32_t> push_;
-  uint64_t partBytes_;
-  std::vector<vk::BufferRange> bound_;  // the region the executor bound
-  std::unique_ptr<DeviceTensor> own_;   // else the op's own
-};
+using Pass = VkMultiDispatchOp::Pass;
 
 }  // namespace
 
@@ -113,9 +63,12 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
     passes.push_back({&reduce, reduceGroups});
   }
   const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
-  return std::make_unique<VkConvCoopMatOp>(
-      be, std::move(passes),
-      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, layout}, partBytes);
+  // Tensors x, w, bias, temb, residual, y; binding 6 the partial sums (SK > 1), else y
+  // stands in (SK = 1 never writes them). w and bias are read as uint words.
+  return std::make_unique<VkMultiDispatchOp>(
+      be, "conv " + v.name, 6, std::move(passes),
+      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, layout}, 1,
+      partBytes ? std::vector<uint64_t>{partBytes} : std::vector<uint64_t>{}, 5, kVkWeightBindings12);
 }
 
 }  // namespace sdspeed

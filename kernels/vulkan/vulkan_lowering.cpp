@@ -103,6 +103,49 @@ vk::SpecConstant vulkanWeightFormat(const Family& fam, const StorageFormat& f) {
 
 
 
+VkMultiDispatchOp::VkMultiDispatchOp(vk::VulkanBackend& be, std::string what, size_t tensors, std::vector<Pass> passes,
+                                     std::vector<uint32_t> push, size_t scratchBindings,
+                                     std::vector<uint64_t> scratchBytes, size_t standIn, uint32_t wordBindings)
+    : be_(be), what_(std::move(what)), tensors_(tensors), passes_(std::move(passes)), push_(std::move(push)),
+      scratchBindings_(scratchBindings), scratchBytes_(std::move(scratchBytes)), standIn_(standIn),
+      wordBindings_(wordBindings) {
+  if (!scratchBytes_.empty() && scratchBytes_.size() != scratchBindings_)
+    throw Error(what_ + ": " + std::to_string(scratchBytes_.size()) + " scratch regions for " +
+                std::to_string(scratchBindings_) + " scratch bindings");
+  if (standIn_ >= tensors_) throw Error(what_ + ": stand-in tensor " + std::to_string(standIn_) + " out of range");
+}
+
+void VkMultiDispatchOp::bindScratch(const std::vector<BufferRegion>& regions) {
+  if (regions.size() != scratchBytes_.size())
+    throw Error(what_ + " on Vulkan takes " + std::to_string(scratchBytes_.size()) + " scratch regions, given " +
+                std::to_string(regions.size()));
+  bound_.clear();
+  for (size_t i = 0; i < regions.size(); ++i)
+    bound_.push_back({static_cast<const vk::Buffer*>(regions[i].mem), regions[i].offset, scratchBytes_[i]});
+}
+
+OpEvents VkMultiDispatchOp::enqueue(const std::vector<DeviceTensor*>& t) {
+  if (t.size() != tensors_)
+    throw Error(what_ + " takes " + std::to_string(tensors_) + " tensors, got " + std::to_string(t.size()));
+  // Tensors as ranges of their buffers (an executor's arena holds many).
+  std::vector<vk::BufferRange> buffers;
+  for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (wordBindings_ & (1u << i)) vulkanCheckWordBinding(i, *t[i], buffers[i]);
+  if (bound_.empty() && own_.empty())
+    for (uint64_t bytes : scratchBytes_)
+      own_.push_back(be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>(bytes / 4)}, StorageFormat{}}));
+  for (size_t i = 0; i < scratchBindings_; ++i)
+    buffers.push_back(scratchBytes_.empty() ? buffers[standIn_]
+                      : !bound_.empty()     ? bound_[i]
+                                            : vk::asVk(*own_[i]).range());
+  auto& rec = be_.recorder();
+  rec.begin();
+  for (const Pass& p : passes_)
+    rec.dispatch(*p.pipeline, buffers, push_.data(), push_.size() * 4, p.groups[0], p.groups[1], p.groups[2]);
+  return vk::eventsOf(rec.submit());
+}
+
 std::array<uint32_t, 3> channelGrid(const Shape& out, uint32_t layout, uint32_t wg, uint32_t items) {
   const uint32_t hw = static_cast<uint32_t>(out.hw()), C = static_cast<uint32_t>(out.c);
   const uint32_t stored = layout == 1u ? (C + 3u) / 4u * 4u : C;

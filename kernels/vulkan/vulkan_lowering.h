@@ -93,6 +93,43 @@ class VkDispatchOp : public PreparedOp {
   uint32_t wordBindings_;
 };
 
+// An op of several dispatches recorded into one submission (the recorder's barrier orders
+// them; the op's time is the first start to the last end), every dispatch binding the same
+// buffers: the op's tensors in slot order, then scratchBindings more for its scratch
+// regions. The executor places the regions (bindScratch); an op nobody binds (check,
+// bench, tune) makes its own on first use, as OpScratch does on OpenCL. An op that needs
+// no scratch (scratchBytes empty) binds tensor `standIn` there, which its shaders never
+// touch. wordBindings: VkDispatchOp's rule (vulkanCheckWordBinding) for those tensor
+// bindings. Serves attention's three-pass paths (scores, row statistics) and conv
+// coopmat_f16's split-K (partial sums, then the reduce pass).
+class VkMultiDispatchOp : public PreparedOp {
+ public:
+  struct Pass {
+    const vk::ComputePipeline* pipeline;
+    std::array<uint32_t, 3> groups;
+  };
+  // what: the op's name in errors ("attention naive", "conv coopmat_f16").
+  VkMultiDispatchOp(vk::VulkanBackend& be, std::string what, size_t tensors, std::vector<Pass> passes,
+                    std::vector<uint32_t> push, size_t scratchBindings, std::vector<uint64_t> scratchBytes,
+                    size_t standIn, uint32_t wordBindings = 0);
+  std::vector<uint64_t> scratchRegions() const override { return scratchBytes_; }
+  void bindScratch(const std::vector<BufferRegion>& regions) override;
+  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override;
+
+ private:
+  vk::VulkanBackend& be_;
+  std::string what_;
+  size_t tensors_;
+  std::vector<Pass> passes_;
+  std::vector<uint32_t> push_;
+  size_t scratchBindings_;
+  std::vector<uint64_t> scratchBytes_;
+  size_t standIn_;
+  uint32_t wordBindings_;
+  std::vector<vk::BufferRange> bound_;              // the regions the executor bound
+  std::vector<std::unique_ptr<DeviceTensor>> own_;  // else the op's own
+};
+
 // Sizes as the shaders' uint push constants and group counts take them.
 inline uint32_t u32(int64_t v) { return static_cast<uint32_t>(v); }
 inline uint32_t ceilDiv(int64_t n, int64_t d) { return static_cast<uint32_t>((n + d - 1) / d); }

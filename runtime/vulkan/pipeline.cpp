@@ -1,5 +1,6 @@
 #include "runtime/vulkan/pipeline.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "runtime/atomic_file.h"
@@ -160,13 +161,20 @@ std::string ComputePipeline::driverStatistics() const {
       vkGetDeviceProcAddr(d, "vkGetPipelineExecutableInternalRepresentationsKHR"));
   std::ostringstream o;
   o << "# driver statistics of " << shader_.name << " (VK_KHR_pipeline_executable_properties)\n";
+  // Every query's result is checked: a failing one leaves a line saying so, not a list
+  // read from memory the driver never filled (VK_INCOMPLETE, a shorter list, is kept).
+  auto ok = [&](VkResult r, const char* what) {
+    if (r == VK_SUCCESS || r == VK_INCOMPLETE) return true;
+    o << "# " << what << " failed: " << resultName(r) << "\n";
+    return false;
+  };
   if (!props || !stats) return o.str() + "# the driver exposes no statistics functions\n";
   VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
   pi.pipeline = pipeline_;
   uint32_t n = 0;
-  if (props(d, &pi, &n, nullptr) != VK_SUCCESS) return o.str() + "# vkGetPipelineExecutablePropertiesKHR failed\n";
+  if (!ok(props(d, &pi, &n, nullptr), "vkGetPipelineExecutablePropertiesKHR")) return o.str();
   std::vector<VkPipelineExecutablePropertiesKHR> exes(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
-  props(d, &pi, &n, exes.data());
+  if (!ok(props(d, &pi, &n, exes.data()), "vkGetPipelineExecutablePropertiesKHR")) return o.str();
   for (uint32_t e = 0; e < n; ++e) {
     o << "executable " << e << ": " << exes[e].name << " (" << exes[e].description << "), subgroup size "
       << exes[e].subgroupSize << "\n";
@@ -174,9 +182,12 @@ std::string ComputePipeline::driverStatistics() const {
     ei.pipeline = pipeline_;
     ei.executableIndex = e;
     uint32_t m = 0;
-    stats(d, &ei, &m, nullptr);
-    std::vector<VkPipelineExecutableStatisticKHR> st(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
-    stats(d, &ei, &m, st.data());
+    std::vector<VkPipelineExecutableStatisticKHR> st;
+    if (ok(stats(d, &ei, &m, nullptr), "vkGetPipelineExecutableStatisticsKHR")) {
+      st.assign(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+      if (!ok(stats(d, &ei, &m, st.data()), "vkGetPipelineExecutableStatisticsKHR")) st.clear();
+      st.resize(std::min<size_t>(st.size(), m));
+    }
     for (const auto& s : st) {
       o << "  " << s.name << " = ";
       switch (s.format) {
@@ -189,16 +200,17 @@ std::string ComputePipeline::driverStatistics() const {
     }
     if (!reprs) continue;
     uint32_t r = 0;
-    reprs(d, &ei, &r, nullptr);
+    if (!ok(reprs(d, &ei, &r, nullptr), "vkGetPipelineExecutableInternalRepresentationsKHR")) continue;
     std::vector<VkPipelineExecutableInternalRepresentationKHR> rs(
         r, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
-    reprs(d, &ei, &r, rs.data());  // sizes first
+    // sizes first
+    if (!ok(reprs(d, &ei, &r, rs.data()), "vkGetPipelineExecutableInternalRepresentationsKHR")) continue;
     std::vector<std::string> text(r);
     for (uint32_t i = 0; i < r; ++i) {
       text[i].assign(rs[i].dataSize, '\0');
       rs[i].pData = text[i].data();
     }
-    reprs(d, &ei, &r, rs.data());
+    if (!ok(reprs(d, &ei, &r, rs.data()), "vkGetPipelineExecutableInternalRepresentationsKHR")) continue;
     for (uint32_t i = 0; i < r; ++i)
       o << "--- internal representation " << rs[i].name << " (" << rs[i].description << ")\n"
         << (rs[i].isText ? text[i].c_str() : "(binary, not shown)") << "\n";
