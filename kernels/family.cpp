@@ -32,17 +32,16 @@ ParamPoint VariantDef::defaults() const {
   return ParamPoint(v);
 }
 
-ParamPoint VariantDef::defaultsFor(const Problem& prob) const {
-  const ParamPoint d = defaults();
-  if (!fitDefaults) return d;
-  std::map<std::string, int> v = d.values();
-  for (const auto& [name, value] : fitDefaults(d, prob)) {
+ParamPoint VariantDef::fitPoint(const ParamPoint& base, const Problem& prob) const {
+  if (!fitDefaults) return base;
+  std::map<std::string, int> v = base.values();
+  for (const auto& [name, value] : fitDefaults(base, prob)) {
     const ParamDef* def = param(name);
-    if (!def || std::find(def->values.begin(), def->values.end(), value) == def->values.end()) return d;
+    if (!def || std::find(def->values.begin(), def->values.end(), value) == def->values.end()) return base;
     v[name] = value;
   }
   ParamPoint fitted(v);
-  return violatedConstraint(fitted).empty() ? fitted : d;
+  return violatedConstraint(fitted).empty() ? fitted : base;
 }
 
 std::vector<ParamPoint> VariantDef::space() const {

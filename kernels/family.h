@@ -90,10 +90,11 @@ struct VariantDef {
 
   const ParamDef* param(const std::string& name) const;
   ParamPoint defaults() const;
-  // defaults() with fitDefaults' values; the declared defaults when the rule gives a value
-  // outside a parameter's list or breaks a constraint (a rule must never make a point
-  // that cannot run).
-  ParamPoint defaultsFor(const Problem& prob) const;
+  // base with fitDefaults' values for prob (base's tiles decide them); base itself when
+  // there is no rule, or the rule gives a value outside a parameter's list or breaks a
+  // constraint (a rule must never make a point that cannot run).
+  ParamPoint fitPoint(const ParamPoint& base, const Problem& prob) const;
+  ParamPoint defaultsFor(const Problem& prob) const { return fitPoint(defaults(), prob); }
   // Every point of the Cartesian product that satisfies the constraints.
   std::vector<ParamPoint> space() const;
   // Parses "WG=256,VEC=4" over the defaults; throws Error for an unknown parameter,

@@ -1,10 +1,10 @@
 #include "runtime/timing.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "runtime/error.h"
 
@@ -15,13 +15,9 @@ namespace {
 // since two GPUs in one process (tune --device all) keep their own clocks. A backend
 // freed and another made at its address may skip one warm-up: a slower first figure, no
 // wrong one.
+using Clock = std::chrono::steady_clock;
 std::mutex gLastMu;
-std::map<const Backend*, int64_t> gLastTimedEndNs;
-
-int64_t nowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+std::map<const Backend*, Clock::time_point> gLastTimedEnd;
 }  // namespace
 
 double eventSpanNs(const OpEvents& events) {
@@ -57,7 +53,6 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
                    const TimingPolicy& policy) {
   rotations = std::max(1, rotations);
   int r = 0;
-  using Clock = std::chrono::steady_clock;
   const auto warmStart = Clock::now();
   for (int i = 0; i < policy.warmup; ++i) enqueue(r++ % rotations);
   backend.finish();
@@ -65,11 +60,10 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
   bool settled = true;
   bool recentlyBusy = false;
   if (policy.warmGapMs > 0) {
-    const int64_t startNs =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(warmStart.time_since_epoch()).count();
     std::lock_guard<std::mutex> lock(gLastMu);
-    const auto it = gLastTimedEndNs.find(&backend);
-    recentlyBusy = it != gLastTimedEndNs.end() && static_cast<double>(startNs - it->second) * 1e-6 < policy.warmGapMs;
+    const auto it = gLastTimedEnd.find(&backend);
+    recentlyBusy = it != gLastTimedEnd.end() &&
+                   std::chrono::duration<double, std::milli>(warmStart - it->second).count() < policy.warmGapMs;
   }
   if (policy.warmupMs > 0 && !recentlyBusy && (policy.warmupOnCpu || !backend.caps().isCpu())) {
     // Timed warm-up: batches of about a quarter of warmupMs each, back to back, until the
@@ -127,7 +121,7 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
   backend.finish();
   {
     std::lock_guard<std::mutex> lock(gLastMu);
-    gLastTimedEndNs[&backend] = nowNs();
+    gLastTimedEnd[&backend] = Clock::now();
   }
   TimingStats s = summarize(std::move(samples));
   s.rotations = rotations;

@@ -226,17 +226,11 @@ TunedChoice refitForInstance(const Family& fam, const OpInstance& inst, TunedCho
     const VariantDef& v = fam.variant(c.variant);
     if (!v.fitDefaults || inst.family != fam.name()) return c;
     const ParamPoint taken = v.parsePoint(c.params);
-    std::map<std::string, int> values = taken.values();
-    std::string names;
-    for (const auto& [name, value] : v.fitDefaults(taken, *inst.problem(fam))) {
-      const ParamDef* def = v.param(name);
-      if (!def || std::find(def->values.begin(), def->values.end(), value) == def->values.end()) return c;
-      if (values[name] == value) continue;
-      values[name] = value;
-      names += (names.empty() ? "" : ", ") + name;
-    }
-    const ParamPoint fitted(values);
-    if (names.empty() || !v.violatedConstraint(fitted).empty()) return c;
+    const ParamPoint fitted = v.fitPoint(taken, *inst.problem(fam));
+    std::string names;  // the parameters the rule changed
+    for (const auto& [name, value] : fitted.values())
+      if (taken[name] != value) names += (names.empty() ? "" : ", ") + name;
+    if (names.empty()) return c;
     c.params = fitted.text();
     c.source += "; " + names + " sized to this instance";
     c.medianUs = 0;  // not the time of this point
