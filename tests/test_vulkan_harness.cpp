@@ -454,6 +454,9 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
   auto problems = conv.checkProblems(false);
   problems.push_back(ConvFamily::problem({1, 20, 6, 7}, 40, 3, 1, true, true, true));
   problems.push_back(ConvFamily::problem({1, 9, 5, 6}, 70, 3, 1, true, false, true));
+  // Cin % 8 == 0 (K 144: 4.5 steps of 32), which no quick problem has: with f16 weights
+  // the 8-half chunks of conv_coopmat.comp's BVEC stage w.
+  problems.push_back(ConvFamily::problem({2, 16, 6, 7}, 24, 3, 1, true, false, true));
   int ok = 0, expected = 0;
   for (const Case& c : cases) {
     const ParamPoint pt = v.parsePoint(c.point);
@@ -471,8 +474,8 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
       ok += r.status == Status::Ok;
     }
   }
-  // The quick set (four stride-1 3x3 problems, a stride-2 one, a 1x1) and the two above.
-  EXPECT_EQ(expected, 2 * 8 + 3 * 6);
+  // The quick set (four stride-1 3x3 problems, a stride-2 one, a 1x1) and the three above.
+  EXPECT_EQ(expected, 2 * 9 + 3 * 7);
   // SK > 1 (split-K) is ConvCoopMatSplitKEmulatedMatchesReference's; here SK = 1 only.
   size_t declared = 0;
   for (const auto& param : v.params) declared += param.name == "SK" ? 1 : param.values.size();
@@ -506,6 +509,7 @@ TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
   const auto temb = ConvFamily::problem({2, 36, 10, 10}, 12, 3, 1, true, true);      // K 324: 11 steps
   const auto pad70 = ConvFamily::problem({1, 9, 5, 6}, 70, 3, 1, true, false, true);  // K 81: 3 steps
   const auto noBias = ConvFamily::problem({1, 4, 13, 13}, 3, 3, 1, false);            // K 36: 2 steps
+  const auto k144 = ConvFamily::problem({1, 16, 6, 7}, 24, 3, 1, true, false, true);  // K 144: 8-half w chunks
   // The default point is the single pass, without scratch.
   EXPECT_EQ(ConvFamily::coopMatSplitK(v.defaults()), 1);
   EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*all3), v.defaults()).total(), 0u);
@@ -516,7 +520,7 @@ TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
     std::vector<ProblemPtr> problems;
   };
   const std::vector<Case> cases = {
-      {"SK=2", {"f16.buffer.nc4hw4", "f16.buffer.nchw"}, DType::F16, {all3, temb, pad70}},
+      {"SK=2", {"f16.buffer.nc4hw4", "f16.buffer.nchw"}, DType::F16, {all3, temb, pad70, k144}},
       {"SK=4", {"f32.buffer.nchw", "f32.buffer.nc4hw4"}, DType::F32, {all3, temb, pad70, noBias}},
       {"SK=16,CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16,DB=0", {"f16.buffer.nchw"}, DType::Q8_0, {all3, temb}},
   };
@@ -544,7 +548,7 @@ TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
     }
   }
   EXPECT_EQ(splits, (std::set<int>{2, 4, 16}));
-  EXPECT_EQ(expected, 2 * 3 + 2 * 4 + 2);
+  EXPECT_EQ(expected, 2 * 4 + 2 * 4 + 2);
   EXPECT_EQ(ok, expected);
   // The op's events: both passes' (its time is the first start to the last end).
   const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);  // SK=4's pipelines, built above

@@ -13,8 +13,10 @@
 #if SFP_F16
 #extension GL_EXT_shader_16bit_storage : require
 #define sfp float16_t
+#define sfp4 f16vec4
 #else
 #define sfp float
+#define sfp4 vec4
 #endif
 #if AFP_F16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require

@@ -44,6 +44,11 @@ layout(constant_id = 11) const uint KSIZE = 3;
 layout(constant_id = 12) const uint STRIDE = 1;
 layout(constant_id = 13) const uint PAD = 1;
 layout(constant_id = 14) const uint SK = 1;  // split-K: work-groups sharing an output tile (1: no split)
+// w staging (set by the lowering, not tuned): 0 per element; 1 with f16 weights and
+// K = Cin * KSIZE^2 a multiple of 8 (every SD 1.5 convolution but conv_in), whole rows'
+// 8-half chunks in one 16-byte load each, as gemm_coopmat.comp's BVEC. The gather of x
+// stays per element: k = ci * KK + tap puts a pixel's neighbouring channels KK apart.
+layout(constant_id = 15) const uint BVEC = 0;
 const uint KK = KSIZE * KSIZE;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
@@ -54,10 +59,12 @@ const uint AL = (AE + WGS - 1u) / WGS, BL = (BE + WGS - 1u) / WGS;  // per invoc
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;   // one accumulator's elements
 const uint CE = CT / 32u;  // of which one lane holds (COOPMAT_EMULATE)
+const uint BO = BE / 8u, BOL = (BO + WGS - 1u) / WGS;  // w chunks (BVEC = 1; KST a multiple of 8)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, Wt, w)        // [Cout][Cin * KSIZE^2] in SD_WFMT (weights.glsl)
 SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
+layout(std430, binding = 1) readonly buffer WO { uvec4 wo[]; };  // w again, as 8-half chunks (BVEC = 1)
 layout(std430, binding = 3) readonly buffer Temb { sfp temb[]; };
 layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
 layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
@@ -73,6 +80,7 @@ shared float Cs[SGM * SGN * CT];  // per subgroup: one accumulator for the epilo
 
 float16_t ar[AL];
 float16_t br[BL];
+uvec4 bo[BOL];  // BVEC = 1 (br is dead code then, and bo otherwise)
 // The window origin (oy * S - P, ox * S - P) of each A element this invocation loads: its
 // position is the same in every step (e % BM with e = lid + i * WGS), so the division by
 // the pushed Wo is done once, not per step. Positions past Ho * Wo get an origin no
@@ -100,12 +108,22 @@ void loadGlobal(uint b, uint n0, uint k0, uint K) {
     const uint ci = k / KK, t = k - ci * KK, ky = t / KSIZE, kx = t - ky * KSIZE;
     ar[i] = float16_t(loadX(all(bvec2(e < AE, k < K)), b, ci, iy0[i] + int(ky), ix0[i] + int(kx)));
   }
-  [[unroll]] for (uint i = 0u; i < BL; ++i) {
-    // k fastest: neighbouring invocations read a weight row's consecutive elements.
-    const uint e = lid + i * WGS, kk = e % KST, nn = e / KST, k = k0 + kk, co = n0 + nn;
-    const bool ok = all(bvec3(e < BE, k < K, co < p.Cout));
-    const float v = w_w(SD_GUARD(ok, co), SD_GUARD(ok, k), K);
-    br[i] = float16_t(ok ? v : 0.0);
+  if (BVEC == 1u) {
+    [[unroll]] for (uint i = 0u; i < BOL; ++i) {  // k .. k + 7 of row co, k fastest
+      const uint e = lid + i * WGS, kq = e % (KST / 8u), nn = e / (KST / 8u), k = k0 + 8u * kq, co = n0 + nn;
+      const bool ok = all(bvec3(e < BO, k < K, co < p.Cout));  // K % 8 == 0: whole chunks
+      const uint c = (co * K + k) / 8u;
+      const uvec4 v = wo[SD_GUARD(ok, c)];
+      bo[i] = mix(uvec4(0u), v, bvec4(ok));
+    }
+  } else {
+    [[unroll]] for (uint i = 0u; i < BL; ++i) {
+      // k fastest: neighbouring invocations read a weight row's consecutive elements.
+      const uint e = lid + i * WGS, kk = e % KST, nn = e / KST, k = k0 + kk, co = n0 + nn;
+      const bool ok = all(bvec3(e < BE, k < K, co < p.Cout));
+      const float v = w_w(SD_GUARD(ok, co), SD_GUARD(ok, k), K);
+      br[i] = float16_t(ok ? v : 0.0);
+    }
   }
 }
 
@@ -115,9 +133,20 @@ void storeShared(uint stage) {
     const uint e = lid + i * WGS;
     if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
   }
-  [[unroll]] for (uint i = 0u; i < BL; ++i) {
-    const uint e = lid + i * WGS;
-    if (e < BE) Bs[stage * BT + (e / KST) * BSTR + e % KST] = br[i];
+  if (BVEC == 1u) {
+    [[unroll]] for (uint i = 0u; i < BOL; ++i) {  // k 8 kq .. 8 kq + 7 of row nn
+      const uint e = lid + i * WGS, a = stage * BT + (e / (KST / 8u)) * BSTR + 8u * (e % (KST / 8u));
+      if (e < BO) [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        const f16vec2 h = unpackFloat2x16(bo[i][c]);
+        Bs[a + 2u * c] = h.x;
+        Bs[a + 2u * c + 1u] = h.y;
+      }
+    }
+  } else {
+    [[unroll]] for (uint i = 0u; i < BL; ++i) {
+      const uint e = lid + i * WGS;
+      if (e < BE) Bs[stage * BT + (e / KST) * BSTR + e % KST] = br[i];
+    }
   }
 }
 

@@ -40,6 +40,8 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   const uint32_t sk = u32(ConvFamily::coopMatSplitK(p));
   const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
+  // w's 8-half chunks (conv_coopmat.comp's BVEC) where every weight row is whole chunks.
+  const uint32_t bvec = fam.keyFormat(f).weights == DType::F16 && d.cin * d.kernel * d.kernel % 8 == 0 ? 1u : 0u;
   // Output channels in tiles of BN (a multiple of 8): they also cover NC4HW4's padding
   // channels, which the shader writes as 0 (or, split, the reduce pass does).
   const std::array<uint32_t, 3> groups{ceilDiv(Ho * Wo, bm), ceilDiv(stored, bn), N * sk};
@@ -50,7 +52,7 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, subgroup),
        vk::specU32(11, u32(d.kernel)), vk::specU32(12, u32(d.stride)), vk::specU32(13, u32(d.pad)),
-       vk::specU32(14, sk), vulkanWeightFormat(fam, f)});
+       vk::specU32(14, sk), vk::specU32(15, bvec), vulkanWeightFormat(fam, f)});
   std::vector<Pass> passes = {{&pipe, groups}};
   uint64_t partBytes = 0;
   if (sk > 1) {

@@ -22,6 +22,19 @@
 //       column-major, column k at As[k * ASTR + t];
 //   Bs: PAIRS * BN rows of KS (channel-major, k contiguous as in w's rows): B is loaded
 //       column-major, column o at Bs[o * BSTR + k].
+// Vector staging (AVEC, BVEC: set by the lowering from the storage format and the
+// problem, not tuned): per-element staging issued 16 scalar loads of x and 16 of w per
+// invocation per 32-deep K step at the default tile, each with its own index arithmetic,
+// for 8 coopmat products per subgroup (an H100's driver reported 200 registers; the
+// 2x320x1x4096 GEMM at n = 320 ran at 26 TFLOP/s and 167 GB/s, results/vulkan/tuned/).
+// Loaded instead, through aliases of bindings 0 and 1:
+//   AVEC = 1 (NC4HW4): quads of 4 channels of one position (one 8-byte f16 or 16-byte f32
+//     load; a slice's lanes past K are padding, zeroed again here), positions fastest;
+//   AVEC = 2 (NCHW, HW % 4 == 0): quads of 4 positions of one channel;
+//   BVEC = 1 (f16 weights, K % 8 == 0): 8 halves of a weight row (one 16-byte load), k fastest;
+// a quad or chunk is whole or wholly outside, so one guard serves it. Bindings start at
+// multiples of 16 bytes (VulkanBackend's arena alignment), so the quads are aligned.
+// AVEC = BVEC = 0 is the per-element path below (every other layout, K, weight format).
 // Epilogue: each subgroup stores one accumulator at a time (CM x CN f32, column-major:
 // neighbouring lanes then hold neighbouring positions, coalesced stores in NCHW) to its
 // own shared scratch, and its lanes apply bias, activation (GEGLU: hidden * gelu(gate)),
@@ -56,6 +69,8 @@ layout(constant_id = 8) const uint KS = 32;   // K per shared-memory step (a mul
 layout(constant_id = 9) const uint DB = 1;    // double-buffered shared tiles
 layout(constant_id = 10) const uint PAIRS = 1;  // 2 under GEGLU (hidden and gate rows)
 layout(constant_id = 11) const uint SGSIZE = 32;  // the device's subgroup size (checked: 32)
+layout(constant_id = 12) const uint AVEC = 0;  // x staging: 0 per element, 1 NC4HW4 quads, 2 NCHW quads
+layout(constant_id = 13) const uint BVEC = 0;  // w staging: 0 per element, 1 f16 rows in 8-half chunks
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
 const uint ASTR = BM + 8u, BSTR = KS + 8u;      // padded row lengths (halves)
@@ -65,10 +80,14 @@ const uint AL = (AE + WGS - 1u) / WGS, BL = (BE + WGS - 1u) / WGS;  // per invoc
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;                          // one accumulator's elements
 const uint CE = CT / 32u;                         // of which one lane holds (COOPMAT_EMULATE)
+const uint AQ = AE / 4u, AQL = (AQ + WGS - 1u) / WGS;  // x quads (AVEC != 0; KS, BM multiples of 4)
+const uint BO = BE / 8u, BOL = (BO + WGS - 1u) / WGS;  // w chunks (BVEC = 1; KS a multiple of 8)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, W, w)         // in SD_WFMT (weights.glsl)
 SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
+layout(std430, binding = 0) readonly buffer XQ { sfp4 xq[]; };   // x again, as quads (AVEC != 0)
+layout(std430, binding = 1) readonly buffer WO { uvec4 wo[]; };  // w again, as 8-half chunks (BVEC = 1)
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
 layout(push_constant) uniform Push {
@@ -81,38 +100,93 @@ shared float Cs[SGM * SGN * PAIRS * CT];  // per subgroup: its hidden (and gate)
 
 float16_t ar[AL];
 float16_t br[BL];
+sfp4 aq[AQL];   // AVEC != 0
+uvec4 bo[BOL];  // BVEC = 1 (the arrays of the other paths are dead code once specialized)
 
 // Step k0's tiles into registers, as f16: x[b, k0 + kk, m0 + mm] and w[row, k0 + kk],
 // 0 past K, past the positions or past the channels.
 void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   const uint lid = gl_LocalInvocationID.x;
-  [[unroll]] for (uint i = 0u; i < AL; ++i) {
-    // positions fastest: neighbouring invocations read neighbouring x elements (NCHW).
-    const uint e = lid + i * WGS, kk = e / BM, mm = e % BM, k = k0 + kk, t = m0 + mm;
-    const bool ok = all(bvec3(e < AE, k < p.K, t < p.HW));
-    const float v = float(x[sd_index(p.layout_, b, SD_GUARD(ok, k), SD_GUARD(ok, t), p.K, p.HW)]);
-    ar[i] = float16_t(ok ? v : 0.0);
+  if (AVEC == 1u) {
+    const uint S = (p.K + 3u) / 4u;  // slices per sample
+    [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // channels k .. k + 3 of position t
+      const uint e = lid + i * WGS, kq = e / BM, mm = e % BM, k = k0 + 4u * kq, t = m0 + mm;
+      const bool ok = all(bvec3(e < AQ, k < p.K, t < p.HW));
+      const uint q = (b * S + k / 4u) * p.HW + t;
+      const sfp4 v = xq[SD_GUARD(ok, q)];
+      aq[i] = mix(sfp4(0), v, lessThan(uvec4(k) + uvec4(0u, 1u, 2u, 3u), uvec4(ok ? p.K : 0u)));
+    }
+  } else if (AVEC == 2u) {
+    [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // positions t .. t + 3 of channel k
+      const uint e = lid + i * WGS, kk = e / (BM / 4u), mq = e % (BM / 4u), k = k0 + kk, t = m0 + 4u * mq;
+      const bool ok = all(bvec3(e < AQ, k < p.K, t < p.HW));  // HW % 4 == 0: whole quads
+      const uint q = ((b * p.K + k) * p.HW + t) / 4u;
+      const sfp4 v = xq[SD_GUARD(ok, q)];
+      aq[i] = mix(sfp4(0), v, bvec4(ok));
+    }
+  } else {
+    [[unroll]] for (uint i = 0u; i < AL; ++i) {
+      // positions fastest: neighbouring invocations read neighbouring x elements (NCHW).
+      const uint e = lid + i * WGS, kk = e / BM, mm = e % BM, k = k0 + kk, t = m0 + mm;
+      const bool ok = all(bvec3(e < AE, k < p.K, t < p.HW));
+      const float v = float(x[sd_index(p.layout_, b, SD_GUARD(ok, k), SD_GUARD(ok, t), p.K, p.HW)]);
+      ar[i] = float16_t(ok ? v : 0.0);
+    }
   }
-  [[unroll]] for (uint i = 0u; i < BL; ++i) {
-    // k fastest: neighbouring invocations read a w row's consecutive elements.
-    const uint e = lid + i * WGS, kk = e % KS, nn = e / KS, k = k0 + kk;
-    const uint pair = nn / BN, o = n0 + nn % BN;
-    const bool ok = all(bvec3(e < BE, k < p.K, o < p.F));
-    const uint row = pair * p.F + o;  // a named value: SD_GUARD of an expression is a branch
-    const float v = w_w(SD_GUARD(ok, row), SD_GUARD(ok, k), p.K);
-    br[i] = float16_t(ok ? v : 0.0);
+  if (BVEC == 1u) {
+    [[unroll]] for (uint i = 0u; i < BOL; ++i) {  // k .. k + 7 of row nn, k fastest
+      const uint e = lid + i * WGS, kq = e % (KS / 8u), nn = e / (KS / 8u), k = k0 + 8u * kq;
+      const uint pair = nn / BN, o = n0 + nn % BN;
+      const bool ok = all(bvec3(e < BO, k < p.K, o < p.F));  // K % 8 == 0: whole chunks
+      const uint c = ((pair * p.F + o) * p.K + k) / 8u;
+      const uvec4 v = wo[SD_GUARD(ok, c)];
+      bo[i] = mix(uvec4(0u), v, bvec4(ok));
+    }
+  } else {
+    [[unroll]] for (uint i = 0u; i < BL; ++i) {
+      // k fastest: neighbouring invocations read a w row's consecutive elements.
+      const uint e = lid + i * WGS, kk = e % KS, nn = e / KS, k = k0 + kk;
+      const uint pair = nn / BN, o = n0 + nn % BN;
+      const bool ok = all(bvec3(e < BE, k < p.K, o < p.F));
+      const uint row = pair * p.F + o;  // a named value: SD_GUARD of an expression is a branch
+      const float v = w_w(SD_GUARD(ok, row), SD_GUARD(ok, k), p.K);
+      br[i] = float16_t(ok ? v : 0.0);
+    }
   }
 }
 
 void storeShared(uint stage) {
   const uint lid = gl_LocalInvocationID.x;
-  [[unroll]] for (uint i = 0u; i < AL; ++i) {
-    const uint e = lid + i * WGS;
-    if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
+  if (AVEC == 1u) {
+    [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // channels 4 kq .. 4 kq + 3 of position mm
+      const uint e = lid + i * WGS, a = stage * AT + 4u * (e / BM) * ASTR + e % BM;
+      if (e < AQ) [[unroll]] for (uint j = 0u; j < 4u; ++j) As[a + j * ASTR] = float16_t(aq[i][j]);
+    }
+  } else if (AVEC == 2u) {
+    [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // positions 4 mq .. 4 mq + 3 of channel kk
+      const uint e = lid + i * WGS, a = stage * AT + (e / (BM / 4u)) * ASTR + 4u * (e % (BM / 4u));
+      if (e < AQ) [[unroll]] for (uint j = 0u; j < 4u; ++j) As[a + j] = float16_t(aq[i][j]);
+    }
+  } else {
+    [[unroll]] for (uint i = 0u; i < AL; ++i) {
+      const uint e = lid + i * WGS;
+      if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
+    }
   }
-  [[unroll]] for (uint i = 0u; i < BL; ++i) {
-    const uint e = lid + i * WGS;
-    if (e < BE) Bs[stage * BT + (e / KS) * BSTR + e % KS] = br[i];
+  if (BVEC == 1u) {
+    [[unroll]] for (uint i = 0u; i < BOL; ++i) {  // k 8 kq .. 8 kq + 7 of row nn
+      const uint e = lid + i * WGS, a = stage * BT + (e / (KS / 8u)) * BSTR + 8u * (e % (KS / 8u));
+      if (e < BO) [[unroll]] for (uint c = 0u; c < 4u; ++c) {
+        const f16vec2 h = unpackFloat2x16(bo[i][c]);
+        Bs[a + 2u * c] = h.x;
+        Bs[a + 2u * c + 1u] = h.y;
+      }
+    }
+  } else {
+    [[unroll]] for (uint i = 0u; i < BL; ++i) {
+      const uint e = lid + i * WGS;
+      if (e < BE) Bs[stage * BT + (e / KS) * BSTR + e % KS] = br[i];
+    }
   }
 }
 

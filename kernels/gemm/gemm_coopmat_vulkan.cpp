@@ -25,12 +25,17 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
   // 32: the device rule checked it (the emulation makes its own groups of 32).
   const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
+  // The staging's vector loads (gemm_coopmat.comp: AVEC, BVEC), wherever the layout and the
+  // problem keep every quad or chunk whole and aligned; per element otherwise.
+  const uint32_t avec = layout == 1u ? 1u : (y.hw() % 4 == 0 ? 2u : 0u);
+  const uint32_t bvec = fam.keyFormat(f).weights == DType::F16 && g->x.c % 8 == 0 ? 1u : 0u;
   const auto& pipe = be.pipeline(
       vulkanModuleFor(module.name, f), 5, 6 * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")),
-       vk::specU32(10, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(11, subgroup), vulkanWeightFormat(fam, f)});
+       vk::specU32(10, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(11, subgroup), vk::specU32(12, avec),
+       vk::specU32(13, bvec), vulkanWeightFormat(fam, f)});
   // Output channels in tiles of BN: BN is a multiple of 8, so the tiles also cover
   // NC4HW4's padding channels (C rounded up to 4), which the shader writes as 0.
   return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),

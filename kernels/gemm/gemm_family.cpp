@@ -142,6 +142,9 @@ std::vector<ProblemPtr> GemmFamily::checkProblems(bool full) const {
       problem({2, 19, 1, 33}, 20, "quick_gelu", false),         // no bias, K < one KWG step
       problem({1, 48, 3, 5}, 24, "silu", true, true),           // image-shaped x, residual
       problem({2, 24, 1, 17}, 12, "gelu_tanh"),
+      // HW % 4 == 0 and K % 8 == 0 (every other one has an odd HW): coopmat_f16's
+      // NCHW quads of positions and 8-half weight chunks (gemm_coopmat.comp's AVEC, BVEC).
+      problem({2, 40, 4, 20}, 24, "gelu", true, true),
   };
   if (!full) return out;
   // SD 1.5 at 512x512, batch 2: the Linear layers of a transformer block at each level
