@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -45,8 +45,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|gemm-peer|run|race|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|gemm-peer|run|race|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -210,6 +210,34 @@ if want warmup; then
     grep -hE "^(attention|conv) " "$R/warmup-attn-$ms.txt" "$R/warmup-conv-$ms.txt" | sed "s/^/warmup-ms $ms: /"
   done
   kill $SMI 2>/dev/null
+  pack
+fi
+if want staging; then
+  # The coopmat shaders' vector staging (gemm_coopmat.comp's AVEC / BVEC, conv_coopmat.comp's
+  # BVEC): first on tensor cores, the quick gemm problems with f16 weights in both layouts
+  # (HW % 4 == 0 and K % 8 == 0 among them) and a conv with Cin % 8 == 0; then, in this
+  # call, the same ops and the race command with SDSPEED_VK_SCALAR_STAGING=1 (the per-element
+  # staging before it) and without (every bench checks its point against Eigen first).
+  step 100 check-staging-gemm $S check --backend vulkan --op gemm --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw,f16.buffer.nc4hw4,f32.buffer.nc4hw4 --weights f16 --points 4 --csv "$R/check-staging-gemm.csv"
+  step 100 check-staging-conv $S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16 --points 4 --shape 2x64x12x10 \
+    --attrs cout=72,temb=1 --csv "$R/check-staging-conv.csv"
+  tail -3 "$R/check-staging-gemm.txt" "$R/check-staging-conv.txt"
+  for mode in scalar vector; do
+    if [ $mode = scalar ]; then export SDSPEED_VK_SCALAR_STAGING=1; else unset SDSPEED_VK_SCALAR_STAGING; fi
+    B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60"
+    step 60 staging-geglu-$mode $B --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 \
+      --variant coopmat_f16
+    step 60 staging-gemm-$mode $B --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 \
+      --variant coopmat_f16
+    step 90 staging-conv-$mode $B --op conv --shape 2x640x32x32 --attrs cout=640,residual=1 --variant coopmat_f16
+    grep -hE "^(gemm|conv) " "$R/staging-geglu-$mode.txt" "$R/staging-gemm-$mode.txt" "$R/staging-conv-$mode.txt" | sed "s/^/$mode: /"
+    sd_run run-vulkan-f16-staging-$mode 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  done
+  summarize
+  step 120 profile-vulkan-f16-staging $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --profile --no-decode --report "$R/profile-vulkan-f16-staging.json"
   pack
 fi
 if want gemm-peer; then

@@ -1,5 +1,8 @@
 #include "kernels/vulkan/vulkan_lowering.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "runtime/error.h"
 
 namespace sdspeed {
@@ -151,6 +154,14 @@ std::array<uint32_t, 3> channelGrid(const Shape& out, uint32_t layout, uint32_t 
   const uint32_t stored = layout == 1u ? (C + 3u) / 4u * 4u : C;
   const uint32_t perItem = (hw + items - 1) / items;
   return {(perItem + wg - 1) / wg, stored, static_cast<uint32_t>(out.n)};
+}
+
+bool vulkanVectorStaging() {
+  static const bool on = [] {
+    const char* e = std::getenv("SDSPEED_VK_SCALAR_STAGING");
+    return !(e && std::string(e) == "1");
+  }();
+  return on;
 }
 
 uint32_t vulkanLayoutCode(const StorageFormat& f) {
