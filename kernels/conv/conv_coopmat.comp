@@ -49,6 +49,9 @@ layout(constant_id = 14) const uint SK = 1;  // split-K: work-groups sharing an 
 // 8-half chunks in one 16-byte load each, as gemm_coopmat.comp's BVEC. The gather of x
 // stays per element: k = ci * KK + tap puts a pixel's neighbouring channels KK apart.
 layout(constant_id = 15) const uint BVEC = 0;
+// The layout again (the lowering sets it equal to the push constant's): sd_index's select
+// of NCHW or NC4HW4 folded when the pipeline is made, not paid per gathered element.
+layout(constant_id = 16) const uint LAYOUT = 0;
 const uint KK = KSIZE * KSIZE;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
@@ -94,7 +97,7 @@ float loadX(bool ok, uint b, uint ci, int iy, int ix) {
                              all(lessThan(ivec2(iy, ix), ivec2(p.H, p.W)))));
   const uint pix = uint(iy) * p.W + uint(ix);  // a named value: SD_GUARD of an expression is a branch
   const uint hw = SD_GUARD(in_, pix);
-  const float v = float(x[sd_index(p.layout_, b, SD_GUARD(in_, ci), hw, p.Cin, p.H * p.W)]);
+  const float v = float(x[sd_index(LAYOUT, b, SD_GUARD(in_, ci), hw, p.Cin, p.H * p.W)]);
   return in_ ? v : 0.0;
 }
 
@@ -232,7 +235,7 @@ void main() {
   // positions, coalesced NCHW stores) to its own scratch; channels from Cout up to the
   // stored ones (NC4HW4's pad lanes) are written 0, positions past Ho * Wo skipped.
   // Split-K stores the raw sums instead, positions contiguous: part[ks][b][co][n].
-  const uint stored = sd_stored_channels(p.layout_, p.Cout), coutP = (p.Cout + 3u) / 4u * 4u;
+  const uint stored = sd_stored_channels(LAYOUT, p.Cout), coutP = (p.Cout + 3u) / 4u * 4u;
   const uint lane = SG_LANE, scratch = sg * CT;
   [[unroll]] for (uint i = 0u; i < WM; ++i)
     [[unroll]] for (uint j = 0u; j < WN; ++j) {
@@ -254,10 +257,10 @@ void main() {
         if (co < p.Cout) {
           v = Cs[scratch + e];
           if ((p.flags & 1u) != 0u) v += wbias_p(co);
-          if ((p.flags & 2u) != 0u) v += float(temb[sd_index(p.layout_, b, co, 0u, p.Cout, 1u)]);
-          if ((p.flags & 4u) != 0u) v += float(res[sd_index(p.layout_, b, co, n, p.Cout, HoWo)]);
+          if ((p.flags & 2u) != 0u) v += float(temb[sd_index(LAYOUT, b, co, 0u, p.Cout, 1u)]);
+          if ((p.flags & 4u) != 0u) v += float(res[sd_index(LAYOUT, b, co, n, p.Cout, HoWo)]);
         }
-        y[sd_index(p.layout_, b, co, n, p.Cout, HoWo)] = sfp(v);
+        y[sd_index(LAYOUT, b, co, n, p.Cout, HoWo)] = sfp(v);
       }
       barrier();  // read before the next accumulator overwrites the scratch
     }

@@ -52,7 +52,8 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, subgroup),
        vk::specU32(11, u32(d.kernel)), vk::specU32(12, u32(d.stride)), vk::specU32(13, u32(d.pad)),
-       vk::specU32(14, sk), vk::specU32(15, bvec), vulkanWeightFormat(fam, f)});
+       vk::specU32(14, sk), vk::specU32(15, bvec), vk::specU32(16, layout),
+       vulkanWeightFormat(fam, f)});
   std::vector<Pass> passes = {{&pipe, groups}};
   uint64_t partBytes = 0;
   if (sk > 1) {

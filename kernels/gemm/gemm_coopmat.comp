@@ -71,6 +71,9 @@ layout(constant_id = 10) const uint PAIRS = 1;  // 2 under GEGLU (hidden and gat
 layout(constant_id = 11) const uint SGSIZE = 32;  // the device's subgroup size (checked: 32)
 layout(constant_id = 12) const uint AVEC = 0;  // x staging: 0 per element, 1 NC4HW4 quads, 2 NCHW quads
 layout(constant_id = 13) const uint BVEC = 0;  // w staging: 0 per element, 1 f16 rows in 8-half chunks
+// The layout again (the lowering sets it equal to the push constant's): sd_index's select
+// of NCHW or NC4HW4 folded when the pipeline is made, not paid per staged element.
+layout(constant_id = 14) const uint LAYOUT = 0;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
 const uint ASTR = BM + 8u, BSTR = KS + 8u;      // padded row lengths (halves)
@@ -129,7 +132,7 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
       // positions fastest: neighbouring invocations read neighbouring x elements (NCHW).
       const uint e = lid + i * WGS, kk = e / BM, mm = e % BM, k = k0 + kk, t = m0 + mm;
       const bool ok = all(bvec3(e < AE, k < p.K, t < p.HW));
-      const float v = float(x[sd_index(p.layout_, b, SD_GUARD(ok, k), SD_GUARD(ok, t), p.K, p.HW)]);
+      const float v = float(x[sd_index(LAYOUT, b, SD_GUARD(ok, k), SD_GUARD(ok, t), p.K, p.HW)]);
       ar[i] = float16_t(ok ? v : 0.0);
     }
   }
@@ -265,7 +268,7 @@ void main() {
   }
 
   const bool hasBias = (p.flags & 1u) != 0u, hasRes = (p.flags & 2u) != 0u;
-  const uint stored = sd_stored_channels(p.layout_, p.F);
+  const uint stored = sd_stored_channels(LAYOUT, p.F);
   const uint lane = SG_LANE, scratch = sg * PAIRS * CT;
   [[unroll]] for (uint i = 0u; i < WM; ++i)
     [[unroll]] for (uint j = 0u; j < WN; ++j) {
@@ -290,9 +293,9 @@ void main() {
           } else {
             out_ = p.epi == 0u ? h : float(apply(afp(h), p.epi - 1u));
           }
-          if (hasRes) out_ += float(res[sd_index(p.layout_, b, o, t, p.F, p.HW)]);
+          if (hasRes) out_ += float(res[sd_index(LAYOUT, b, o, t, p.F, p.HW)]);
         }
-        y[sd_index(p.layout_, b, o, t, p.F, p.HW)] = sfp(out_);
+        y[sd_index(LAYOUT, b, o, t, p.F, p.HW)] = sfp(out_);
       }
       barrier();  // read before the next accumulator overwrites the scratch
     }

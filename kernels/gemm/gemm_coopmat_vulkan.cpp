@@ -35,7 +35,7 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")),
        vk::specU32(10, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(11, subgroup), vk::specU32(12, avec),
-       vk::specU32(13, bvec), vulkanWeightFormat(fam, f)});
+       vk::specU32(13, bvec), vk::specU32(14, layout), vulkanWeightFormat(fam, f)});
   // Output channels in tiles of BN: BN is a multiple of 8, so the tiles also cover
   // NC4HW4's padding channels (C rounded up to 4), which the shader writes as 0.
   return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),
