@@ -111,13 +111,13 @@ uvec4 bo[BOL];  // BVEC = 1 (the arrays of the other paths are dead code once sp
 void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   const uint lid = gl_LocalInvocationID.x;
   if (AVEC == 1u) {
-    const uint S = (p.K + 3u) / 4u;  // slices per sample
+    const uint S = (p.K + 3u) / 4u, K = p.K;  // slices per sample; K named for SD_GUARD
     [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // channels k .. k + 3 of position t
       const uint e = lid + i * WGS, kq = e / BM, mm = e % BM, k = k0 + 4u * kq, t = m0 + mm;
       const bool ok = all(bvec3(e < AQ, k < p.K, t < p.HW));
       const uint q = (b * S + k / 4u) * p.HW + t;
       const sfp4 v = xq[SD_GUARD(ok, q)];
-      aq[i] = mix(sfp4(0), v, lessThan(uvec4(k) + uvec4(0u, 1u, 2u, 3u), uvec4(ok ? p.K : 0u)));
+      aq[i] = mix(sfp4(0), v, lessThan(uvec4(k) + uvec4(0u, 1u, 2u, 3u), uvec4(SD_GUARD(ok, K))));
     }
   } else if (AVEC == 2u) {
     [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // positions t .. t + 3 of channel k

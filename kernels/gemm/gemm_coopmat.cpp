@@ -35,6 +35,10 @@ VariantDef GemmFamily::coopMatVariant() {
   };
   c.constraints = {
       {"KS % CK == 0 (whole coopmat steps per stage)", [](const ParamPoint& p) { return p["KS"] % p["CK"] == 0; }},
+      // The shaders' vector staging (gemm_coopmat.comp's AVEC / BVEC) takes whole 8-half
+      // weight chunks and x quads per stage; every KS and CM listed keeps it, a new one must.
+      {"KS % 8 == 0 and CM % 4 == 0 (vector staging)",
+       [](const ParamPoint& p) { return p["KS"] % 8 == 0 && p["CM"] % 4 == 0; }},
       {"WM * WN <= 8 (accumulators per subgroup, 16 under GEGLU)",
        [](const ParamPoint& p) { return p["WM"] * p["WN"] <= 8; }},
       {"64 <= SGM * SGN * 32 <= 512 (work-group)",
