@@ -40,8 +40,7 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   const uint32_t sk = u32(ConvFamily::coopMatSplitK(p));
   const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
-  // w's 8-half chunks (conv_coopmat.comp's BVEC) where every weight row is whole chunks.
-  const uint32_t bvec = vulkanVectorStaging() && fam.keyFormat(f).weights == DType::F16 && d.cin * d.kernel * d.kernel % 8 == 0 ? 1u : 0u;
+  const uint32_t bvec = vulkanWeightChunks(fam, f, d.cin * d.kernel * d.kernel);  // conv_coopmat.comp's BVEC
   // Output channels in tiles of BN (a multiple of 8): they also cover NC4HW4's padding
   // channels, which the shader writes as 0 (or, split, the reduce pass does).
   const std::array<uint32_t, 3> groups{ceilDiv(Ho * Wo, bm), ceilDiv(stored, bn), N * sk};

@@ -164,6 +164,10 @@ bool vulkanVectorStaging() {
   return on;
 }
 
+uint32_t vulkanWeightChunks(const Family& fam, const StorageFormat& f, int64_t K) {
+  return vulkanVectorStaging() && fam.keyFormat(f).weights == DType::F16 && K % 8 == 0 ? 1u : 0u;
+}
+
 uint32_t vulkanLayoutCode(const StorageFormat& f) {
   if (f.storage != Storage::Buffer) throw UnsupportedError("Vulkan shaders read buffers, not " + f.name());
   return f.layout == Layout::NC4HW4 ? 1u : 0u;

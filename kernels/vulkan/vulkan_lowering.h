@@ -53,6 +53,10 @@ vk::SpecConstant vulkanWeightFormat(const Family& fam, const StorageFormat& f);
 // environment sets SDSPEED_VK_SCALAR_STAGING=1, an ablation switch for measuring what they
 // gain in one device call (not for tuning: the sweep cache does not record it).
 bool vulkanVectorStaging();
+// The coopmat shaders' weight staging (gemm_coopmat.comp's and conv_coopmat.comp's BVEC):
+// 1 where w may be read in 8-half chunks (vector staging on, f16 weights, rows of K
+// columns whole chunks: K % 8 == 0), else 0 (per element).
+uint32_t vulkanWeightChunks(const Family& fam, const StorageFormat& f, int64_t K);
 
 // The module a cooperative-matrix variant (gemm / conv coopmat_f16, attention
 // flash_coopmat_f16) runs. Under its COOPMAT_EMULATE define (tests only: the coopmat
