@@ -49,8 +49,8 @@ layout(constant_id = 14) const uint SK = 1;  // split-K: work-groups sharing an 
 // 8-half chunks in one 16-byte load each, as gemm_coopmat.comp's BVEC. The gather of x
 // stays per element: k = ci * KK + tap puts a pixel's neighbouring channels KK apart.
 layout(constant_id = 15) const uint BVEC = 0;
-// The layout again (the lowering sets it equal to the push constant's): sd_index's select
-// of NCHW or NC4HW4 folded when the pipeline is made, not paid per gathered element.
+// The layout (SD_NCHW or SD_NC4HW4) as a constant, not a push constant: sd_index's select
+// is folded when the pipeline is made, not paid per gathered element.
 layout(constant_id = 16) const uint LAYOUT = 0;
 const uint KK = KSIZE * KSIZE;
 
@@ -74,7 +74,7 @@ layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
 // Split-K's partial sums (SK > 1; at SK = 1 the lowering binds y here, never written).
 layout(std430, binding = 6) writeonly buffer Part { float part[]; };
 layout(push_constant) uniform Push {
-  uint Cin, H, W, Cout, Ho, Wo, flags, layout_;  // conv.comp's: flags 1 bias, 2 temb, 4 residual
+  uint Cin, H, W, Cout, Ho, Wo, flags;  // conv.comp's but the layout: flags 1 bias, 2 temb, 4 residual
 } p;
 
 shared float16_t As[STAGES * AT];

@@ -6,7 +6,7 @@
 // adds the SK of each output in f32, in the fixed order ks = 0, 1, .. (the result does not
 // depend on scheduling), then applies conv_coopmat.comp's epilogue unchanged: bias, temb,
 // residual in conv.cl's order, in f32; NC4HW4's pad channels written 0; y in the pushed
-// layout. One invocation per stored output element: work-groups of WG positions (x),
+// layout (a constant, as conv_coopmat.comp's). One invocation per stored output element: work-groups of WG positions (x),
 // one output channel (y), one sample (z), as the elementwise shaders' channelGrid.
 // Same bindings and push constants as conv_coopmat.comp, so one set serves both passes.
 #include "../common/prelude.glsl"
@@ -14,6 +14,7 @@
 
 layout(local_size_x_id = 0) in;              // WG positions per work-group
 layout(constant_id = 1) const uint SK = 2;   // the partial sums per output (conv_coopmat.comp's SK)
+layout(constant_id = 2) const uint LAYOUT = 0;  // SD_NCHW or SD_NC4HW4 (conv_coopmat.comp's LAYOUT)
 
 SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
 layout(std430, binding = 3) readonly buffer Temb { sfp temb[]; };
@@ -21,7 +22,7 @@ layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
 layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
 layout(std430, binding = 6) readonly buffer Part { float part[]; };
 layout(push_constant) uniform Push {
-  uint Cin, H, W, Cout, Ho, Wo, flags, layout_;  // conv_coopmat.comp's: flags 1 bias, 2 temb, 4 residual
+  uint Cin, H, W, Cout, Ho, Wo, flags;  // conv_coopmat.comp's: flags 1 bias, 2 temb, 4 residual
 } p;
 
 void main() {
@@ -33,8 +34,8 @@ void main() {
   if (co < p.Cout) {
     [[unroll]] for (uint ks = 0u; ks < SK; ++ks) v += part[((ks * N + b) * coutP + co) * HoWo + n];
     if ((p.flags & 1u) != 0u) v += wbias_p(co);
-    if ((p.flags & 2u) != 0u) v += float(temb[sd_index(p.layout_, b, co, 0u, p.Cout, 1u)]);
-    if ((p.flags & 4u) != 0u) v += float(res[sd_index(p.layout_, b, co, n, p.Cout, HoWo)]);
+    if ((p.flags & 2u) != 0u) v += float(temb[sd_index(LAYOUT, b, co, 0u, p.Cout, 1u)]);
+    if ((p.flags & 4u) != 0u) v += float(res[sd_index(LAYOUT, b, co, n, p.Cout, HoWo)]);
   }
-  y[sd_index(p.layout_, b, co, n, p.Cout, HoWo)] = sfp(v);
+  y[sd_index(LAYOUT, b, co, n, p.Cout, HoWo)] = sfp(v);
 }

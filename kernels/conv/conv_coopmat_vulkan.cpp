@@ -1,7 +1,7 @@
 // The Vulkan lowering of conv coopmat_f16 (kernels/conv/conv_coopmat.comp): the point's
 // coopmat shape, warp tile, subgroups, K step, double buffering and split-K, and the
-// problem's kernel size, stride and pad as specialization constants; conv.comp's push
-// constants. SK = 1: one dispatch of a work-group per BM positions x BN output channels
+// problem's kernel size, stride and pad and the layout as specialization constants;
+// conv.comp's push constants but the layout. SK = 1: one dispatch of a work-group per BM positions x BN output channels
 // per sample. SK > 1: SK times the work-groups (grid z = SK * N), each over one K range,
 // storing f32 partial sums to a scratch region, then conv_coopmat_reduce.comp (a second
 // dispatch in the same recording: the recorder's barrier orders them) sums them and
@@ -19,7 +19,7 @@ namespace {
 
 // x, w, bias, temb, residual, y, and split-K's partial sums (both passes bind the same set).
 constexpr uint32_t kBindings = 7;
-constexpr uint32_t kPushWords = 8;  // Cin, H, W, Cout, Ho, Wo, flags, layout
+constexpr uint32_t kPushWords = 7;  // Cin, H, W, Cout, Ho, Wo, flags (the layout: a specialization constant)
 // The reduce pass's work-group along the positions: two 32-wide subgroups of consecutive
 // positions (coalesced partial reads and NCHW stores); a pass this light needs no tuning.
 constexpr uint32_t kReduceWg = 64;
@@ -61,7 +61,8 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
     const std::array<uint32_t, 3> reduceGroups = channelGrid(out, layout, kReduceWg, 1);
     vulkanCheckGroupCount(be, "conv " + v.name + " split-K reduce", reduceGroups);
     const auto& reduce = be.pipeline(vulkanModuleFor("conv_coopmat_reduce", f), kBindings, kPushWords * 4,
-                                     {vulkanLocalSizeX(be, kReduceWg), vk::specU32(1, sk), vulkanWeightFormat(fam, f)});
+                                     {vulkanLocalSizeX(be, kReduceWg), vk::specU32(1, sk), vk::specU32(2, layout),
+                                      vulkanWeightFormat(fam, f)});
     passes.push_back({&reduce, reduceGroups});
   }
   const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
@@ -69,7 +70,7 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   // stands in (SK = 1 never writes them). w and bias are read as uint words.
   return std::make_unique<VkMultiDispatchOp>(
       be, "conv " + v.name, 6, std::move(passes),
-      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, layout}, 1,
+      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags}, 1,
       partBytes ? std::vector<uint64_t>{partBytes} : std::vector<uint64_t>{}, 5, kVkWeightBindings12);
 }
 

@@ -71,8 +71,8 @@ layout(constant_id = 10) const uint PAIRS = 1;  // 2 under GEGLU (hidden and gat
 layout(constant_id = 11) const uint SGSIZE = 32;  // the device's subgroup size (checked: 32)
 layout(constant_id = 12) const uint AVEC = 0;  // x staging: 0 per element, 1 NC4HW4 quads, 2 NCHW quads
 layout(constant_id = 13) const uint BVEC = 0;  // w staging: 0 per element, 1 f16 rows in 8-half chunks
-// The layout again (the lowering sets it equal to the push constant's): sd_index's select
-// of NCHW or NC4HW4 folded when the pipeline is made, not paid per staged element.
+// The layout (SD_NCHW or SD_NC4HW4) as a constant, not a push constant: sd_index's select
+// is folded when the pipeline is made, not paid per staged element.
 layout(constant_id = 14) const uint LAYOUT = 0;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
@@ -94,7 +94,7 @@ layout(std430, binding = 1) readonly buffer WO { uvec4 wo[]; };  // w again, as 
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
 layout(push_constant) uniform Push {
-  uint K, F, HW, epi, flags, layout_;  // flags: 1 bias, 2 residual
+  uint K, F, HW, epi, flags;  // flags: 1 bias, 2 residual
 } p;
 
 shared float16_t As[STAGES * AT];

@@ -1,6 +1,7 @@
 // The Vulkan lowering of gemm coopmat_f16 (kernels/gemm/gemm_coopmat.comp): the point's
 // coopmat shape, warp tile, subgroups, K step and double buffering as specialization
-// constants, the problem as gemm.comp's push constants, one dispatch of a work-group per
+// constants with the layout and the staging paths, the problem as gemm.comp's push
+// constants but the layout, one dispatch of a work-group per
 // BM x BN output tile per sample. Refused in one line where the build's glslc made no
 // module (no GL_NV_cooperative_matrix) or the device did not enable the extension; the
 // family's device rule (gemm_coopmat.cpp) has already checked the device's shape list.
@@ -20,7 +21,7 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
   const Shape y = g->outShape();
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t flags = (g->bias ? 1u : 0u) | (g->residual ? 2u : 0u);
-  std::vector<uint32_t> push{u32(g->x.c), u32(y.c), u32(y.hw()), epi, flags, layout};
+  std::vector<uint32_t> push{u32(g->x.c), u32(y.c), u32(y.hw()), epi, flags};  // the layout: constant 14
   auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
   // 32: the device rule checked it (the emulation makes its own groups of 32).
   const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;
@@ -30,7 +31,7 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
   const uint32_t avec = !vulkanVectorStaging() ? 0u : layout == 1u ? 1u : (y.hw() % 4 == 0 ? 2u : 0u);
   const uint32_t bvec = vulkanWeightChunks(fam, f, g->x.c);
   const auto& pipe = be.pipeline(
-      vulkanModuleFor(module.name, f), 5, 6 * 4,
+      vulkanModuleFor(module.name, f), 5, 5 * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")),
