@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -25,6 +25,9 @@
 #   `run` instead: SD 1.5 512x512 through OpenCL f32, Vulkan f32 and Vulkan f16 arithmetic
 #   (#21's targets), the UNet medians and decoded-image PSNRs in summary.txt (~7 min; the
 #   build is reused when the machine is still warm from a `check` call).
+#   `tiles` instead: the coopmat shaders' uvec4 tiles against the tiles before them (the
+#   reverse of the carried .device-old.patch, built beside), checks, benches and the race
+#   command each way, in one call (~7 min).
 #   `setup` instead: issue #22's setup target (<= 5 s with a warm pipeline cache, the weights
 #   read from an f16 safetensors file): SD 1.5's seeded weights written once as an f16
 #   checkpoint folder (`sdspeed quantize --random-weights --weights f16`, /tmp/sd15-f16, kept
@@ -45,8 +48,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|gemm-peer|run|race|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|gemm-peer|run|race|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -238,6 +241,52 @@ if want staging; then
   summarize
   step 120 profile-vulkan-f16-staging $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --profile --no-decode --report "$R/profile-vulkan-f16-staging.json"
+  pack
+fi
+if want tiles; then
+  # The coopmat shaders' uvec4 tiles (kernels/common/coopmat_tiles.glsl) against the f16
+  # tiles before them, in one call: .device-old.patch (carried: `git diff BASE -- kernels
+  # > .device-old.patch` here, BASE the commit before the change) is applied in reverse to
+  # a copy of the tree, built beside build-dev; then the new shaders' checks on tensor
+  # cores (both layouts, f16 weights and int8, split-K), then the same benches (each point
+  # checked against Eigen first) and the race command, old then new, and the new profile.
+  O=/tmp/old
+  if [ ! -x $O/build-dev/cli/sdspeed ]; then
+    rm -rf $O && mkdir -p $O && tar --exclude=./build-dev --exclude=./.gl --exclude=./.vk --exclude=./.whl -cf - . | tar -C $O -xf -
+    (cd $O && patch -R -p1 -s < .device-old.patch) > "$R/old-patch.txt" 2>&1 || { cat "$R/old-patch.txt"; pack; exit 1; }
+    step 240 build-old bash -c "cd $O && cmake -S . -B build-dev -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF \
+      -DVulkan_INCLUDE_DIR=/opt/vk/usr/include -DVulkan_LIBRARY=/usr/lib/x86_64-linux-gnu/libvulkan.so.1 \
+      -DSDSPEED_GLSLC=/opt/vk/usr/bin/glslc && cmake --build build-dev -j16 --target sdspeed"
+  fi
+  step 100 check-tiles-gemm $S check --backend vulkan --op gemm --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw,f16.buffer.nc4hw4,f32.buffer.nc4hw4 --weights f16,int8 --points 4 --csv "$R/check-tiles-gemm.csv"
+  step 100 check-tiles-conv $S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16,int8 --points 4 --csv "$R/check-tiles-conv.csv"
+  step 100 check-tiles-splitk $S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --weights f16 --params SK=4 --csv "$R/check-tiles-splitk.csv"
+  tail -2 "$R/check-tiles-gemm.txt" "$R/check-tiles-conv.txt" "$R/check-tiles-splitk.txt"
+  sd_run run-opencl-f32 150  # the image both PSNRs compare against
+  for mode in old new; do
+    X=$S; [ $mode = old ] && X=$O/build-dev/cli/sdspeed
+    B="$X bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60"
+    step 60 tiles-geglu-$mode $B --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 \
+      --variant coopmat_f16
+    step 60 tiles-gemm-$mode $B --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 \
+      --variant coopmat_f16
+    step 60 tiles-gemv-$mode $B --op gemm --shape 2x1280x1x1 --attrs n=1280,epilogue=none,bias=1,residual=0 \
+      --variant coopmat_f16
+    step 90 tiles-conv-$mode $B --op conv --shape 2x640x32x32 --attrs cout=640,residual=1 --variant coopmat_f16
+    grep -hE "^(gemm|conv) " "$R"/tiles-*-$mode.txt | sed "s/^/$mode: /"
+    step 150 run-vulkan-f16-tiles-$mode $X run $SD --report "$R/run-vulkan-f16-tiles-$mode.json" \
+      -o "$R/run-vulkan-f16-tiles-$mode.png" --save-decoded "$R/run-vulkan-f16-tiles-$mode.safetensors" \
+      --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  done
+  summarize
+  step 120 profile-vulkan-f16-tiles $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --profile --no-decode --report "$R/profile-vulkan-f16-tiles.json"
+  step 60 kernels-tiles env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op gemm \
+    --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --points 0 \
+    --shape 2x320x1x4096 --attrs n=320 --dump-kernels "$R/kernels-tiles"
   pack
 fi
 if want gemm-peer; then

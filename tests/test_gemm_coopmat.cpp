@@ -135,12 +135,12 @@ TEST(GemmCoopMat, NoCooperativeMatricesRejectsEveryPoint) {
 }
 
 TEST(GemmCoopMat, SharedMemoryAsTheShaderDeclaresIt) {
-  // Defaults: BM = BN = 2 * 2 * 16 = 64, KS = 32, two stages. As: 32 x (64 + 8) halves,
-  // Bs: 64 x (32 + 8) halves (x2 under GEGLU), per stage; the scratch: 4 subgroups x 256
-  // floats (x2 under GEGLU).
+  // Defaults: BM = BN = 2 * 2 * 16 = 64, KS = 32, two stages. As: 64 rows of 32 + 8
+  // halves (5 uvec4s), Bs: 64 rows likewise (x2 under GEGLU), per stage; the scratch: 4
+  // subgroups x 256 floats (x2 under GEGLU).
   const ParamPoint d = coopmat().defaults();
-  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, false), 2u * 2 * (32 * 72 + 64 * 40) + 4u * 4 * 256);
-  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, true), 2u * 2 * (32 * 72 + 2 * 64 * 40) + 4u * 4 * 2 * 256);
+  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, false), 2u * 2 * (64 * 40 + 64 * 40) + 4u * 4 * 256);
+  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, true), 2u * 2 * (64 * 40 + 2 * 64 * 40) + 4u * 4 * 2 * 256);
   EXPECT_EQ(coopmat().localMemBytes(d), GemmFamily::coopMatLocalBytes(d, false));
   // GEGLU's larger tiles are checked where the problem is known.
   const Family& gemm = findFamily("gemm");

@@ -26,6 +26,7 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "../common/prelude.glsl"
 #include "../common/weights.glsl"
+#include "../common/coopmat_tiles.glsl"
 
 layout(local_size_x_id = 0) in;  // SGM * SGN * 32
 layout(constant_id = 1) const uint CM = 16;   // coopmat shape: positions
@@ -44,10 +45,11 @@ layout(constant_id = 11) const uint KSIZE = 3;
 layout(constant_id = 12) const uint STRIDE = 1;
 layout(constant_id = 13) const uint PAD = 1;
 layout(constant_id = 14) const uint SK = 1;  // split-K: work-groups sharing an output tile (1: no split)
-// w staging (set by the lowering, not tuned): 0 per element; 1 with f16 weights and
-// K = Cin * KSIZE^2 a multiple of 8 (every SD 1.5 convolution but conv_in), whole rows'
-// 8-half chunks in one 16-byte load each, as gemm_coopmat.comp's BVEC. The gather of x
-// stays per element: k = ci * KK + tap puts a pixel's neighbouring channels KK apart.
+// w reads (set by the lowering, not tuned): 0 per element; 1 with f16 weights and
+// K = Cin * KSIZE^2 a multiple of 8 (every SD 1.5 convolution but conv_in), a row's chunk
+// of 8 halves in one 16-byte load, as gemm_coopmat.comp's BVEC. The gather of x stays per
+// element (8 of them into a chunk): k = ci * KK + tap puts a pixel's neighbouring channels
+// KK apart.
 layout(constant_id = 15) const uint BVEC = 0;
 // The layout (SD_NCHW or SD_NC4HW4) as a constant, not a push constant: sd_index's select
 // is folded when the pipeline is made, not paid per gathered element.
@@ -55,14 +57,13 @@ layout(constant_id = 16) const uint LAYOUT = 0;
 const uint KK = KSIZE * KSIZE;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
-const uint ASTR = BM + 8u, BSTR = KST + 8u;  // padded row lengths (halves), as in gemm_coopmat.comp
-const uint AT = KST * ASTR, BT = BN * BSTR;  // one stage's shared elements
-const uint AE = KST * BM, BE = BN * KST;     // one stage's loaded elements
-const uint AL = (AE + WGS - 1u) / WGS, BL = (BE + WGS - 1u) / WGS;  // per invocation
+const uint KC = KST / 8u, RS = KC + 1u;     // gemm_coopmat.comp's chunks and padded rows (uvec4s)
+const uint AT = BM * RS, BT = BN * RS;       // one stage's shared uvec4s
+const uint AC = BM * KC, BC = BN * KC;       // one stage's chunks
+const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per invocation
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;   // one accumulator's elements
 const uint CE = CT / 32u;  // of which one lane holds (COOPMAT_EMULATE)
-const uint BO = BE / 8u, BOL = (BO + WGS - 1u) / WGS;  // w chunks (BVEC = 1; KST a multiple of 8)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, Wt, w)        // [Cout][Cin * KSIZE^2] in SD_WFMT (weights.glsl)
@@ -77,18 +78,17 @@ layout(push_constant) uniform Push {
   uint Cin, H, W, Cout, Ho, Wo, flags;  // conv.comp's but the layout: flags 1 bias, 2 temb, 4 residual
 } p;
 
-shared float16_t As[STAGES * AT];
-shared float16_t Bs[STAGES * BT];
+shared uvec4 As[STAGES * AT];
+shared uvec4 Bs[STAGES * BT];
 shared float Cs[SGM * SGN * CT];  // per subgroup: one accumulator for the epilogue
 
-float16_t ar[AL];
-float16_t br[BL];
-uvec4 bo[BOL];  // BVEC = 1 (br is dead code then, and bo otherwise)
-// The window origin (oy * S - P, ox * S - P) of each A element this invocation loads: its
+uvec4 ac[ACL];  // this invocation's chunks of the next step (kernels/common/coopmat_tiles.glsl)
+uvec4 bc[BCL];
+// The window origin (oy * S - P, ox * S - P) of each A chunk this invocation loads: its
 // position is the same in every step (e % BM with e = lid + i * WGS), so the division by
 // the pushed Wo is done once, not per step. Positions past Ho * Wo get an origin no
 // window reaches (they read zeros, as conv_gemm.glsl's).
-int iy0[AL], ix0[AL];
+int iy0[ACL], ix0[ACL];
 
 // x[b, ci, iy, ix], zero outside the image (the padding) and where !ok; branch-free
 // (SD_GUARD in prelude.glsl: every load of the unrolled staging loop in flight at once).
@@ -101,55 +101,51 @@ float loadX(bool ok, uint b, uint ci, int iy, int ix) {
   return in_ ? v : 0.0;
 }
 
-// Step k0's tiles into registers, as f16: the im2col column values A[m0 + mm][k0 + kk]
-// and w[n0 + nn, k0 + kk], 0 past K, past the positions (via the origins) or past Cout.
+// Step k0's chunks into registers, as f16: the im2col values A[m0 + mm][k .. k + 7]
+// and w[n0 + nn, k .. k + 7], 0 past K, past the positions (via the origins) or past Cout.
 void loadGlobal(uint b, uint n0, uint k0, uint K) {
   const uint lid = gl_LocalInvocationID.x;
-  [[unroll]] for (uint i = 0u; i < AL; ++i) {
+  [[unroll]] for (uint i = 0u; i < ACL; ++i) {
     // positions fastest: neighbouring invocations read neighbouring pixels of one tap.
-    const uint e = lid + i * WGS, kk = e / BM, k = k0 + kk;
-    const uint ci = k / KK, t = k - ci * KK, ky = t / KSIZE, kx = t - ky * KSIZE;
-    ar[i] = float16_t(loadX(all(bvec2(e < AE, k < K)), b, ci, iy0[i] + int(ky), ix0[i] + int(kx)));
-  }
-  if (BVEC == 1u) {
-    [[unroll]] for (uint i = 0u; i < BOL; ++i) {  // k .. k + 7 of row co, k fastest
-      const uint e = lid + i * WGS, kq = e % (KST / 8u), nn = e / (KST / 8u), k = k0 + 8u * kq, co = n0 + nn;
-      const bool ok = all(bvec3(e < BO, k < K, co < p.Cout));  // K % 8 == 0: whole chunks
-      const uint c = (co * K + k) / 8u;
-      const uvec4 v = wo[SD_GUARD(ok, c)];
-      bo[i] = mix(uvec4(0u), v, bvec4(ok));
+    const uint e = lid + i * WGS, k = k0 + 8u * (e / BM);
+    f16vec4 h[2];
+    [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+      const uint kj = k + j, ci = kj / KK, t = kj - ci * KK, ky = t / KSIZE, kx = t - ky * KSIZE;
+      h[j / 4u][j % 4u] = float16_t(loadX(all(bvec2(e < AC, kj < K)), b, ci, iy0[i] + int(ky), ix0[i] + int(kx)));
     }
-  } else {
-    [[unroll]] for (uint i = 0u; i < BL; ++i) {
-      // k fastest: neighbouring invocations read a weight row's consecutive elements.
-      const uint e = lid + i * WGS, kk = e % KST, nn = e / KST, k = k0 + kk, co = n0 + nn;
-      const bool ok = all(bvec3(e < BE, k < K, co < p.Cout));
-      const float v = w_w(SD_GUARD(ok, co), SD_GUARD(ok, k), K);
-      br[i] = float16_t(ok ? v : 0.0);
+    ac[i] = sd_pack8(h[0], h[1]);
+  }
+  [[unroll]] for (uint i = 0u; i < BCL; ++i) {
+    // k fastest: neighbouring invocations read a weight row's consecutive chunks.
+    const uint e = lid + i * WGS, k = k0 + 8u * (e % KC), co = n0 + e / KC;
+    const bool okc = all(bvec2(e < BC, co < p.Cout));
+    if (BVEC == 1u) {  // K % 8 == 0: a chunk is whole or wholly past K
+      const bool ok = all(bvec2(okc, k < K));
+      const uint c = (co * K + k) / 8u;
+      bc[i] = mix(uvec4(0u), wo[SD_GUARD(ok, c)], bvec4(ok));
+    } else {
+      f16vec4 h[2];
+      [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+        const uint kj = k + j;
+        const bool ok = all(bvec2(okc, kj < K));
+        const float v = w_w(SD_GUARD(ok, co), SD_GUARD(ok, kj), K);
+        h[j / 4u][j % 4u] = float16_t(ok ? v : 0.0);
+      }
+      bc[i] = sd_pack8(h[0], h[1]);
     }
   }
 }
 
+// One 16-byte store per chunk: A chunk (mm, kc) at row mm, B chunk (nn, kc) at row nn.
 void storeShared(uint stage) {
   const uint lid = gl_LocalInvocationID.x;
-  [[unroll]] for (uint i = 0u; i < AL; ++i) {
+  [[unroll]] for (uint i = 0u; i < ACL; ++i) {
     const uint e = lid + i * WGS;
-    if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
+    if (e < AC) As[stage * AT + (e % BM) * RS + e / BM] = ac[i];
   }
-  if (BVEC == 1u) {
-    [[unroll]] for (uint i = 0u; i < BOL; ++i) {  // k 8 kq .. 8 kq + 7 of row nn
-      const uint e = lid + i * WGS, a = stage * BT + (e / (KST / 8u)) * BSTR + 8u * (e % (KST / 8u));
-      if (e < BO) [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-        const f16vec2 h = unpackFloat2x16(bo[i][c]);
-        Bs[a + 2u * c] = h.x;
-        Bs[a + 2u * c + 1u] = h.y;
-      }
-    }
-  } else {
-    [[unroll]] for (uint i = 0u; i < BL; ++i) {
-      const uint e = lid + i * WGS;
-      if (e < BE) Bs[stage * BT + (e / KST) * BSTR + e % KST] = br[i];
-    }
+  [[unroll]] for (uint i = 0u; i < BCL; ++i) {
+    const uint e = lid + i * WGS;
+    if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = bc[i];
   }
 }
 
@@ -159,7 +155,7 @@ void main() {
   const uint N = gl_NumWorkGroups.z / SK, b = gl_WorkGroupID.z % N, ks = gl_WorkGroupID.z / N;
   const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN;
   const uint HoWo = p.Ho * p.Wo, K = p.Cin * KK;
-  [[unroll]] for (uint i = 0u; i < AL; ++i) {
+  [[unroll]] for (uint i = 0u; i < ACL; ++i) {
     const uint n = m0 + (gl_LocalInvocationID.x + i * WGS) % BM, oy = n / p.Wo, ox = n - oy * p.Wo;
     iy0[i] = n < HoWo ? int(oy * STRIDE) - int(PAD) : -int(KSIZE) - 1;
     ix0[i] = int(ox * STRIDE) - int(PAD);
@@ -197,16 +193,16 @@ void main() {
     }
     [[unroll]] for (uint kk = 0u; kk < KST; kk += CK) {
       // gemm_coopmat.comp's fragments: A rows (positions) (sgm * WM + i) * CM.., columns
-      // kk.., column-major in As; B rows kk.., columns (sgn * WN + j) * CN.., column-major in Bs.
+      // kk.., row-major in As; B rows kk.., columns (sgn * WN + j) * CN.., column-major in Bs.
 #if COOPMAT_EMULATE
       [[unroll]] for (uint j = 0u; j < WN; ++j) {
-        const uint bm = stage * BT + ((sgn * WN + j) * CN) * BSTR + kk;
+        const uint bm = stage * BT + (sgn * WN + j) * CN * RS + kk / 8u;  // in uvec4s
         [[unroll]] for (uint i = 0u; i < WM; ++i) {
-          const uint am = stage * AT + kk * ASTR + (sgm * WM + i) * CM, a = i * WN + j;
+          const uint am = stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, a = i * WN + j;
           [[unroll]] for (uint r = 0u; r < CE; ++r) {
             const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
-            float sum = 0.0;  // f16 x f16 products are exact in float
-            [[unroll]] for (uint c = 0u; c < CK; ++c) sum += float(As[am + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
+            float sum = 0.0;
+            [[unroll]] for (uint c = 0u; c < CK / 8u; ++c) sum += sd_dot8(As[am + row * RS + c], Bs[bm + col * RS + c]);
             acc[a][r] += sum;
           }
         }
@@ -214,10 +210,10 @@ void main() {
 #else
       fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
       [[unroll]] for (uint i = 0u; i < WM; ++i)
-        coopMatLoadNV(am[i], As, stage * AT + kk * ASTR + (sgm * WM + i) * CM, ASTR, true);
+        coopMatLoadNV(am[i], As, stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, RS, false);
       [[unroll]] for (uint j = 0u; j < WN; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
-        coopMatLoadNV(bm, Bs, stage * BT + ((sgn * WN + j) * CN) * BSTR + kk, BSTR, true);
+        coopMatLoadNV(bm, Bs, stage * BT + (sgn * WN + j) * CN * RS + kk / 8u, RS, true);
         [[unroll]] for (uint i = 0u; i < WM; ++i) acc[i * WN + j] = coopMatMulAddNV(am[i], bm, acc[i * WN + j]);
       }
 #endif

@@ -16,25 +16,28 @@
 // channels (so partial tiles and K % KS != 0 need no other case). With DB = 1 the next
 // step's tile is read into registers while this step multiplies, and written to the
 // other of two shared buffers: one barrier per step instead of two.
-// Shared layouts (f16; rows padded by 8 halves, 16 bytes, the alignment the coopmat
-// loads need and a skew against bank conflicts):
-//   As: KS rows of BM positions (k-major, positions contiguous as in NCHW): A is loaded
-//       column-major, column k at As[k * ASTR + t];
-//   Bs: PAIRS * BN rows of KS (channel-major, k contiguous as in w's rows): B is loaded
-//       column-major, column o at Bs[o * BSTR + k].
-// Vector staging (AVEC, BVEC: set by the lowering from the storage format and the
-// problem, not tuned): per-element staging issued 16 scalar loads of x and 16 of w per
-// invocation per 32-deep K step at the default tile, each with its own index arithmetic,
-// for 8 coopmat products per subgroup (an H100's driver reported 200 registers; the
-// 2x320x1x4096 GEMM at n = 320 ran at 26 TFLOP/s and 167 GB/s, results/vulkan/tuned/).
-// Loaded instead, through aliases of bindings 0 and 1:
-//   AVEC = 1 (NC4HW4): quads of 4 channels of one position (one 8-byte f16 or 16-byte f32
-//     load; a slice's lanes past K are padding, zeroed again here), positions fastest;
-//   AVEC = 2 (NCHW, HW % 4 == 0): quads of 4 positions of one channel;
-//   BVEC = 1 (f16 weights, K % 8 == 0): 8 halves of a weight row (one 16-byte load), k fastest;
-// a quad or chunk is whole or wholly outside, so one guard serves it. Bindings start at
-// multiples of 16 bytes (VulkanBackend's arena alignment), so the quads are aligned.
-// AVEC = BVEC = 0 is the per-element path below (every other layout, K, weight format).
+// Shared tiles (kernels/common/coopmat_tiles.glsl): f16 values packed 8 to a uvec4,
+// every row k-contiguous and padded by one uvec4 (RS = KS / 8 + 1 uvec4s a row):
+//   As: BM rows, one per position: A is loaded row-major, row t at As[t * RS];
+//   Bs: PAIRS * BN rows, one per channel (k contiguous as in w's rows): B is loaded
+//       column-major, column o at Bs[o * RS].
+// Each invocation stages whole chunks, 8 consecutive k of one row, into one uvec4 register
+// and stores it with one 16-byte shared store. The tiles were f16 arrays before (A
+// positions-contiguous), written a half at a time: 32 two-byte shared stores per
+// invocation per 32-deep step at the default tile for 8 coopmat products per subgroup;
+// an H100's driver reported 200 registers for it, and the 2x320x1x4096 GEMM at n = 320
+// ran at 26 TFLOP/s and 167 GB/s (results/vulkan/tuned/).
+// Global reads of a chunk (AVEC, BVEC: set by the lowering from the storage format and the
+// problem, not tuned), through aliases of bindings 0 and 1:
+//   AVEC = 1 (NC4HW4): two quads of 4 channels of one position (8-byte f16 or 16-byte f32
+//     loads; a slice's lanes past K are padding, zeroed again here), positions fastest
+//     across invocations;
+//   AVEC = 0: 8 elements (sd_index: NCHW, or NC4HW4 with SDSPEED_VK_SCALAR_STAGING=1),
+//     positions fastest (coalesced in NCHW);
+//   BVEC = 1 (f16 weights, K % 8 == 0): one 16-byte load of a weight row, k fastest;
+//   BVEC = 0: 8 elements through weights.glsl (every other weight format, K % 8 != 0).
+// Bindings start at multiples of 16 bytes (VulkanBackend's arena alignment), so the
+// vector loads are aligned.
 // Epilogue: each subgroup stores one accumulator at a time (CM x CN f32, column-major:
 // neighbouring lanes then hold neighbouring positions, coalesced stores in NCHW) to its
 // own shared scratch, and its lanes apply bias, activation (GEGLU: hidden * gelu(gate)),
@@ -56,6 +59,7 @@
 #include "../common/prelude.glsl"
 #include "../common/act.glsl"
 #include "../common/weights.glsl"
+#include "../common/coopmat_tiles.glsl"
 
 layout(local_size_x_id = 0) in;  // SGM * SGN * 32
 layout(constant_id = 1) const uint CM = 16;   // coopmat shape: positions
@@ -69,27 +73,25 @@ layout(constant_id = 8) const uint KS = 32;   // K per shared-memory step (a mul
 layout(constant_id = 9) const uint DB = 1;    // double-buffered shared tiles
 layout(constant_id = 10) const uint PAIRS = 1;  // 2 under GEGLU (hidden and gate rows)
 layout(constant_id = 11) const uint SGSIZE = 32;  // the device's subgroup size (checked: 32)
-layout(constant_id = 12) const uint AVEC = 0;  // x staging: 0 per element, 1 NC4HW4 quads, 2 NCHW quads
-layout(constant_id = 13) const uint BVEC = 0;  // w staging: 0 per element, 1 f16 rows in 8-half chunks
+layout(constant_id = 12) const uint AVEC = 0;  // x chunks: 0 per element, 1 NC4HW4 quads
+layout(constant_id = 13) const uint BVEC = 0;  // w chunks: 0 per element, 1 one 16-byte load (f16 rows)
 // The layout (SD_NCHW or SD_NC4HW4) as a constant, not a push constant: sd_index's select
 // is folded when the pipeline is made, not paid per staged element.
 layout(constant_id = 14) const uint LAYOUT = 0;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
-const uint ASTR = BM + 8u, BSTR = KS + 8u;      // padded row lengths (halves)
-const uint AT = KS * ASTR, BT = PAIRS * BN * BSTR;  // one stage's shared elements
-const uint AE = KS * BM, BE = PAIRS * BN * KS;      // one stage's loaded elements
-const uint AL = (AE + WGS - 1u) / WGS, BL = (BE + WGS - 1u) / WGS;  // per invocation
+const uint KC = KS / 8u, RS = KC + 1u;            // chunks of a row per step; padded row (uvec4s)
+const uint AT = BM * RS, BT = PAIRS * BN * RS;    // one stage's shared uvec4s
+const uint AC = BM * KC, BC = PAIRS * BN * KC;    // one stage's chunks
+const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per invocation
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;                          // one accumulator's elements
 const uint CE = CT / 32u;                         // of which one lane holds (COOPMAT_EMULATE)
-const uint AQ = AE / 4u, AQL = (AQ + WGS - 1u) / WGS;  // x quads (AVEC != 0; KS, BM multiples of 4)
-const uint BO = BE / 8u, BOL = (BO + WGS - 1u) / WGS;  // w chunks (BVEC = 1; KS a multiple of 8)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, W, w)         // in SD_WFMT (weights.glsl)
 SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
-layout(std430, binding = 0) readonly buffer XQ { sfp4 xq[]; };   // x again, as quads (AVEC != 0)
+layout(std430, binding = 0) readonly buffer XQ { sfp4 xq[]; };   // x again, as quads (AVEC = 1)
 layout(std430, binding = 1) readonly buffer WO { uvec4 wo[]; };  // w again, as 8-half chunks (BVEC = 1)
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
@@ -97,99 +99,72 @@ layout(push_constant) uniform Push {
   uint K, F, HW, epi, flags;  // flags: 1 bias, 2 residual
 } p;
 
-shared float16_t As[STAGES * AT];
-shared float16_t Bs[STAGES * BT];
+shared uvec4 As[STAGES * AT];
+shared uvec4 Bs[STAGES * BT];
 shared float Cs[SGM * SGN * PAIRS * CT];  // per subgroup: its hidden (and gate) accumulator
 
-float16_t ar[AL];
-float16_t br[BL];
-sfp4 aq[AQL];   // AVEC != 0
-uvec4 bo[BOL];  // BVEC = 1 (the arrays of the other paths are dead code once specialized)
+uvec4 ac[ACL];  // this invocation's chunks of the next step, in flight during the products
+uvec4 bc[BCL];
 
-// Step k0's tiles into registers, as f16: x[b, k0 + kk, m0 + mm] and w[row, k0 + kk],
-// 0 past K, past the positions or past the channels.
+// Step k0's chunks into registers, as f16: x[b, k .. k + 7, t] of position t = m0 + mm and
+// w[row, k .. k + 7] of channel row nn, 0 past K, past the positions or past the channels.
 void loadGlobal(uint b, uint m0, uint n0, uint k0) {
-  const uint lid = gl_LocalInvocationID.x;
-  if (AVEC == 1u) {
-    const uint S = (p.K + 3u) / 4u, K = p.K;  // slices per sample; K named for SD_GUARD
-    [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // channels k .. k + 3 of position t
-      const uint e = lid + i * WGS, kq = e / BM, mm = e % BM, k = k0 + 4u * kq, t = m0 + mm;
-      const bool ok = all(bvec3(e < AQ, k < p.K, t < p.HW));
-      const uint q = (b * S + k / 4u) * p.HW + t;
-      const sfp4 v = xq[SD_GUARD(ok, q)];
-      aq[i] = mix(sfp4(0), v, lessThan(uvec4(k) + uvec4(0u, 1u, 2u, 3u), uvec4(SD_GUARD(ok, K))));
+  const uint lid = gl_LocalInvocationID.x, K = p.K;  // K named for SD_GUARD
+  [[unroll]] for (uint i = 0u; i < ACL; ++i) {
+    const uint e = lid + i * WGS, mm = e % BM, k = k0 + 8u * (e / BM), t = m0 + mm;
+    const bool okc = all(bvec2(e < AC, t < p.HW));
+    f16vec4 h[2];
+    if (AVEC == 1u) {  // channels kq .. kq + 3 of position t, twice
+      const uint S = (K + 3u) / 4u;
+      [[unroll]] for (uint j = 0u; j < 2u; ++j) {
+        const uint kq = k + 4u * j, q = (b * S + kq / 4u) * p.HW + t;
+        const bool ok = all(bvec2(okc, kq < K));
+        const sfp4 v = xq[SD_GUARD(ok, q)];
+        h[j] = f16vec4(mix(sfp4(0), v, lessThan(uvec4(kq) + uvec4(0u, 1u, 2u, 3u), uvec4(SD_GUARD(ok, K)))));
+      }
+    } else {
+      [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+        const uint kj = k + j;
+        const bool ok = all(bvec2(okc, kj < K));
+        const float v = float(x[sd_index(LAYOUT, b, SD_GUARD(ok, kj), SD_GUARD(ok, t), K, p.HW)]);
+        h[j / 4u][j % 4u] = float16_t(ok ? v : 0.0);
+      }
     }
-  } else if (AVEC == 2u) {
-    [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // positions t .. t + 3 of channel k
-      const uint e = lid + i * WGS, kk = e / (BM / 4u), mq = e % (BM / 4u), k = k0 + kk, t = m0 + 4u * mq;
-      const bool ok = all(bvec3(e < AQ, k < p.K, t < p.HW));  // HW % 4 == 0: whole quads
-      const uint q = ((b * p.K + k) * p.HW + t) / 4u;
-      const sfp4 v = xq[SD_GUARD(ok, q)];
-      aq[i] = mix(sfp4(0), v, bvec4(ok));
-    }
-  } else {
-    [[unroll]] for (uint i = 0u; i < AL; ++i) {
-      // positions fastest: neighbouring invocations read neighbouring x elements (NCHW).
-      const uint e = lid + i * WGS, kk = e / BM, mm = e % BM, k = k0 + kk, t = m0 + mm;
-      const bool ok = all(bvec3(e < AE, k < p.K, t < p.HW));
-      const float v = float(x[sd_index(LAYOUT, b, SD_GUARD(ok, k), SD_GUARD(ok, t), p.K, p.HW)]);
-      ar[i] = float16_t(ok ? v : 0.0);
-    }
+    ac[i] = sd_pack8(h[0], h[1]);
   }
-  if (BVEC == 1u) {
-    [[unroll]] for (uint i = 0u; i < BOL; ++i) {  // k .. k + 7 of row nn, k fastest
-      const uint e = lid + i * WGS, kq = e % (KS / 8u), nn = e / (KS / 8u), k = k0 + 8u * kq;
-      const uint pair = nn / BN, o = n0 + nn % BN;
-      const bool ok = all(bvec3(e < BO, k < p.K, o < p.F));  // K % 8 == 0: whole chunks
-      const uint c = ((pair * p.F + o) * p.K + k) / 8u;
-      const uvec4 v = wo[SD_GUARD(ok, c)];
-      bo[i] = mix(uvec4(0u), v, bvec4(ok));
-    }
-  } else {
-    [[unroll]] for (uint i = 0u; i < BL; ++i) {
-      // k fastest: neighbouring invocations read a w row's consecutive elements.
-      const uint e = lid + i * WGS, kk = e % KS, nn = e / KS, k = k0 + kk;
-      const uint pair = nn / BN, o = n0 + nn % BN;
-      const bool ok = all(bvec3(e < BE, k < p.K, o < p.F));
-      const uint row = pair * p.F + o;  // a named value: SD_GUARD of an expression is a branch
-      const float v = w_w(SD_GUARD(ok, row), SD_GUARD(ok, k), p.K);
-      br[i] = float16_t(ok ? v : 0.0);
+  [[unroll]] for (uint i = 0u; i < BCL; ++i) {
+    // k fastest: neighbouring invocations read a w row's consecutive chunks.
+    const uint e = lid + i * WGS, nn = e / KC, k = k0 + 8u * (e % KC);
+    const uint pair = nn / BN, o = n0 + nn % BN;
+    const uint row = pair * p.F + o;  // a named value: SD_GUARD of an expression is a branch
+    const bool okc = all(bvec2(e < BC, o < p.F));
+    if (BVEC == 1u) {  // K % 8 == 0: a chunk is whole or wholly past K
+      const bool ok = all(bvec2(okc, k < K));
+      const uint c = (row * K + k) / 8u;
+      bc[i] = mix(uvec4(0u), wo[SD_GUARD(ok, c)], bvec4(ok));
+    } else {
+      f16vec4 h[2];
+      [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+        const uint kj = k + j;
+        const bool ok = all(bvec2(okc, kj < K));
+        const float v = w_w(SD_GUARD(ok, row), SD_GUARD(ok, kj), K);
+        h[j / 4u][j % 4u] = float16_t(ok ? v : 0.0);
+      }
+      bc[i] = sd_pack8(h[0], h[1]);
     }
   }
 }
 
+// One 16-byte store per chunk: A chunk (mm, kc) at row mm, B chunk (nn, kc) at row nn.
 void storeShared(uint stage) {
   const uint lid = gl_LocalInvocationID.x;
-  if (AVEC == 1u) {
-    [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // channels 4 kq .. 4 kq + 3 of position mm
-      const uint e = lid + i * WGS, a = stage * AT + 4u * (e / BM) * ASTR + e % BM;
-      if (e < AQ) [[unroll]] for (uint j = 0u; j < 4u; ++j) As[a + j * ASTR] = float16_t(aq[i][j]);
-    }
-  } else if (AVEC == 2u) {
-    [[unroll]] for (uint i = 0u; i < AQL; ++i) {  // positions 4 mq .. 4 mq + 3 of channel kk
-      const uint e = lid + i * WGS, a = stage * AT + (e / (BM / 4u)) * ASTR + 4u * (e % (BM / 4u));
-      if (e < AQ) [[unroll]] for (uint j = 0u; j < 4u; ++j) As[a + j] = float16_t(aq[i][j]);
-    }
-  } else {
-    [[unroll]] for (uint i = 0u; i < AL; ++i) {
-      const uint e = lid + i * WGS;
-      if (e < AE) As[stage * AT + (e / BM) * ASTR + e % BM] = ar[i];
-    }
+  [[unroll]] for (uint i = 0u; i < ACL; ++i) {
+    const uint e = lid + i * WGS;
+    if (e < AC) As[stage * AT + (e % BM) * RS + e / BM] = ac[i];
   }
-  if (BVEC == 1u) {
-    [[unroll]] for (uint i = 0u; i < BOL; ++i) {  // k 8 kq .. 8 kq + 7 of row nn
-      const uint e = lid + i * WGS, a = stage * BT + (e / (KS / 8u)) * BSTR + 8u * (e % (KS / 8u));
-      if (e < BO) [[unroll]] for (uint c = 0u; c < 4u; ++c) {
-        const f16vec2 h = unpackFloat2x16(bo[i][c]);
-        Bs[a + 2u * c] = h.x;
-        Bs[a + 2u * c + 1u] = h.y;
-      }
-    }
-  } else {
-    [[unroll]] for (uint i = 0u; i < BL; ++i) {
-      const uint e = lid + i * WGS;
-      if (e < BE) Bs[stage * BT + (e / KS) * BSTR + e % KS] = br[i];
-    }
+  [[unroll]] for (uint i = 0u; i < BCL; ++i) {
+    const uint e = lid + i * WGS;
+    if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = bc[i];
   }
 }
 
@@ -226,20 +201,21 @@ void main() {
     }
     [[unroll]] for (uint kk = 0u; kk < KS; kk += CK) {
       // A fragment i: rows (positions) (sgm * WM + i) * CM.., columns kk.. of the stage,
-      // column-major (column c at As[.. + c * ASTR]); B fragment: rows kk.., columns
-      // (channels) q * BN + (sgn * WN + j) * CN.., column-major (column c at Bs[.. + c * BSTR]).
+      // row-major (row r at As[.. + r * RS]); B fragment: rows kk.., columns (channels)
+      // q * BN + (sgn * WN + j) * CN.., column-major (column c at Bs[.. + c * RS]); kk / 8:
+      // offsets in uvec4s (CK is 8 or 16).
 #if COOPMAT_EMULATE
-      uint am[WM];
-      [[unroll]] for (uint i = 0u; i < WM; ++i) am[i] = stage * AT + kk * ASTR + (sgm * WM + i) * CM;
+      uint am[WM];  // in uvec4s, as the coopmat loads' offsets
+      [[unroll]] for (uint i = 0u; i < WM; ++i) am[i] = stage * AT + (sgm * WM + i) * CM * RS + kk / 8u;
       [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
         [[unroll]] for (uint j = 0u; j < WN; ++j) {
-          const uint bm = stage * BT + (q * BN + (sgn * WN + j) * CN) * BSTR + kk;
+          const uint bm = stage * BT + (q * BN + (sgn * WN + j) * CN) * RS + kk / 8u;
           [[unroll]] for (uint i = 0u; i < WM; ++i) {
             const uint a = (q * WM + i) * WN + j;
             [[unroll]] for (uint r = 0u; r < CE; ++r) {
               const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
-              float sum = 0.0;  // f16 x f16 products are exact in float
-              [[unroll]] for (uint c = 0u; c < CK; ++c) sum += float(As[am[i] + c * ASTR + row]) * float(Bs[bm + col * BSTR + c]);
+              float sum = 0.0;
+              [[unroll]] for (uint c = 0u; c < CK / 8u; ++c) sum += sd_dot8(As[am[i] + row * RS + c], Bs[bm + col * RS + c]);
               acc[a][r] += sum;
             }
           }
@@ -247,11 +223,11 @@ void main() {
 #else
       fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
       [[unroll]] for (uint i = 0u; i < WM; ++i)
-        coopMatLoadNV(am[i], As, stage * AT + kk * ASTR + (sgm * WM + i) * CM, ASTR, true);
+        coopMatLoadNV(am[i], As, stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, RS, false);
       [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
         [[unroll]] for (uint j = 0u; j < WN; ++j) {
           fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
-          coopMatLoadNV(bm, Bs, stage * BT + (q * BN + (sgn * WN + j) * CN) * BSTR + kk, BSTR, true);
+          coopMatLoadNV(bm, Bs, stage * BT + (q * BN + (sgn * WN + j) * CN) * RS + kk / 8u, RS, true);
           [[unroll]] for (uint i = 0u; i < WM; ++i) {
             const uint a = (q * WM + i) * WN + j;
             acc[a] = coopMatMulAddNV(am[i], bm, acc[a]);

@@ -35,10 +35,9 @@ VariantDef GemmFamily::coopMatVariant() {
   };
   c.constraints = {
       {"KS % CK == 0 (whole coopmat steps per stage)", [](const ParamPoint& p) { return p["KS"] % p["CK"] == 0; }},
-      // The shaders' vector staging (gemm_coopmat.comp's AVEC / BVEC) takes whole 8-half
-      // weight chunks and x quads per stage; every KS and CM listed keeps it, a new one must.
-      {"KS % 8 == 0 and CM % 4 == 0 (vector staging)",
-       [](const ParamPoint& p) { return p["KS"] % 8 == 0 && p["CM"] % 4 == 0; }},
+      // The shaders stage whole 8-half chunks of a row's K step (kernels/common/coopmat_tiles.glsl);
+      // every KS listed keeps it, a new one must.
+      {"KS % 8 == 0 (8-half chunks)", [](const ParamPoint& p) { return p["KS"] % 8 == 0; }},
       {"WM * WN <= 8 (accumulators per subgroup, 16 under GEGLU)",
        [](const ParamPoint& p) { return p["WM"] * p["WN"] <= 8; }},
       {"64 <= SGM * SGN * 32 <= 512 (work-group)",
@@ -64,9 +63,9 @@ size_t GemmFamily::coopMatLocalBytes(const ParamPoint& p, bool geglu) {
   const size_t pairs = geglu ? 2 : 1, stages = p["DB"] ? 2 : 1;
   const size_t bm = static_cast<size_t>(p["SGM"] * p["WM"] * p["CM"]), bn = static_cast<size_t>(p["SGN"] * p["WN"] * p["CN"]);
   const size_t ks = static_cast<size_t>(p["KS"]);
-  // As (KS rows of BM + 8 halves) and Bs (pairs * BN rows of KS + 8 halves) per stage,
-  // as gemm_coopmat.comp declares them, and each subgroup's f32 accumulator scratch.
-  const size_t tiles = 2 * stages * (ks * (bm + 8) + pairs * bn * (ks + 8));
+  // As (BM rows) and Bs (pairs * BN rows) of KS + 8 halves per stage, as gemm_coopmat.comp
+  // and conv_coopmat.comp declare them, and each subgroup's f32 accumulator scratch.
+  const size_t tiles = 2 * stages * (bm + pairs * bn) * (ks + 8);
   const size_t scratch = 4 * static_cast<size_t>(p["SGM"] * p["SGN"]) * pairs * static_cast<size_t>(p["CM"] * p["CN"]);
   return tiles + scratch;
 }

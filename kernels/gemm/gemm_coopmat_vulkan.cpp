@@ -28,7 +28,7 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
   // The staging's vector loads (gemm_coopmat.comp: AVEC, BVEC), wherever the layout and the
   // problem keep every quad or chunk whole and aligned; per element otherwise.
-  const uint32_t avec = !vulkanVectorStaging() ? 0u : layout == 1u ? 1u : (y.hw() % 4 == 0 ? 2u : 0u);
+  const uint32_t avec = vulkanVectorStaging() && layout == 1u ? 1u : 0u;
   const uint32_t bvec = vulkanWeightChunks(fam, f, g->x.c);
   const auto& pipe = be.pipeline(
       vulkanModuleFor(module.name, f), 5, 5 * 4,

@@ -143,7 +143,7 @@ std::vector<ProblemPtr> GemmFamily::checkProblems(bool full) const {
       problem({1, 48, 3, 5}, 24, "silu", true, true),           // image-shaped x, residual
       problem({2, 24, 1, 17}, 12, "gelu_tanh"),
       // HW % 4 == 0 and K % 8 == 0 (every other one has an odd HW): coopmat_f16's
-      // NCHW quads of positions and 8-half weight chunks (gemm_coopmat.comp's AVEC, BVEC).
+      // 16-byte weight chunks (gemm_coopmat.comp's BVEC) beside NC4HW4's x quads (AVEC).
       problem({2, 40, 4, 20}, 24, "gelu", true, true),
   };
   if (!full) return out;
