@@ -275,6 +275,8 @@ if want tiles; then
       --variant coopmat_f16
     step 60 tiles-gemv-$mode $B --op gemm --shape 2x1280x1x1 --attrs n=1280,epilogue=none,bias=1,residual=0 \
       --variant coopmat_f16
+    step 60 tiles-gemm256-$mode $B --op gemm --shape 2x1280x1x256 --attrs n=1280,epilogue=none,bias=0,residual=0 \
+      --variant coopmat_f16
     step 90 tiles-conv-$mode $B --op conv --shape 2x640x32x32 --attrs cout=640,residual=1 --variant coopmat_f16
     grep -hE "^(gemm|conv) " "$R"/tiles-*-$mode.txt | sed "s/^/$mode: /"
     step 150 run-vulkan-f16-tiles-$mode $X run $SD --report "$R/run-vulkan-f16-tiles-$mode.json" \

@@ -82,38 +82,51 @@ shared uvec4 As[STAGES * AT];
 shared uvec4 Bs[STAGES * BT];
 shared float Cs[SGM * SGN * CT];  // per subgroup: one accumulator for the epilogue
 
-uvec4 ac[ACL];  // this invocation's chunks of the next step (kernels/common/coopmat_tiles.glsl)
-uvec4 bc[BCL];
+// This invocation's share of the next step, as loaded (gemm_coopmat.comp says why the
+// masking and packing wait for storeShared): the gathered x elements and which are
+// inside the image and K (bit j: element j), the w chunks and whether each is valid.
+sfp ae[8u * ACL];
+uint am[ACL];
+uvec4 bw[BCL];  // BVEC = 1
+bool bok[BCL];
+uvec4 bc[BCL];  // BVEC = 0: dequantized and packed (weights.glsl's reads)
 // The window origin (oy * S - P, ox * S - P) of each A chunk this invocation loads: its
 // position is the same in every step (e % BM with e = lid + i * WGS), so the division by
 // the pushed Wo is done once, not per step. Positions past Ho * Wo get an origin no
 // window reaches (they read zeros, as conv_gemm.glsl's).
 int iy0[ACL], ix0[ACL];
 
-// x[b, ci, iy, ix], zero outside the image (the padding) and where !ok; branch-free
-// (SD_GUARD in prelude.glsl: every load of the unrolled staging loop in flight at once).
-float loadX(bool ok, uint b, uint ci, int iy, int ix) {
-  const bool in_ = all(bvec3(ok, all(greaterThanEqual(ivec2(iy, ix), ivec2(0))),
-                             all(lessThan(ivec2(iy, ix), ivec2(p.H, p.W)))));
-  const uint pix = uint(iy) * p.W + uint(ix);  // a named value: SD_GUARD of an expression is a branch
-  const uint hw = SD_GUARD(in_, pix);
-  const float v = float(x[sd_index(LAYOUT, b, SD_GUARD(in_, ci), hw, p.Cin, p.H * p.W)]);
-  return in_ ? v : 0.0;
+// Whether x[b, ci, iy, ix] is inside the image (else the padding's zero) and wanted (ok).
+bool inImage(bool ok, int iy, int ix) {
+  return all(bvec3(ok, all(greaterThanEqual(ivec2(iy, ix), ivec2(0))), all(lessThan(ivec2(iy, ix), ivec2(p.H, p.W)))));
 }
 
-// Step k0's chunks into registers, as f16: the im2col values A[m0 + mm][k .. k + 7]
-// and w[n0 + nn, k .. k + 7], 0 past K, past the positions (via the origins) or past Cout.
+// x[b, ci, iy, ix] where in_, else element 0 (masked when stored); branch-free (SD_GUARD
+// in prelude.glsl: every load of the unrolled staging loop in flight at once).
+sfp loadX(bool in_, uint b, uint ci, int iy, int ix) {
+  const uint pix = uint(iy) * p.W + uint(ix);  // a named value: SD_GUARD of an expression is a branch
+  const uint hw = SD_GUARD(in_, pix);
+  return x[sd_index(LAYOUT, b, SD_GUARD(in_, ci), hw, p.Cin, p.H * p.W)];
+}
+
+// Step k0's chunks: the im2col values A[m0 + mm][k .. k + 7] and w[n0 + nn, k .. k + 7];
+// past K (k0 >= K: the loop's last step), the positions (via the origins) or Cout,
+// masked to 0 when stored.
 void loadGlobal(uint b, uint n0, uint k0, uint K) {
   const uint lid = gl_LocalInvocationID.x;
   [[unroll]] for (uint i = 0u; i < ACL; ++i) {
     // positions fastest: neighbouring invocations read neighbouring pixels of one tap.
     const uint e = lid + i * WGS, k = k0 + 8u * (e / BM);
-    f16vec4 h[2];
+    uint mask = 0u;
     [[unroll]] for (uint j = 0u; j < 8u; ++j) {
       const uint kj = k + j, ci = kj / KK, t = kj - ci * KK, ky = t / KSIZE, kx = t - ky * KSIZE;
-      h[j / 4u][j % 4u] = float16_t(loadX(all(bvec2(e < AC, kj < K)), b, ci, iy0[i] + int(ky), ix0[i] + int(kx)));
+      const int iy = iy0[i] + int(ky), ix = ix0[i] + int(kx);
+      const bool in_ = inImage(all(bvec2(e < AC, kj < K)), iy, ix);
+      ae[8u * i + j] = loadX(in_, b, ci, iy, ix);
+      const uint bit = 1u << j;  // named values: glslang branches on ?: of expressions
+      mask |= in_ ? bit : 0u;
     }
-    ac[i] = sd_pack8(h[0], h[1]);
+    am[i] = mask;
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
     // k fastest: neighbouring invocations read a weight row's consecutive chunks.
@@ -122,7 +135,8 @@ void loadGlobal(uint b, uint n0, uint k0, uint K) {
     if (BVEC == 1u) {  // K % 8 == 0: a chunk is whole or wholly past K
       const bool ok = all(bvec2(okc, k < K));
       const uint c = (co * K + k) / 8u;
-      bc[i] = mix(uvec4(0u), wo[SD_GUARD(ok, c)], bvec4(ok));
+      bw[i] = wo[SD_GUARD(ok, c)];
+      bok[i] = ok;
     } else {
       f16vec4 h[2];
       [[unroll]] for (uint j = 0u; j < 8u; ++j) {
@@ -136,16 +150,25 @@ void loadGlobal(uint b, uint n0, uint k0, uint K) {
   }
 }
 
-// One 16-byte store per chunk: A chunk (mm, kc) at row mm, B chunk (nn, kc) at row nn.
+// The loaded chunks masked, converted to f16 and packed, one 16-byte store each: A chunk
+// (mm, kc) at row mm, B chunk (nn, kc) at row nn.
 void storeShared(uint stage) {
   const uint lid = gl_LocalInvocationID.x;
   [[unroll]] for (uint i = 0u; i < ACL; ++i) {
+    f16vec4 h[2];
+    [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+      const float16_t v = float16_t(ae[8u * i + j]);
+      const bool on = (am[i] & (1u << j)) != 0u;
+      h[j / 4u][j % 4u] = on ? v : float16_t(0.0);
+    }
     const uint e = lid + i * WGS;
-    if (e < AC) As[stage * AT + (e % BM) * RS + e / BM] = ac[i];
+    if (e < AC) As[stage * AT + (e % BM) * RS + e / BM] = sd_pack8(h[0], h[1]);
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
+    uvec4 v = bc[i];
+    if (BVEC == 1u) v = mix(uvec4(0u), bw[i], bvec4(bok[i]));
     const uint e = lid + i * WGS;
-    if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = bc[i];
+    if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = v;
   }
 }
 
@@ -184,7 +207,9 @@ void main() {
     uint stage = 0u;
     if (DB == 1u) {
       stage = (s - s0) & 1u;
-      if (s + 1u < s1) loadGlobal(b, n0, (s + 1u) * KST, K);  // in flight during the products
+      // Unconditionally (gemm_coopmat.comp says why): after the range's last step it
+      // loads the next range's first step (or nothing past K), stored but never read.
+      loadGlobal(b, n0, (s + 1u) * KST, K);  // in flight during the products
     } else {
       loadGlobal(b, n0, s * KST, K);
       barrier();  // the previous step's coopmat loads of the tiles are done
@@ -221,7 +246,7 @@ void main() {
     if (DB == 1u) {
       // The other stage was last read in step s - 1, which every subgroup finished
       // before the barrier that ended it.
-      if (s + 1u < s1) storeShared(stage ^ 1u);
+      storeShared(stage ^ 1u);
       barrier();
     }
   }

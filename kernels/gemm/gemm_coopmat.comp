@@ -103,34 +103,46 @@ shared uvec4 As[STAGES * AT];
 shared uvec4 Bs[STAGES * BT];
 shared float Cs[SGM * SGN * PAIRS * CT];  // per subgroup: its hidden (and gate) accumulator
 
-uvec4 ac[ACL];  // this invocation's chunks of the next step, in flight during the products
-uvec4 bc[BCL];
+// This invocation's share of the next step, as loaded: each load's first use is in
+// storeShared, after this step's products, so the loads are in flight during them. (Masked
+// and packed right after loading, glslang's code used each value inside the branch that
+// guarded the step's loads, and a step cost a memory latency on top of its products.)
+sfp4 aq[2u * ACL];  // AVEC = 1: the chunks' two quads
+uint an[2u * ACL];  //   and their valid lanes (0..4: past K or the positions, zeros)
+sfp ae[8u * ACL];   // AVEC = 0: the chunks' elements
+uint am[ACL];       //   and their valid elements (bit j: element j)
+uvec4 bw[BCL];      // BVEC = 1: the chunks as loaded
+bool bok[BCL];      //   and whether each is valid
+uvec4 bc[BCL];      // BVEC = 0: the chunks, dequantized and packed (weights.glsl's reads)
 
-// Step k0's chunks into registers, as f16: x[b, k .. k + 7, t] of position t = m0 + mm and
-// w[row, k .. k + 7] of channel row nn, 0 past K, past the positions or past the channels.
+// Step k0's chunks: x[b, k .. k + 7, t] of position t = m0 + mm and w[row, k .. k + 7] of
+// channel row nn; past K (k0 >= K loads nothing but element 0: the loop's last step),
+// past the positions or past the channels, masked to 0 when stored.
 void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   const uint lid = gl_LocalInvocationID.x, K = p.K;  // K named for SD_GUARD
   [[unroll]] for (uint i = 0u; i < ACL; ++i) {
     const uint e = lid + i * WGS, mm = e % BM, k = k0 + 8u * (e / BM), t = m0 + mm;
     const bool okc = all(bvec2(e < AC, t < p.HW));
-    f16vec4 h[2];
     if (AVEC == 1u) {  // channels kq .. kq + 3 of position t, twice
       const uint S = (K + 3u) / 4u;
       [[unroll]] for (uint j = 0u; j < 2u; ++j) {
         const uint kq = k + 4u * j, q = (b * S + kq / 4u) * p.HW + t;
         const bool ok = all(bvec2(okc, kq < K));
-        const sfp4 v = xq[SD_GUARD(ok, q)];
-        h[j] = f16vec4(mix(sfp4(0), v, lessThan(uvec4(kq) + uvec4(0u, 1u, 2u, 3u), uvec4(SD_GUARD(ok, K)))));
+        aq[2u * i + j] = xq[SD_GUARD(ok, q)];
+        const uint lanes = min(4u, K - kq);  // named values: glslang branches on ?: of expressions
+        an[2u * i + j] = ok ? lanes : 0u;
       }
     } else {
+      uint mask = 0u;
       [[unroll]] for (uint j = 0u; j < 8u; ++j) {
         const uint kj = k + j;
         const bool ok = all(bvec2(okc, kj < K));
-        const float v = float(x[sd_index(LAYOUT, b, SD_GUARD(ok, kj), SD_GUARD(ok, t), K, p.HW)]);
-        h[j / 4u][j % 4u] = float16_t(ok ? v : 0.0);
+        ae[8u * i + j] = x[sd_index(LAYOUT, b, SD_GUARD(ok, kj), SD_GUARD(ok, t), K, p.HW)];
+        const uint bit = 1u << j;
+        mask |= ok ? bit : 0u;
       }
+      am[i] = mask;
     }
-    ac[i] = sd_pack8(h[0], h[1]);
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
     // k fastest: neighbouring invocations read a w row's consecutive chunks.
@@ -141,7 +153,8 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
     if (BVEC == 1u) {  // K % 8 == 0: a chunk is whole or wholly past K
       const bool ok = all(bvec2(okc, k < K));
       const uint c = (row * K + k) / 8u;
-      bc[i] = mix(uvec4(0u), wo[SD_GUARD(ok, c)], bvec4(ok));
+      bw[i] = wo[SD_GUARD(ok, c)];
+      bok[i] = ok;
     } else {
       f16vec4 h[2];
       [[unroll]] for (uint j = 0u; j < 8u; ++j) {
@@ -155,16 +168,30 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   }
 }
 
-// One 16-byte store per chunk: A chunk (mm, kc) at row mm, B chunk (nn, kc) at row nn.
+// The loaded chunks masked, converted to f16 and packed, one 16-byte store each: A chunk
+// (mm, kc) at row mm, B chunk (nn, kc) at row nn.
 void storeShared(uint stage) {
   const uint lid = gl_LocalInvocationID.x;
   [[unroll]] for (uint i = 0u; i < ACL; ++i) {
+    f16vec4 h[2];
+    if (AVEC == 1u) {
+      [[unroll]] for (uint j = 0u; j < 2u; ++j)
+        h[j] = f16vec4(mix(sfp4(0), aq[2u * i + j], lessThan(uvec4(0u, 1u, 2u, 3u), uvec4(an[2u * i + j]))));
+    } else {
+      [[unroll]] for (uint j = 0u; j < 8u; ++j) {
+        const float16_t v = float16_t(ae[8u * i + j]);
+        const bool on = (am[i] & (1u << j)) != 0u;
+        h[j / 4u][j % 4u] = on ? v : float16_t(0.0);
+      }
+    }
     const uint e = lid + i * WGS;
-    if (e < AC) As[stage * AT + (e % BM) * RS + e / BM] = ac[i];
+    if (e < AC) As[stage * AT + (e % BM) * RS + e / BM] = sd_pack8(h[0], h[1]);
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
+    uvec4 v = bc[i];
+    if (BVEC == 1u) v = mix(uvec4(0u), bw[i], bvec4(bok[i]));
     const uint e = lid + i * WGS;
-    if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = bc[i];
+    if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = v;
   }
 }
 
@@ -192,7 +219,9 @@ void main() {
     uint stage = 0u;
     if (DB == 1u) {
       stage = s & 1u;
-      if (s + 1u < steps) loadGlobal(b, m0, n0, (s + 1u) * KS);  // in flight during the products
+      // Unconditionally (past the last step it loads element 0, masked): a branch here
+      // would put the loads' uses before the products.
+      loadGlobal(b, m0, n0, (s + 1u) * KS);  // in flight during the products
     } else {
       loadGlobal(b, m0, n0, s * KS);
       barrier();  // the previous step's coopmat loads of the tiles are done
@@ -238,7 +267,7 @@ void main() {
     if (DB == 1u) {
       // The other stage was last read in step s - 1, which every subgroup finished
       // before the barrier that ended it.
-      if (s + 1u < steps) storeShared(stage ^ 1u);
+      storeShared(stage ^ 1u);  // zeros after the last step, never read
       barrier();
     }
   }
