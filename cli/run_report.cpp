@@ -188,6 +188,8 @@ void RunReport::print(std::ostream& os) const {
         os << " " << kind << " " << g.format << " (" << g.tensors << " tensors, " << mib(g.bytes) << ")";
       os << "\n";
     }
+    if (c.memory.floatFromFileBytes)
+      os << "  weights: " << mib(c.memory.floatFromFileBytes) << " of f32/f16 weights uploaded as the file holds them (no conversion)\n";
     if (c.memory.quantizedFromFileBytes)
       os << "  weights: " << mib(c.memory.quantizedFromFileBytes) << " of int8/int4 blocks uploaded as the file holds them (sdspeed quantize or GGUF)\n";
     if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
@@ -294,6 +296,7 @@ nlohmann::json RunReport::json() const {
     json m = {{"weights_bytes", c.memory.weightBytes},
               {"weights_format", dtypeName(c.weights)},
               {"weights_quantized_from_file_bytes", c.memory.quantizedFromFileBytes},
+              {"weights_float_from_file_bytes", c.memory.floatFromFileBytes},
               {"weights_by_format", [&] {
                  json g = json::object();
                  for (const auto& [fmt, w] : c.memory.weightGroups) g[fmt] = {{"tensors", w.tensors}, {"bytes", w.bytes}};

@@ -85,6 +85,11 @@ class FolderSource : public WeightSource {
     const TensorInfo& t = find(name);
     return diskDType(name) == dtype ? file_.bytes(t.name) : std::span<const std::byte>{};
   }
+  std::vector<int64_t> storedShape(const std::string& name) const override {
+    const TensorInfo& t = find(name);
+    if (const auto q = quantizedTensor(file_, t)) return q->shape;
+    return t.shape;
+  }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;
     for (const TensorInfo& t : file_.tensors()) out.push_back(text_ ? canonicalText(t.name) : t.name);
@@ -162,6 +167,10 @@ class SingleFileSource : public WeightSource {
   std::span<const std::byte> mappedBytes(const std::string& name, const std::string& dtype) const override {
     const std::string& ldm = find(name).ldm;
     return dtypeName(file_.info(ldm).dtype) == dtype ? file_.bytes(ldm) : std::span<const std::byte>{};
+  }
+  std::vector<int64_t> storedShape(const std::string& name) const override {
+    const LdmKey& k = find(name);
+    return asDiffusers(file_.info(k.ldm).shape, k.convToLinear);
   }
   std::vector<std::string> names() const override {
     std::vector<std::string> out;

@@ -51,6 +51,14 @@ class WeightSource {
     (void)dtype;
     return {};
   }
+  // (Addition) The tensor's shape in diffusers' terms as the source stores it, where it is
+  // known without reading the values (a file's header); empty where it is not (random
+  // weights, GGUF). A caller that uploads mappedBytes compares it with the shape it needs
+  // first, and reads through load() (which names a mismatch) when they differ.
+  virtual std::vector<int64_t> storedShape(const std::string& name) const {
+    (void)name;
+    return {};
+  }
 };
 
 // component: "unet", "vae", "text_encoder". Folder layout:

@@ -7,14 +7,14 @@
 
 namespace sdspeed {
 
-void DeviceTensor::write(const std::vector<uint8_t>& bytes) {
+void DeviceTensor::write(std::span<const uint8_t> bytes) {
   ++version_;
   writePhysical(bytes);
 }
 
 void DeviceTensor::upload(const std::vector<float>& nchw) { write(packTensor(desc_, nchw)); }
 
-void DeviceTensor::uploadBytes(const std::vector<uint8_t>& bytes) {
+void DeviceTensor::uploadBytes(std::span<const uint8_t> bytes) {
   if (bytes.size() != desc_.bytes())
     throw Error("tensor " + desc_.text() + " holds " + std::to_string(desc_.bytes()) + " bytes, given " +
                 std::to_string(bytes.size()));

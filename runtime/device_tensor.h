@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "runtime/tensor_desc.h"
@@ -31,7 +32,8 @@ class DeviceTensor {
 
   void upload(const std::vector<float>& nchw);
   // The physical bytes as packTensor makes them (int8/int4 blocks read from a file).
-  void uploadBytes(const std::vector<uint8_t>& bytes);
+  // A span: a mapped checkpoint's bytes go to the device without a host copy first.
+  void uploadBytes(std::span<const uint8_t> bytes);
   std::vector<float> download() const;
   std::vector<uint8_t> downloadBytes() const;  // physical bytes, padding included
   void poison();                               // every physical element (pads too) NaN
@@ -43,7 +45,7 @@ class DeviceTensor {
       : desc_(desc), canary_(canary), offset_(offsetBytes) {}
   // The backend's transfers: the tensor's whole physical bytes, and `n` bytes past its
   // end (the canary; buffers only).
-  virtual void writePhysical(const std::vector<uint8_t>& bytes) = 0;
+  virtual void writePhysical(std::span<const uint8_t> bytes) = 0;
   virtual std::vector<uint8_t> readPhysical() const = 0;
   virtual void writeTail(const std::vector<uint8_t>& bytes) = 0;
   virtual std::vector<uint8_t> readTail(size_t n) const = 0;
@@ -53,7 +55,7 @@ class DeviceTensor {
   uint64_t offset_;
 
  private:
-  void write(const std::vector<uint8_t>& bytes);
+  void write(std::span<const uint8_t> bytes);
   uint64_t version_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -290,6 +291,54 @@ class QuantizeCli : public sdspeed_test::Cli {
   sdspeed_test::TempDir out_;
 };
 }  // namespace
+
+// An f16 checkpoint run at f16 weights is uploaded from the mapped file as it is (the
+// report and JSON count the bytes; F16FileRunsBitIdenticallyToF16WeightsAtLoad below
+// checks it computes the same), and a NaN in the f16 file is still one error line naming
+// the tensor and the element (the raw-bits scan of GraphExecutor::uploadFloatFromFile).
+TEST_F(QuantizeCli, F16FileIsUploadedAsStoredAndItsNaNNamed) {
+  const std::string h = out_.path() + "/f16";
+  Result r = run({"quantize", "--model", kA, "--weights", "f16", "-o", h});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  const std::vector<std::string> common = {"--weights", "f16", "--steps", "1", "--no-decode", "--input-ids",
+                                           kRef + ":input_ids_cond", "--uncond-input-ids", kRef + ":input_ids_uncond",
+                                           "--db-dir", std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned"};
+  std::map<std::string, uint64_t> fromFile;
+  for (const std::string& m : {kA, h}) {
+    const std::string rep = out_.path() + (m == kA ? "/a.json" : "/h.json");
+    std::vector<std::string> a = {"run", "--model", m, "--report", rep};
+    a.insert(a.end(), common.begin(), common.end());
+    r = run(a);
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+    fromFile[m] = nlohmann::json::parse(slurp(rep))
+                      .at("memory").at("components").at("unet").at("weights_float_from_file_bytes").get<uint64_t>();
+    if (m == h) EXPECT_NE(r.out.find("of f32/f16 weights uploaded as the file holds them"), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(fromFile[kA], 0u);  // F32 on disk, f16 on the device: converted at load
+  EXPECT_GT(fromFile[h], 0u);
+  // A NaN written into the f16 file (0x7E00 over element 5 of conv_in.weight).
+  const std::string unet = h + "/unet/diffusion_pytorch_model.safetensors";
+  size_t at = 0;
+  {
+    sdspeed::SafetensorsFile f(unet);
+    const sdspeed::TensorInfo& info = f.info("conv_in.weight");
+    ASSERT_EQ(info.dtype, sdspeed::StDType::F16);
+    uint64_t headerBytes = 0;
+    std::ifstream in(unet, std::ios::binary);
+    in.read(reinterpret_cast<char*>(&headerBytes), 8);  // little-endian, as the host
+    at = 8 + headerBytes + info.begin + 5 * 2;
+  }
+  {
+    std::fstream io(unet, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(static_cast<std::streamoff>(at));
+    const uint16_t nan = 0x7E00;
+    io.write(reinterpret_cast<const char*>(&nan), 2);
+    ASSERT_TRUE(io.good());
+  }
+  std::vector<std::string> a = {"run", "--model", h};
+  a.insert(a.end(), common.begin(), common.end());
+  expectOneLineError(a, {"unet weight conv_in.weight", "nan at element 5", "non-finite"});
+}
 
 // `sdspeed quantize` writes a runnable folder; `run --model OUT --weights int8` uploads its
 // blocks as stored (the report and JSON say how many bytes). Bad input: one line, exit 2.

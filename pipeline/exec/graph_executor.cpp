@@ -603,6 +603,7 @@ void GraphExecutor::allocate(const WeightSource& weights) {
     const TensorDesc desc{t.shape, t.kind == GraphTensor::Kind::HostInput ? kHostInputFormat : weightFormat_[id]};
     if (t.kind == GraphTensor::Kind::Weight) {
       if (isQuantized(desc.format.dtype) && uploadQuantizedFromFile(weights, id, desc)) continue;
+      if (!isQuantized(desc.format.dtype) && uploadFloatFromFile(weights, id, desc)) continue;
       const std::vector<float> values = weights.load(t.name, t.diskShape);
       checkFiniteWeight(values, graph_.component(), t.name);
       // f16 tensors (also a quantized run's unquantized ones); int8/int4 blocks hold an
@@ -740,7 +741,41 @@ bool GraphExecutor::uploadQuantizedFromFile(const WeightSource& weights, size_t 
     return true;
   }
   auto d = be_.makeTensor(desc);
-  d->uploadBytes(std::vector<uint8_t>(bytes, bytes + mapped.size()));
+  d->uploadBytes({bytes, mapped.size()});
+  memory_.weightBytes += desc.bytes();
+  tensors_[id] = std::move(d);
+  return true;
+}
+
+bool GraphExecutor::uploadFloatFromFile(const WeightSource& weights, size_t id, const TensorDesc& desc) {
+  const GraphTensor& t = graph_.tensors()[id];
+  const bool half = desc.format.dtype == DType::F16;
+  const auto mapped = weights.mappedBytes(t.name, half ? "F16" : "F32");
+  if (mapped.empty() || mapped.size() != desc.bytes() || weights.storedShape(t.name) != t.diskShape) return false;
+  const auto* bytes = reinterpret_cast<const uint8_t*>(mapped.data());
+  // checkFiniteWeight on the stored bits: an all-ones exponent is inf or NaN (an f16 file's
+  // values fit f16, so checkFitsF16 has nothing to find). Named as load()'s values would be.
+  const size_t n = mapped.size() / (half ? 2 : 4);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, bytes + i * (half ? 2 : 4), half ? 2 : 4);  // little-endian, as the host
+    const bool nonFinite = half ? (bits & 0x7C00u) == 0x7C00u : (bits & 0x7F800000u) == 0x7F800000u;
+    if (!nonFinite) continue;
+    const bool nan = half ? (bits & 0x03FFu) != 0 : (bits & 0x007FFFFFu) != 0;
+    const bool negative = half ? (bits & 0x8000u) != 0 : (bits & 0x80000000u) != 0;
+    throw Error(graph_.component() + " weight " + t.name + " holds " + (nan ? "nan" : negative ? "-inf" : "inf") +
+                " at element " + std::to_string(i) + " of " + std::to_string(n) +
+                ": the checkpoint has a non-finite value (every output would be NaN)");
+  }
+  memory_.floatFromFileBytes += mapped.size();
+  if (streamed_[id]) {
+    memory_.streamedBytes += desc.bytes();
+    hostWeights_[id] = {bytes, mapped.size()};
+    memory_.streamedMappedBytes += mapped.size();
+    return true;
+  }
+  auto d = be_.makeTensor(desc);
+  d->uploadBytes({bytes, mapped.size()});
   memory_.weightBytes += desc.bytes();
   tensors_[id] = std::move(d);
   return true;

@@ -32,7 +32,7 @@ ClTensor::ClTensor(Context& ctx, const TensorDesc& desc, ClMem memory, uint64_t 
                 std::to_string(offset_ + desc_.bytes()) + " bytes, its memory has " + std::to_string(size));
 }
 
-void ClTensor::writePhysical(const std::vector<uint8_t>& bytes) {
+void ClTensor::writePhysical(std::span<const uint8_t> bytes) {
   if (desc_.format.storage == Storage::Buffer)
     ctx_->writeBuffer(mem_.get(), bytes.data(), bytes.size(), offset_);
   else

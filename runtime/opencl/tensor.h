@@ -29,7 +29,7 @@ class ClTensor : public DeviceTensor {
   int setArgs(cl_kernel kernel, int index) const;
 
  protected:
-  void writePhysical(const std::vector<uint8_t>& bytes) override;
+  void writePhysical(std::span<const uint8_t> bytes) override;
   std::vector<uint8_t> readPhysical() const override;
   void writeTail(const std::vector<uint8_t>& bytes) override;
   std::vector<uint8_t> readTail(size_t n) const override;

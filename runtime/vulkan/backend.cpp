@@ -37,7 +37,7 @@ BufferRange VkTensor::range() const {
   return {buffer_.get(), offset_, std::min<uint64_t>(want, buffer_->bytes() - offset_)};
 }
 
-void VkTensor::writePhysical(const std::vector<uint8_t>& bytes) {
+void VkTensor::writePhysical(std::span<const uint8_t> bytes) {
   if (!bytes.empty()) vk::upload(device_, *buffer_, bytes.data(), bytes.size(), offset_);
 }
 

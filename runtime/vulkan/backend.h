@@ -37,7 +37,7 @@ class VkTensor : public DeviceTensor {
   BufferRange range() const;
 
  protected:
-  void writePhysical(const std::vector<uint8_t>& bytes) override;
+  void writePhysical(std::span<const uint8_t> bytes) override;
   std::vector<uint8_t> readPhysical() const override;
   void writeTail(const std::vector<uint8_t>& bytes) override;
   std::vector<uint8_t> readTail(size_t n) const override;
