@@ -1,5 +1,7 @@
 #include "runtime/vulkan/device.h"
 
+#include "runtime/vulkan/buffer.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -118,6 +120,7 @@ Device::Device(std::shared_ptr<Instance> instance, const VulkanDeviceInfo& info)
 Device::~Device() {
   if (!device_) return;
   vkDeviceWaitIdle(device_);
+  staging_.reset();
   vkDestroyFence(device_, fence_, nullptr);
   vkDestroyCommandPool(device_, pool_, nullptr);
   vkDestroyDevice(device_, nullptr);
@@ -158,6 +161,20 @@ void Device::submitAndWait(VkCommandBuffer cb) {
   // No timeout: a kernel that runs for minutes is a slow kernel, not an error; a lost
   // device returns VK_ERROR_DEVICE_LOST here.
   vkCheck(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences");
+}
+
+void Device::withStaging(size_t bytes, const std::function<void(Buffer&)>& fn) {
+  std::unique_lock<std::mutex> lock(stagingMu_, std::try_to_lock);
+  if (!lock.owns_lock()) {  // in use: a buffer of this call's own, as before the cache
+    Buffer own(*this, bytes, Buffer::Kind::Staging);
+    fn(own);
+    return;
+  }
+  if (!staging_ || staging_->bytes() < bytes) {
+    staging_.reset();
+    staging_ = std::make_unique<Buffer>(*this, bytes, Buffer::Kind::Staging);
+  }
+  fn(*staging_);
 }
 
 void Device::runOnce(const std::function<void(VkCommandBuffer)>& record) {

@@ -16,6 +16,8 @@
 
 namespace sdspeed::vk {
 
+class Buffer;
+
 class Device {
  public:
   // Throws Error when the device cannot run sdspeed (Vulkan < 1.1, no compute queue),
@@ -55,6 +57,11 @@ class Device {
   // that also has `preferred`; throws Error when none has the required flags.
   uint32_t memoryType(uint32_t typeBits, VkMemoryPropertyFlags required, VkMemoryPropertyFlags preferred = 0) const;
 
+  // Calls fn with the device's staging buffer of at least `bytes` (grown as needed, kept:
+  // uploads reuse it instead of allocating host-visible memory for each tensor), or, while
+  // another upload holds it (another thread, or an upload made inside one), with a
+  // staging buffer of its own.
+  void withStaging(size_t bytes, const std::function<void(Buffer&)>& fn);
   // Records with `record` into a fresh primary command buffer, submits it and waits.
   void runOnce(const std::function<void(VkCommandBuffer)>& record);
   // Submits a recorded command buffer and waits for it (thread-safe: the queue is shared).
@@ -74,6 +81,8 @@ class Device {
   std::shared_ptr<MemoryTracker> tracker_;
   std::function<void()> beforeHostAccess_;
   std::mutex poolMu_, queueMu_;
+  std::mutex stagingMu_;
+  std::unique_ptr<Buffer> staging_;  // withStaging's; released before the device
 };
 
 }  // namespace sdspeed::vk
