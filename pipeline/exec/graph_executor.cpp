@@ -734,17 +734,21 @@ bool GraphExecutor::uploadQuantizedFromFile(const WeightSource& weights, size_t 
     throw Error(graph_.component() + " weight " + t.name + " (" + weights.describe() + "): block " + std::to_string(b) +
                 " has a non-finite scale");
   memory_.quantizedFromFileBytes += mapped.size();
-  if (streamed_[id]) {
+  placeFileWeight(id, desc, {bytes, mapped.size()});
+  return true;
+}
+
+void GraphExecutor::placeFileWeight(size_t id, const TensorDesc& desc, std::span<const uint8_t> bytes) {
+  if (streamed_[id]) {  // uploaded before every run from the file's pages
     memory_.streamedBytes += desc.bytes();
-    hostWeights_[id] = {bytes, mapped.size()};
-    memory_.streamedMappedBytes += mapped.size();
-    return true;
+    hostWeights_[id] = bytes;
+    memory_.streamedMappedBytes += bytes.size();
+    return;
   }
   auto d = be_.makeTensor(desc);
-  d->uploadBytes({bytes, mapped.size()});
+  d->uploadBytes(bytes);
   memory_.weightBytes += desc.bytes();
   tensors_[id] = std::move(d);
-  return true;
 }
 
 bool GraphExecutor::uploadFloatFromFile(const WeightSource& weights, size_t id, const TensorDesc& desc) {
@@ -768,16 +772,7 @@ bool GraphExecutor::uploadFloatFromFile(const WeightSource& weights, size_t id, 
                 ": the checkpoint has a non-finite value (every output would be NaN)");
   }
   memory_.floatFromFileBytes += mapped.size();
-  if (streamed_[id]) {
-    memory_.streamedBytes += desc.bytes();
-    hostWeights_[id] = {bytes, mapped.size()};
-    memory_.streamedMappedBytes += mapped.size();
-    return true;
-  }
-  auto d = be_.makeTensor(desc);
-  d->uploadBytes({bytes, mapped.size()});
-  memory_.weightBytes += desc.bytes();
-  tensors_[id] = std::move(d);
+  placeFileWeight(id, desc, {bytes, mapped.size()});
   return true;
 }
 

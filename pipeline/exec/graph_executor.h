@@ -276,6 +276,8 @@ class GraphExecutor {
   // that: 8.3 of 10.3 s for SD 1.5's f16 UNet on an H100, results/vulkan/tiles/). False
   // otherwise (then it is read through load()).
   bool uploadFloatFromFile(const WeightSource& weights, size_t id, const TensorDesc& desc);
+  // A weight's bytes from the mapped file: streamed from there, or uploaded now.
+  void placeFileWeight(size_t id, const TensorDesc& desc, std::span<const uint8_t> bytes);
   void makePlaceholders(bool create);
   void bindArguments();
   void checkOutputFinite(size_t node) const;  // ExecOptions::checkFinite, after the node has finished
