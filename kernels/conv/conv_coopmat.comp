@@ -86,7 +86,7 @@ shared float Cs[SGM * SGN * CT];  // per subgroup: one accumulator for the epilo
 // masking and packing wait for storeShared): the gathered x elements and which are
 // inside the image and K (bit j: element j), the w chunks and whether each is valid.
 sfp ae[8u * ACL];
-uint am[ACL];
+uint amask[ACL];
 uvec4 bw[BCL];  // BVEC = 1
 bool bok[BCL];
 uvec4 bc[BCL];  // BVEC = 0: dequantized and packed (weights.glsl's reads)
@@ -126,7 +126,7 @@ void loadGlobal(uint b, uint n0, uint k0, uint K) {
       const uint bit = 1u << j;  // named values: glslang branches on ?: of expressions
       mask |= in_ ? bit : 0u;
     }
-    am[i] = mask;
+    amask[i] = mask;
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
     // k fastest: neighbouring invocations read a weight row's consecutive chunks.
@@ -158,7 +158,7 @@ void storeShared(uint stage) {
     f16vec4 h[2];
     [[unroll]] for (uint j = 0u; j < 8u; ++j) {
       const float16_t v = float16_t(ae[8u * i + j]);
-      const bool on = (am[i] & (1u << j)) != 0u;
+      const bool on = (amask[i] & (1u << j)) != 0u;
       h[j / 4u][j % 4u] = on ? v : float16_t(0.0);
     }
     const uint e = lid + i * WGS;

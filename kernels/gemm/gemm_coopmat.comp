@@ -110,7 +110,7 @@ shared float Cs[SGM * SGN * PAIRS * CT];  // per subgroup: its hidden (and gate)
 sfp4 aq[2u * ACL];  // AVEC = 1: the chunks' two quads
 uint an[2u * ACL];  //   and their valid lanes (0..4: past K or the positions, zeros)
 sfp ae[8u * ACL];   // AVEC = 0: the chunks' elements
-uint am[ACL];       //   and their valid elements (bit j: element j)
+uint amask[ACL];       //   and their valid elements (bit j: element j)
 uvec4 bw[BCL];      // BVEC = 1: the chunks as loaded
 bool bok[BCL];      //   and whether each is valid
 uvec4 bc[BCL];      // BVEC = 0: the chunks, dequantized and packed (weights.glsl's reads)
@@ -141,7 +141,7 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
         const uint bit = 1u << j;
         mask |= ok ? bit : 0u;
       }
-      am[i] = mask;
+      amask[i] = mask;
     }
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
@@ -180,7 +180,7 @@ void storeShared(uint stage) {
     } else {
       [[unroll]] for (uint j = 0u; j < 8u; ++j) {
         const float16_t v = float16_t(ae[8u * i + j]);
-        const bool on = (am[i] & (1u << j)) != 0u;
+        const bool on = (amask[i] & (1u << j)) != 0u;
         h[j / 4u][j % 4u] = on ? v : float16_t(0.0);
       }
     }

@@ -12,7 +12,7 @@ class BlockingWeightStream : public WeightStream {
   void start(size_t, const std::vector<Upload>& uploads) override {
     if (uploads.empty()) return;
     backend_.finish();  // the ops before this one may still read the regions' old contents
-    for (const Upload& u : uploads) u.tensor->uploadBytes(std::vector<uint8_t>(u.bytes.begin(), u.bytes.end()));
+    for (const Upload& u : uploads) u.tensor->uploadBytes(u.bytes);
   }
   void waitFor(const std::vector<int>&) override {}  // uploaded synchronously in start()
 

@@ -43,7 +43,8 @@ Buffer::Buffer(Device& device, size_t bytes, Kind kind) : device_(&device), byte
       throw VkError("vkAllocateMemory", r, std::to_string(req.size) + " bytes");
     vkCheck(vkBindBufferMemory(d, buffer_, memory_, 0), "vkBindBufferMemory");
     if (kind == Kind::Staging) vkCheck(vkMapMemory(d, memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
-    // Storage counts as the run's device memory (staging buffers live for one copy).
+    // Storage counts as the run's device memory (staging is host memory: one copy's, or
+    // the device's upload buffer, up to 32 MiB, not counted).
     if (kind == Kind::Storage && device.memoryTracker()) {
       tracked_ = req.size;
       device.memoryTracker()->allocated(tracked_);

@@ -164,12 +164,15 @@ void Device::submitAndWait(VkCommandBuffer cb) {
 }
 
 void Device::withStaging(size_t bytes, const std::function<void(Buffer&)>& fn) {
-  std::unique_lock<std::mutex> lock(stagingMu_, std::try_to_lock);
-  if (!lock.owns_lock()) {  // in use: a buffer of this call's own, as before the cache
+  if (stagingBusy_.exchange(true)) {  // in use: a buffer of this call's own, as before the cache
     Buffer own(*this, bytes, Buffer::Kind::Staging);
     fn(own);
     return;
   }
+  struct Release {
+    std::atomic<bool>& busy;
+    ~Release() { busy.store(false); }
+  } release{stagingBusy_};
   if (!staging_ || staging_->bytes() < bytes) {
     staging_.reset();
     staging_ = std::make_unique<Buffer>(*this, bytes, Buffer::Kind::Staging);

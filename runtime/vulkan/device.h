@@ -6,6 +6,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -81,8 +82,9 @@ class Device {
   std::shared_ptr<MemoryTracker> tracker_;
   std::function<void()> beforeHostAccess_;
   std::mutex poolMu_, queueMu_;
-  std::mutex stagingMu_;
-  std::unique_ptr<Buffer> staging_;  // withStaging's; released before the device
+  std::atomic<bool> stagingBusy_{false};  // withStaging's buffer is in use (an atomic flag, not a
+                                          // mutex: a nested call on the same thread must not lock)
+  std::unique_ptr<Buffer> staging_;       // withStaging's; released before the device
 };
 
 }  // namespace sdspeed::vk
