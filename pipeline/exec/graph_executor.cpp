@@ -5,6 +5,7 @@
 #include "runtime/quant/quant.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "kernels/registry.h"
 #include "pipeline/exec/weight_kinds.h"
 #include "pipeline/finite.h"
+#include "pipeline/safetensors.h"
 #include "runtime/host_memory.h"
 #include "runtime/timing.h"
 
@@ -758,17 +760,17 @@ bool GraphExecutor::uploadFloatFromFile(const WeightSource& weights, size_t id, 
   if (mapped.empty() || mapped.size() != desc.bytes() || weights.storedShape(t.name) != t.diskShape) return false;
   const auto* bytes = reinterpret_cast<const uint8_t*>(mapped.data());
   // checkFiniteWeight on the stored bits: an all-ones exponent is inf or NaN (an f16 file's
-  // values fit f16, so checkFitsF16 has nothing to find). Named as load()'s values would be.
+  // values fit f16, so checkFitsF16 has nothing to find); the element found is widened and
+  // named by nonFiniteName, as load()'s values would be.
   const size_t n = mapped.size() / (half ? 2 : 4);
   for (size_t i = 0; i < n; ++i) {
     uint32_t bits = 0;
     std::memcpy(&bits, bytes + i * (half ? 2 : 4), half ? 2 : 4);  // little-endian, as the host
     const bool nonFinite = half ? (bits & 0x7C00u) == 0x7C00u : (bits & 0x7F800000u) == 0x7F800000u;
     if (!nonFinite) continue;
-    const bool nan = half ? (bits & 0x03FFu) != 0 : (bits & 0x007FFFFFu) != 0;
-    const bool negative = half ? (bits & 0x8000u) != 0 : (bits & 0x80000000u) != 0;
-    throw Error(graph_.component() + " weight " + t.name + " holds " + (nan ? "nan" : negative ? "-inf" : "inf") +
-                " at element " + std::to_string(i) + " of " + std::to_string(n) +
+    const float v = half ? halfToFloat(static_cast<uint16_t>(bits)) : std::bit_cast<float>(bits);
+    throw Error(graph_.component() + " weight " + t.name + " holds " + nonFiniteName(v) + " at element " +
+                std::to_string(i) + " of " + std::to_string(n) +
                 ": the checkpoint has a non-finite value (every output would be NaN)");
   }
   memory_.floatFromFileBytes += mapped.size();
