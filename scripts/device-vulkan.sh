@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles wide gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -48,8 +48,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|gemm-peer|run|race|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|wide|gemm-peer|run|race|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles wide gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -289,6 +289,37 @@ if want tiles; then
   step 60 kernels-tiles env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op gemm \
     --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --points 0 \
     --shape 2x320x1x4096 --attrs n=320 --dump-kernels "$R/kernels-tiles"
+  pack
+fi
+if want wide; then
+  # The coopmat warp tiles past 32x32 (WM * WN up to 16: a 64x64 warp tile), checked on
+  # tensor cores over the check problems (edges, both layouts, f16 and int8 weights), then
+  # benched at SD 1.5's heaviest conv and GEMM shapes against the tuned database's picks
+  # (each bench checks its point against Eigen first); wide.txt has every median.
+  W="WM=4,WN=4,SGM=2,SGN=2"
+  step 100 check-wide-gemm $S check --backend vulkan --op gemm --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16,int8 --params $W --csv "$R/check-wide-gemm.csv"
+  step 100 check-wide-conv $S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16,int8 --params $W,SK=2 --csv "$R/check-wide-conv.csv"
+  tail -2 "$R/check-wide-gemm.txt" "$R/check-wide-conv.txt"
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --variant coopmat_f16"
+  P="WM=2,WN=2,SGM=2,SGN=2 WM=2,WN=2,SGM=2,SGN=4 WM=4,WN=4,SGM=2,SGN=2 WM=4,WN=2,SGM=2,SGN=4 WM=2,WN=4,SGM=4,SGN=2
+     WM=4,WN=4,SGM=2,SGN=1 WM=4,WN=4,SGM=1,SGN=2 WM=4,WN=4,SGM=2,SGN=2,KS=64,DB=0 WM=4,WN=4,SGM=2,SGN=2,KS=16"
+  i=0
+  for pt in $P; do
+    i=$((i + 1))
+    step 40 wide-conv640-$i $B --op conv --shape 2x640x32x32 --attrs cout=640,residual=1 --params $pt,SK=1
+    step 40 wide-conv320-$i $B --op conv --shape 2x320x64x64 --attrs cout=320,residual=1 --params $pt,SK=1
+    step 40 wide-conv1280-$i $B --op conv --shape 2x1280x16x16 --attrs cout=1280,residual=1 --params $pt,SK=4
+    step 40 wide-conv1920-$i $B --op conv --shape 2x1920x32x32 --attrs cout=640,temb=1 --params $pt,SK=2
+    step 40 wide-gemm-$i $B --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --params $pt
+    step 40 wide-gemm5120-$i $B --op gemm --shape 2x5120x1x256 --attrs n=1280,epilogue=none,bias=1,residual=1 --params $pt
+    step 40 wide-geglu-$i $B --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 --params $pt
+  done
+  grep -hE "^(gemm|conv) |error|unsupported" "$R"/wide-*.txt > "$R/wide.txt"; cat "$R/wide.txt"
+  step 60 kernels-wide env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op conv \
+    --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --params $W,SK=1 \
+    --shape 2x640x32x32 --attrs cout=640 --dump-kernels "$R/kernels-wide"
   pack
 fi
 if want gemm-peer; then

@@ -91,7 +91,8 @@ TEST(GemmCoopMat, H200ShapesAreAcceptedOthersRejected) {
     const bool listed = !(p["CN"] == 16 && p["CK"] == 8);
     EXPECT_EQ(why.empty(), listed) << p.text() << ": " << why;
     (why.empty() ? accepted : rejected) += 1;
-    EXPECT_LE(GemmFamily::coopMatLocalBytes(p, true), 49152u) << p.text();
+    EXPECT_LE(GemmFamily::coopMatLocalBytes(p, false), 49152u) << p.text();  // GEGLU's: per problem
+    EXPECT_LE(p["WM"] * p["WN"], 16) << p.text();
     EXPECT_LE(v.workGroupSize(p), 512u) << p.text();
   }
   EXPECT_GT(accepted, 100u);
@@ -151,6 +152,14 @@ TEST(GemmCoopMat, SharedMemoryAsTheShaderDeclaresIt) {
   const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);
   EXPECT_EQ(gemm.unsupportedReason(coopmat(), d, *plain, f, small), "");
   EXPECT_NE(gemm.unsupportedReason(coopmat(), d, *geglu, f, small).find("GEGLU tiles need"), std::string::npos);
+  // A 64x64 warp tile (16 accumulators) is in the space; under GEGLU it would hold 32, so
+  // GEGLU problems refuse it (and only them).
+  const ParamPoint wide = coopmat().parsePoint("WM=4,WN=4");
+  EXPECT_EQ(coopmat().violatedConstraint(wide), "");
+  EXPECT_EQ(gemm.unsupportedReason(coopmat(), wide, *plain, f, h200()), "");
+  EXPECT_EQ(gemm.unsupportedReason(coopmat(), wide, *geglu, f, h200()),
+            "GEGLU doubles the accumulators: 2 x WM x WN = 32 per subgroup, at most 16");
+  EXPECT_THROW(coopmat().parsePoint("WM=4,WN=4,SGM=4,SGN=4"), Error);  // 256 x 256 tiles: 80 KiB of shared memory
   // An f32-arithmetic format is never run under this f16 variant.
   EXPECT_NE(gemm.unsupportedReason(coopmat(), d, *plain, StorageFormat{}, h200()).find("computes in f16 only"),
             std::string::npos);

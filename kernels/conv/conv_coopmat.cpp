@@ -1,7 +1,7 @@
 // conv coopmat_f16 (issue #22): the implicit GEMM of im2col_gemm / conv1x1 on tensor
 // cores (kernels/conv/conv_coopmat.comp). Its tiles, shapes and shared memory are gemm
-// coopmat_f16's, so its declaration is GEMM's (parameters, constraints, device rule)
-// without GEGLU's doubled w tile, plus conv's split-K (SK); its tolerance is GEMM's coopmat
+// coopmat_f16's, so its declaration is GEMM's (parameters, constraints, device rule),
+// plus conv's split-K (SK); its tolerance is GEMM's coopmat
 // one (same scheme). API-neutral; the Vulkan lowering is conv_coopmat_vulkan.cpp, OpenCL
 // has no kernel for it.
 #include "kernels/common/half_variant.h"
@@ -15,11 +15,8 @@ VariantDef ConvFamily::coopMatVariant() {
   c.summary = "implicit GEMM on tensor cores (VK_NV_cooperative_matrix): x's im2col columns gathered into "
               "shared memory as f16, w as f16, f16 products accumulated in f32, SGM x SGN subgroups of WM x WN "
               "CMxCN accumulators";
-  // GEMM's constraints but the last (GEGLU's shared memory): conv has no pairs.
-  c.constraints.pop_back();
-  c.constraints.push_back({"shared memory <= 48 KiB", [](const ParamPoint& p) {
-                             return GemmFamily::coopMatLocalBytes(p, false) <= 48 * 1024;
-                           }});
+  // GEMM's constraints as they are: they leave GEGLU's doubled tiles and accumulators (conv
+  // has no pairs) to GemmFamily::unsupportedReason.
   c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) { return GemmFamily::coopMatDeviceRule(p, dev, "conv"); };
   // Split-K, conv's alone (gemm coopmat has no reduce pass): SD 1.5's small-spatial
   // convolutions (8x8 latents: 64 positions, K = 11520) make a few dozen output tiles, each

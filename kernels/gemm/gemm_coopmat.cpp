@@ -38,11 +38,22 @@ VariantDef GemmFamily::coopMatVariant() {
       // The shaders stage whole 8-half chunks of a row's K step (kernels/common/coopmat_tiles.glsl);
       // every KS listed keeps it, a new one must.
       {"KS % 8 == 0 (8-half chunks)", [](const ParamPoint& p) { return p["KS"] % 8 == 0; }},
-      {"WM * WN <= 8 (accumulators per subgroup, 16 under GEGLU)",
-       [](const ParamPoint& p) { return p["WM"] * p["WN"] <= 8; }},
+      // A 16x16 f32 accumulator is 8 registers a lane: 16 of them are 128 of the 255 a
+      // thread may hold, what a 64x64 warp tile (WM = WN = 4) takes. The warp tile sets
+      // the shared-memory reads per product: each k step loads WM A and WN B fragments for
+      // WM x WN products, so 32x32 (2 x 2) reads one fragment per product and 64x64 half
+      // that, and on an H100 the 32x32 tiles' fragment loads plus the staging stores
+      // already ask more than shared memory's 128 bytes a clock per multiprocessor gives.
+      // GEGLU doubles the accumulators (hidden and gate): checked per problem
+      // (GemmFamily::unsupportedReason), as its doubled shared tiles are.
+      {"WM * WN <= 16 (accumulators per subgroup; GEGLU's doubled ones checked per problem)",
+       [](const ParamPoint& p) { return p["WM"] * p["WN"] <= 16; }},
       {"64 <= SGM * SGN * 32 <= 512 (work-group)",
        [](const ParamPoint& p) { return wgOf(p) >= 64 && wgOf(p) <= 512; }},
-      {"shared memory under GEGLU <= 48 KiB", [](const ParamPoint& p) { return coopMatLocalBytes(p, true) <= kMaxLocalBytes; }},
+      // Without GEGLU's doubled w tile: a GEGLU problem's own bytes are checked against the
+      // device's limit where the problem is known (GemmFamily::unsupportedReason), so the
+      // larger tiles stay in the space of every other GEMM.
+      {"shared memory <= 48 KiB", [](const ParamPoint& p) { return coopMatLocalBytes(p, false) <= kMaxLocalBytes; }},
   };
   c.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(wgOf(p)); };
   c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, false); };

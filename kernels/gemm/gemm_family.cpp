@@ -280,9 +280,16 @@ std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "GEGLU tiles need " + std::to_string(local) + " bytes of local memory, device has " +
              std::to_string(dev.localMemBytes);
   }
-  if (v.name == kCoopMatVariant && p.epilogue == "geglu" && coopMatLocalBytes(pt, true) > dev.localMemBytes)
-    return "GEGLU tiles need " + std::to_string(coopMatLocalBytes(pt, true)) + " bytes of shared memory, device has " +
-           std::to_string(dev.localMemBytes);
+  if (v.name == kCoopMatVariant && p.epilogue == "geglu") {
+    // Hidden and gate accumulators: 2 x WM x WN of 8 f32 registers a lane (gemm_coopmat.cpp's
+    // register rule, 16 at most).
+    if (pt["WM"] * pt["WN"] > 8)
+      return "GEGLU doubles the accumulators: 2 x WM x WN = " + std::to_string(2 * pt["WM"] * pt["WN"]) +
+             " per subgroup, at most 16";
+    if (coopMatLocalBytes(pt, true) > dev.localMemBytes)
+      return "GEGLU tiles need " + std::to_string(coopMatLocalBytes(pt, true)) + " bytes of shared memory, device has " +
+             std::to_string(dev.localMemBytes);
+  }
   return {};
 }
 
