@@ -54,20 +54,32 @@ TEST(AttentionCoopMat, DeviceRuleReadsTheShapeList) {
 }
 
 // The head sizes SD 1.5 has (40, 80, 160 in the UNet, 512 in the VAE) at the defaults on a
-// 48 KiB device: all but D = 512, which needs DO = 128 (O's columns in 4 work-groups).
+// 48 KiB device: all but D = 512, whose O would need 32 accumulators per subgroup; the
+// defaults fitted to it (DO = 128: O's columns in 4 work-groups, and one subgroup of rows
+// for its 512-wide Q tile) run it.
 TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
   const Family& fam = findFamily("attention");
   const VariantDef& v = coopmat();
   const DeviceCaps dev = vulkan48k(true);
   const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);
-  for (int64_t d : {40, 80, 160})
-    EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *AttentionFamily::problem(2, 8, d, 256, 256), f, dev),
-              "")
-        << d;
+  for (int64_t d : {40, 80, 160}) {
+    const auto prob = AttentionFamily::problem(2, 8, d, 256, 256);
+    EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *prob, f, dev), "") << d;
+    EXPECT_EQ(v.defaultsFor(*prob), v.defaults()) << d;  // nothing to fit
+  }
   const auto vae = AttentionFamily::problem(1, 1, 512, 4096, 4096);
-  EXPECT_NE(fam.unsupportedReason(v, v.defaults(), *vae, f, dev).find("bytes of shared memory at D = 512"),
-            std::string::npos);
-  EXPECT_EQ(fam.unsupportedReason(v, v.parsePoint("DO=128"), *vae, f, dev), "");
+  EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *vae, f, dev),
+            "flash_coopmat_f16 needs 32 O accumulators per subgroup at D = 512, at most 16 (a DO splits the head)");
+  // DO = 128 alone: Q's 32 x 520 halves and V's 32 x 136 take 54528 bytes.
+  EXPECT_EQ(fam.unsupportedReason(v, v.parsePoint("DO=128"), *vae, f, dev),
+            "flash_coopmat_f16 tiles need 54528 bytes of shared memory at D = 512, device has 49152");
+  const ParamPoint fitted = v.defaultsFor(*vae);
+  EXPECT_EQ(fitted, v.parsePoint("DO=128,SG=1"));
+  EXPECT_EQ(fam.unsupportedReason(v, fitted, *vae, f, dev), "");
+  // The bytes as attention_coopmat.comp declares them, at D = 40 and the defaults (BR = 32,
+  // BC = 32, DQC = DOC = 48, K chunk 48): Qs, Ks, Vs, Ps (f16), Ss, Ms + Ls, Pm + Pl (f32).
+  EXPECT_EQ(AttentionFamily::coopMatLocalBytes(v.defaults(), 40),
+            2u * (32 * 56 + 32 * 56 + 32 * 56 + 32 * 40) + 4u * (32 * 36 + 2 * 32 + 2 * 64));
   EXPECT_EQ(AttentionFamily::coopMatColumns(v.defaults(), 40), 48);  // D rounded up to CN
   EXPECT_EQ(AttentionFamily::coopMatColumns(v.parsePoint("DO=64"), 512), 64);
 }

@@ -604,10 +604,10 @@ TEST(VulkanHarnessCoverage, AttentionCoopMatEmulatedMatchesReference) {
   v.defines["COOPMAT_EMULATE"] = 1;
   v.deviceRule = nullptr;  // no cooperative matrices needed
   const std::vector<std::string> points = {
-      "",                                  // defaults: 32 rows, blocks of 32 keys, DC 32, whole head
+      "",                                  // defaults: 32 rows, blocks of 32 keys, K chunks of 64, whole head
       "CN=8,CK=8,SG=4,BC=16,DC=16,DO=64",  // 64 rows, 8-wide shapes, O split past 64 columns
-      "CN=8,BC=64,DC=16",                  // large key blocks (over 32 KiB at D = 80)
-      "CK=8,BC=16,DC=64,DO=64",            // large Q K^T staging steps
+      "CN=8,BC=64,DC=32,SG=1",             // 16 rows (2 key slices per invocation), large key blocks
+      "CK=8,BC=16,DC=32,DO=64",            // partial last K chunk at D = 80
       "CN=8,BC=16,DC=16,DO=128",           // O's 128 columns (the D = 512 setting)
   };
   std::vector<ProblemPtr> problems = fam.checkProblems(false);
@@ -629,9 +629,11 @@ TEST(VulkanHarnessCoverage, AttentionCoopMatEmulatedMatchesReference) {
       for (const auto& prob : problems) {
         const CheckResult r = checkCase(*be, fam, v, pt, *prob, f, 17);
         if (r.status == Status::Unsupported) {
-          // Only shared memory past lavapipe's 32 KiB (BC = 64 at D = 80, whole heads of 160 and 512).
-          EXPECT_NE(r.message.find("bytes of shared memory"), std::string::npos) << text << " " << r.problem << ": "
-                                                                                 << r.message;
+          // Only shared memory past lavapipe's 32 KiB, or O past 16 accumulators (whole heads
+          // of 160 at CN = 8, of 512).
+          EXPECT_TRUE(r.message.find("bytes of shared memory") != std::string::npos ||
+                      r.message.find("O accumulators per subgroup") != std::string::npos)
+              << text << " " << r.problem << ": " << r.message;
           continue;
         }
         EXPECT_EQ(r.status, Status::Ok) << "[" << pt.text() << "] " << f.name() << " " << r.problem << ": " << r.message;
@@ -643,7 +645,7 @@ TEST(VulkanHarnessCoverage, AttentionCoopMatEmulatedMatchesReference) {
   size_t declared = 0;
   for (const auto& param : v.params) declared += param.values.size();
   EXPECT_EQ(values.size(), declared) << "some parameter value is run by no point";
-  EXPECT_GE(ok, 28);
+  EXPECT_GE(ok, 27);
   std::cout << "[   NOTE   ] flash_coopmat_f16 emulated: " << ok << " cases ok\n";
 }
 

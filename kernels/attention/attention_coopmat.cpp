@@ -2,6 +2,8 @@
 // cores (VK_NV_cooperative_matrix). Its declaration, device rule, shared memory and
 // tolerance; API-neutral. The shader is attention_coopmat.comp, its Vulkan lowering
 // attention_coopmat_vulkan.cpp; OpenCL has no kernel for it and says so.
+#include <algorithm>
+#include <map>
 #include <string>
 
 #include "kernels/attention/attention_family.h"
@@ -13,6 +15,9 @@ namespace {
 
 constexpr size_t kMaxLocalBytes = 48 * 1024;  // the H200's maxComputeSharedMemorySize
 constexpr int kSubgroup = 32;                 // the invocations of one subgroup the shader assumes
+// O's accumulators a subgroup keeps in registers for the whole second pass: 16 of CM x CN
+// = 16 x 16 f32 are 128 registers a lane (of 255), beside S's BC / CN.
+constexpr int kMaxAccumulators = 16;  // attention_family.cpp refuses more, per problem
 
 int wgOf(const ParamPoint& p) { return p["SG"] * kSubgroup; }
 
@@ -25,9 +30,9 @@ VariantDef AttentionFamily::coopMatVariant() {
       {"CM", {16}, "cooperative-matrix rows (query rows); one of the device's shapes"},
       {"CN", {16, 8}, "cooperative-matrix columns (keys of S, head dims of O); one of the device's shapes"},
       {"CK", {16, 8}, "cooperative-matrix reduction depth; one of the device's shapes"},
-      {"SG", {2, 4}, "subgroups per work-group, each CM query rows (BR = SG * CM)"},
-      {"BC", {32, 16, 64}, "keys per block (one online-softmax rescale)"},
-      {"DC", {32, 16, 64}, "head dims per Q K^T staging step"},
+      {"SG", {2, 4, 1}, "subgroups per work-group, each CM query rows (BR = SG * CM)"},
+      {"BC", {32, 64, 16}, "keys per block (one S tile in shared memory)"},
+      {"DC", {64, 32, 16}, "head dims per K staging chunk (at most the head's)"},
       {"DO", {0, 64, 128}, "O columns per work-group (0: the whole head; less recomputes Q K^T per split)"},
   };
   c.constraints = {
@@ -37,11 +42,23 @@ VariantDef AttentionFamily::coopMatVariant() {
       {"DO % CN == 0", [](const ParamPoint& p) { return p["DO"] % p["CN"] == 0; }},
   };
   c.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(wgOf(p)); };
-  // At D = 40 (DO = 0 is D-dependent: unsupportedReason checks the problem's own bytes).
+  // At D = 40 (DO = 0 and the Q tile are D-dependent: unsupportedReason checks the
+  // problem's own bytes and O accumulators).
   c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, 40); };
   c.deviceRule = coopMatDeviceRule;
-  return halfVariant(c, "FlashAttention on tensor cores (VK_NV_cooperative_matrix): Q K^T and P V as f16 products "
-                        "accumulated in f32, online softmax, rescaling and O in f32 (O in shared memory)");
+  // Untuned, the defaults fitted to the head: where the whole head's O would take more than
+  // kMaxAccumulators accumulators (D = 512: 32 at CN = 16), DO = 128 splits it; where the
+  // tiles then exceed 48 KiB (the Q tile is BR x D), one subgroup of rows (SG = 1).
+  c.fitDefaults = [](const ParamPoint& d, const Problem& prob) -> std::map<std::string, int> {
+    const auto* a = dynamic_cast<const AttentionProblem*>(&prob);
+    if (!a) return {};
+    std::map<std::string, int> v = d.values(), out;
+    if (coopMatAccumulators(d, a->headDim) > kMaxAccumulators) v["DO"] = out["DO"] = 128;
+    if (coopMatLocalBytes(ParamPoint(v), a->headDim) > kMaxLocalBytes) out["SG"] = 1;
+    return out;
+  };
+  return halfVariant(c, "FlashAttention on tensor cores (VK_NV_cooperative_matrix), two passes: the rows' softmax "
+                        "max and sum, then P V with O in registers; f16 products accumulated in f32, statistics in f32");
 }
 
 int AttentionFamily::coopMatColumns(const ParamPoint& p, int64_t headDim) {
@@ -50,12 +67,18 @@ int AttentionFamily::coopMatColumns(const ParamPoint& p, int64_t headDim) {
   return static_cast<int>((headDim + cn - 1) / cn * cn);
 }
 
+int AttentionFamily::coopMatAccumulators(const ParamPoint& p, int64_t headDim) {
+  return coopMatColumns(p, headDim) / p["CN"];
+}
+
 size_t AttentionFamily::coopMatLocalBytes(const ParamPoint& p, int64_t headDim) {
-  // attention_coopmat.comp's shared arrays: Qs, Ks, Vs, Ps (f16), Ss, Os, Cs (f32).
+  // attention_coopmat.comp's shared arrays: Qs (BR x DQC), Ks (BC x a chunk), Vs, Ps (f16),
+  // Ss, the rows' max and sum, the slices' max and sum (f32).
   const size_t br = static_cast<size_t>(p["SG"] * p["CM"]), bc = static_cast<size_t>(p["BC"]);
-  const size_t dc = static_cast<size_t>(p["DC"]), doc = static_cast<size_t>(coopMatColumns(p, headDim));
-  return 2 * (dc * (br + 8) + bc * (dc + 8) + bc * (doc + 8) + br * (bc + 8)) +
-         4 * (br * (bc + 4) + br * (doc + 4) + br);
+  const size_t ck = static_cast<size_t>(p["CK"]), wgs = static_cast<size_t>(wgOf(p));
+  const size_t dqc = (static_cast<size_t>(headDim) + ck - 1) / ck * ck;
+  const size_t kch = std::min(static_cast<size_t>(p["DC"]), dqc), doc = static_cast<size_t>(coopMatColumns(p, headDim));
+  return 2 * (br * (dqc + 8) + bc * (kch + 8) + bc * (doc + 8) + br * (bc + 8)) + 4 * (br * (bc + 4) + 2 * br + 2 * wgs);
 }
 
 std::string AttentionFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {

@@ -259,8 +259,12 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
   const auto& p = asAttention(prob);
   if (p.headDim % 4) return "head size " + std::to_string(p.headDim) + " is not a multiple of 4 (heads are float4 slices)";
   if (v.name == kCoopMatVariant) {
-    // Q, K and V tiles, S, P and O (f32, DO columns) in shared memory: at D = 512 only a
-    // DO that splits the head's columns fits 48 KiB (attention_coopmat.comp).
+    // O's accumulators stay in registers through the second pass (attention_coopmat.cpp):
+    // at D = 512 only a DO that splits the head's columns keeps them there.
+    if (const int acc = coopMatAccumulators(pt, p.headDim); acc > 16)
+      return "flash_coopmat_f16 needs " + std::to_string(acc) + " O accumulators per subgroup at D = " +
+             std::to_string(p.headDim) + ", at most 16 (a DO splits the head)";
+    // The Q tile (BR x D), K, V, S and P tiles in shared memory (attention_coopmat.comp).
     const size_t local = coopMatLocalBytes(pt, p.headDim);
     if (local > dev.localMemBytes)
       return "flash_coopmat_f16 tiles need " + std::to_string(local) + " bytes of shared memory at D = " +
