@@ -314,6 +314,15 @@ if want wide; then
     step 40 wide-gemm-$i $B --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --params $pt
     step 40 wide-geglu-$i $B --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 --params $pt
   done
+  # The latency-bound small GEMMs (time-embedding GEMV, the 77-token context's K and V, 256
+  # tokens at K = 1280): K steps per work-group against tile height.
+  i=0
+  for pt in WM=2,WN=2,SGM=2,SGN=2 KS=64 KS=64,DB=0 WM=1,SGM=2,SGN=2,KS=64 WM=1,WN=2,SGM=1,SGN=4,KS=64 WM=1,WN=1,SGM=2,SGN=2,KS=64; do
+    i=$((i + 1))
+    step 30 wide-gemv-$i $B --op gemm --shape 2x1280x1x1 --attrs n=1280,epilogue=none,bias=1,residual=0 --params $pt
+    step 30 wide-ctx-$i $B --op gemm --shape 2x768x1x77 --attrs n=1280,epilogue=none,bias=0,residual=0 --params $pt
+    step 30 wide-g256-$i $B --op gemm --shape 2x1280x1x256 --attrs n=1280,epilogue=none,bias=0,residual=0 --params $pt
+  done
   grep -hE "^(gemm|conv) |error|unsupported" "$R"/wide-*.txt > "$R/wide.txt"; cat "$R/wide.txt"
   step 60 kernels-wide env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op conv \
     --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --params $W,SK=1 \

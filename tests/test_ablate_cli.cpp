@@ -3,6 +3,10 @@
 // stays within its tolerance of the baseline, and --merge.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <string>
+
 #include <nlohmann/json.hpp>
 #include <regex>
 
@@ -136,14 +140,16 @@ TEST(AblationPlan, VulkanFileEndsWithF16ArithmeticThenTensorCores) {
   EXPECT_EQ(f16.precision, "f16");
   EXPECT_EQ(tc.name, "+ tensor cores");
   EXPECT_EQ(tc.arithmetic, "f16");  // inherited
-  // The tensor-core row adds coopmat_f16 to gemm, last (the variant a row adds runs
-  // unless a timed one is faster), and changes nothing else.
-  EXPECT_EQ(tc.variants.at("gemm").back(), "coopmat_f16");
-  auto gemmBefore = f16.variants.at("gemm");
-  gemmBefore.push_back("coopmat_f16");
-  EXPECT_EQ(tc.variants.at("gemm"), gemmBefore);
-  EXPECT_EQ(std::find(f16.variants.at("gemm").begin(), f16.variants.at("gemm").end(), "coopmat_f16"),
-            f16.variants.at("gemm").end());
+  // The tensor-core row adds the coopmat variants, each last in its family's list (the
+  // variant a row adds runs unless a timed one is faster), and changes nothing else.
+  for (const auto& [family, coopmat] : std::map<std::string, std::string>{
+           {"gemm", "coopmat_f16"}, {"conv", "coopmat_f16"}, {"attention", "flash_coopmat_f16"}}) {
+    auto before = f16.variants.at(family);
+    EXPECT_EQ(std::find(before.begin(), before.end(), coopmat), before.end()) << family;
+    before.push_back(coopmat);
+    EXPECT_EQ(tc.variants.at(family), before) << family;
+  }
+  EXPECT_EQ(tc.variants.at("groupnorm"), f16.variants.at("groupnorm"));
   // Vulkan's GroupNorm is one_pass (two_pass and split are OpenCL's).
   for (const auto& row : plan.rows)
     for (const auto& v : row.variants.at("groupnorm")) EXPECT_EQ(v.rfind("one_pass", 0), 0u) << row.name << ": " << v;
