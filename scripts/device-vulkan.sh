@@ -303,8 +303,8 @@ if want wide; then
     --storage f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16,int8 --params $W,SK=2 --csv "$R/check-wide-conv.csv"
   tail -2 "$R/check-wide-gemm.txt" "$R/check-wide-conv.txt"
   B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --variant coopmat_f16"
-  P="WM=2,WN=2,SGM=2,SGN=2 WM=2,WN=2,SGM=2,SGN=4 WM=4,WN=4,SGM=2,SGN=2 WM=4,WN=2,SGM=2,SGN=4 WM=2,WN=4,SGM=4,SGN=2
-     WM=4,WN=4,SGM=2,SGN=1 WM=4,WN=4,SGM=1,SGN=2 WM=4,WN=4,SGM=2,SGN=2,KS=64,DB=0 WM=4,WN=4,SGM=2,SGN=2,KS=16"
+  P="WM=2,WN=2,SGM=2,SGN=2 WM=2,WN=2,SGM=2,SGN=4 WM=4,WN=4,SGM=2,SGN=2 WM=4,WN=2,SGM=2,SGN=4
+     WM=4,WN=4,SGM=2,SGN=1 WM=4,WN=4,SGM=1,SGN=2 WM=4,WN=4,SGM=2,SGN=2,KS=64,DB=0"
   i=0
   for pt in $P; do
     i=$((i + 1))
