@@ -315,9 +315,13 @@ if want wide; then
     step 40 wide-geglu-$i $B --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 --params $pt
   done
   # The latency-bound small GEMMs (time-embedding GEMV, the 77-token context's K and V, 256
-  # tokens at K = 1280): K steps per work-group against tile height.
+  # tokens at K = 1280): K steps per work-group (split-K, KS) against tile height; split-K
+  # checked on tensor cores first.
   i=0
-  for pt in WM=2,WN=2,SGM=2,SGN=2 KS=64 KS=64,DB=0 WM=1,SGM=2,SGN=2,KS=64 WM=1,WN=2,SGM=1,SGN=4,KS=64 WM=1,WN=1,SGM=2,SGN=2,KS=64; do
+  step 100 check-splitk-gemm $S check --backend vulkan --op gemm --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16,int8 --params SK=4 --csv "$R/check-splitk-gemm.csv"
+  tail -2 "$R/check-splitk-gemm.txt"
+  for pt in SK=1 SK=2 SK=4 SK=8 SK=16 KS=64 KS=64,SK=4 WM=1,SGM=2,SGN=2,SK=4; do
     i=$((i + 1))
     step 30 wide-gemv-$i $B --op gemm --shape 2x1280x1x1 --attrs n=1280,epilogue=none,bias=1,residual=0 --params $pt
     step 30 wide-ctx-$i $B --op gemm --shape 2x768x1x77 --attrs n=1280,epilogue=none,bias=0,residual=0 --params $pt

@@ -41,7 +41,7 @@ TEST(GemmCoopMat, DeclaredAsAnF16ArithmeticVariant) {
     d.fp16 = false;
     return d;
   }()), "device lacks f16 arithmetic (shaderFloat16)");
-  for (const char* p : {"CM", "CN", "CK", "WM", "WN", "SGM", "SGN", "KS", "DB"}) EXPECT_NE(v.param(p), nullptr) << p;
+  for (const char* p : {"CM", "CN", "CK", "WM", "WN", "SGM", "SGN", "KS", "DB", "SK"}) EXPECT_NE(v.param(p), nullptr) << p;
   // Its own tolerance, not the f32 one and not direct_f16's (gemm_coopmat.cpp says why).
   const Family& gemm = findFamily("gemm");
   const Tolerance t = gemm.tolerance(v, DType::F32);
@@ -163,4 +163,35 @@ TEST(GemmCoopMat, SharedMemoryAsTheShaderDeclaresIt) {
   // An f32-arithmetic format is never run under this f16 variant.
   EXPECT_NE(gemm.unsupportedReason(coopmat(), d, *plain, StorageFormat{}, h200()).find("computes in f16 only"),
             std::string::npos);
+}
+
+// Split-K untuned: sized to SD 1.5's GEMMs at the default 64 x 64 tiles and KS = 32
+// (GemmFamily::coopMatDefaultSplitK): the latency-bound ones split until each range keeps 4
+// K steps or the dispatch has 512 work-groups, the ones that fill the GPU stay single-pass;
+// a point recorded without SK (an older database) is the single pass; the partial sums'
+// bytes, and a split whose partial sums exceed the device's largest allocation is refused.
+TEST(GemmCoopMat, SplitKFitsTheProblemUntuned) {
+  const VariantDef& v = coopmat();
+  const Family& gemm = findFamily("gemm");
+  auto fitted = [&](const Shape& x, int n, const std::string& epi) {
+    const auto prob = gemm.makeProblem(x, {{"n", std::to_string(n)}, {"epilogue", epi}});
+    return v.defaultsFor(*prob)["SK"];
+  };
+  EXPECT_EQ(fitted({2, 1280, 1, 1}, 1280, "none"), 8);      // time-embedding GEMV: 40 tiles, 40 steps
+  EXPECT_EQ(fitted({2, 768, 1, 77}, 320, "none"), 4);       // context K/V: 20 tiles, 24 steps
+  EXPECT_EQ(fitted({2, 1280, 1, 256}, 1280, "none"), 4);    // 160 tiles, 40 steps
+  EXPECT_EQ(fitted({2, 320, 1, 4096}, 320, "none"), 1);     // 640 tiles
+  EXPECT_EQ(fitted({2, 320, 1, 4096}, 2560, "geglu"), 1);   // 2560 tiles
+  EXPECT_EQ(fitted({2, 32, 1, 16}, 64, "none"), 1);         // one K step: nothing to split
+  EXPECT_EQ(GemmFamily::coopMatSplitK(ParamPoint({{"CM", 16}})), 1);
+  const auto gv = gemm.makeProblem({2, 320, 1, 4096}, {{"n", "2560"}, {"epilogue", "geglu"}});
+  const auto& g = dynamic_cast<const GemmProblem&>(*gv);
+  EXPECT_EQ(GemmFamily::coopMatSplitKBytes(g, 1), 0u);
+  EXPECT_EQ(GemmFamily::coopMatSplitKBytes(g, 4), 4ull * 2 * 2560 * 4096 * 4);  // hidden and gate rows
+  DeviceCaps dev = h200();
+  dev.maxAllocBytes = 64ull << 20;
+  const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);
+  EXPECT_EQ(gemm.unsupportedReason(v, v.parsePoint("SK=2,KS=16"), *gv, f, dev),
+            "split-K's 160 MiB of partial sums exceed the device's largest allocation (64 MiB)");
+  EXPECT_EQ(gemm.unsupportedReason(v, v.parsePoint("KS=16"), *gv, f, dev), "");
 }

@@ -18,14 +18,11 @@ VariantDef ConvFamily::coopMatVariant() {
   // GEMM's constraints as they are: they leave GEGLU's doubled tiles and accumulators (conv
   // has no pairs) to GemmFamily::unsupportedReason.
   c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) { return GemmFamily::coopMatDeviceRule(p, dev, "conv"); };
-  // Split-K, conv's alone (gemm coopmat has no reduce pass): SD 1.5's small-spatial
+  // Split-K (GEMM's SK parameter, conv's own reduce pass): SD 1.5's small-spatial
   // convolutions (8x8 latents: 64 positions, K = 11520) make a few dozen output tiles, each
   // walking all of K serially; SK work-groups per tile, each over a contiguous range of K
   // steps, then conv_coopmat_reduce.comp sums their f32 partials (scratch:
   // ConvFamily::scratch) and applies the epilogue. 1 (the default) is the single pass.
-  // Points with SK beyond the K steps are correct (empty ranges add zeros), only slower.
-  c.params.push_back({"SK", {1, 2, 4, 8, 16}, "split-K: work-groups per output tile, each over 1/SK of K, "
-                                              "summed by a reduce pass (1: one pass, no scratch)"});
   // Untuned, SK is sized to the problem (VariantDef::fitDefaults): the smallest that gives
   // the dispatch kSplitKTargetGroups work-groups, as long as each keeps kSplitKMinSteps K
   // steps. 512 is about four per multiprocessor on an H100/H200 (132) and more than a

@@ -36,6 +36,14 @@
 //     positions fastest (coalesced in NCHW);
 //   BVEC = 1 (f16 weights, K % 8 == 0): one 16-byte load of a weight row, k fastest;
 //   BVEC = 0: 8 elements through weights.glsl (every other weight format, K % 8 != 0).
+// Split-K (SK > 1, as conv_coopmat.comp's): the grid's z is SK * N, work-group z = ks * N + b
+// reduces only the K steps [ks * per, (ks + 1) * per) (per = ceil(steps / SK); a range past
+// the last step is empty) and stores its raw f32 accumulators to part[ks][b][row][t] (row:
+// the weight row, PAIRS * F of them: GEGLU's hidden and gate rows apart); then
+// gemm_coopmat_reduce.comp sums the SK partials per output and applies the epilogue. For the
+// problems whose tiles do not fill the GPU and whose K walk is long (SD 1.5's time-embedding
+// GEMVs: one position, K = 1280; the 77-token context's K and V: K = 768): one work-group's
+// serial K steps were their whole time, a memory latency each.
 // Bindings start at multiples of 16 bytes (VulkanBackend's arena alignment), so the
 // vector loads are aligned.
 // Epilogue: each subgroup stores one accumulator at a time (CM x CN f32, column-major:
@@ -78,6 +86,7 @@ layout(constant_id = 13) const uint BVEC = 0;  // w chunks: 0 per element, 1 one
 // The layout (SD_NCHW or SD_NC4HW4) as a constant, not a push constant: sd_index's select
 // is folded when the pipeline is made, not paid per staged element.
 layout(constant_id = 14) const uint LAYOUT = 0;
+layout(constant_id = 15) const uint SK = 1;  // split-K: work-groups sharing an output tile (1: no split)
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
 const uint KC = KS / 8u, RS = KC + 1u;            // chunks of a row per step; padded row (uvec4s)
@@ -95,6 +104,8 @@ layout(std430, binding = 0) readonly buffer XQ { sfp4 xq[]; };   // x again, as 
 layout(std430, binding = 1) readonly buffer WO { uvec4 wo[]; };  // w again, as 8-half chunks (BVEC = 1)
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
+// Split-K's partial sums (SK > 1; at SK = 1 the lowering binds y here, never written).
+layout(std430, binding = 5) writeonly buffer Part { float part[]; };
 layout(push_constant) uniform Push {
   uint K, F, HW, epi, flags;  // flags: 1 bias, 2 residual
 } p;
@@ -197,7 +208,9 @@ void storeShared(uint stage) {
 
 void main() {
   const uint sg = SG_ID, sgm = sg % SGM, sgn = sg / SGM;
-  const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN, b = gl_WorkGroupID.z;
+  const uint m0 = gl_WorkGroupID.x * BM, n0 = gl_WorkGroupID.y * BN;
+  // z = ks * N + b: N samples per K range (at SK = 1, z is the sample).
+  const uint N = gl_NumWorkGroups.z / SK, b = gl_WorkGroupID.z % N, ks = gl_WorkGroupID.z / N;
   // This subgroup's accumulator (q, i, j) covers positions (sgm * WM + i) * CM and
   // channels (sgn * WN + j) * CN of the tile, hidden rows (q = 0) or gate rows (q = 1).
 #if COOPMAT_EMULATE
@@ -209,16 +222,19 @@ void main() {
   [[unroll]] for (uint a = 0u; a < PAIRS * WM * WN; ++a) acc[a] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
 
-  const uint steps = (p.K + KS - 1u) / KS;
+  // This work-group's K steps [s0, s1): all of them at SK = 1; past the last step a range
+  // is empty (its partials are zeros).
+  const uint steps = (p.K + KS - 1u) / KS, per = (steps + SK - 1u) / SK;
+  const uint s0 = min(steps, ks * per), s1 = min(steps, s0 + per);
   if (DB == 1u) {
-    loadGlobal(b, m0, n0, 0u);
+    loadGlobal(b, m0, n0, s0 * KS);  // an empty range loads zeros (k >= K), never used
     storeShared(0u);
     barrier();
   }
-  for (uint s = 0u; s < steps; ++s) {
+  for (uint s = s0; s < s1; ++s) {
     uint stage = 0u;
     if (DB == 1u) {
-      stage = s & 1u;
+      stage = (s - s0) & 1u;
       // Unconditionally (past the last step it loads element 0, masked): a branch here
       // would put the loads' uses before the products.
       loadGlobal(b, m0, n0, (s + 1u) * KS);  // in flight during the products
@@ -289,6 +305,13 @@ void main() {
       for (uint e = lane; e < CT; e += SGSIZE) {
         const uint t = t0 + e % CM, o = o0 + e / CM;  // column-major: e % CM is the position
         if (t >= p.HW || o >= stored) continue;
+        if (SK > 1u) {  // raw sums of the weight rows o (and F + o); the reduce writes the pad channels
+          if (o < p.F) {
+            [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
+              part[((ks * N + b) * PAIRS * p.F + q * p.F + o) * p.HW + t] = Cs[scratch + q * CT + e];
+          }
+          continue;
+        }
         float out_ = 0.0;
         if (o < p.F) {
           const float h = Cs[scratch + e] + (hasBias ? wbias_p(o) : 0.0);

@@ -3,6 +3,7 @@
 // tolerance. API-neutral: the shader is kernels/gemm/gemm_coopmat.comp, its Vulkan
 // lowering gemm_coopmat_vulkan.cpp; OpenCL has no kernel for it (cooperative matrices are
 // a Vulkan extension) and says so.
+#include <map>
 #include <string>
 
 #include "kernels/common/coopmat_rule.h"
@@ -55,6 +56,18 @@ VariantDef GemmFamily::coopMatVariant() {
       // larger tiles stay in the space of every other GEMM.
       {"shared memory <= 48 KiB", [](const ParamPoint& p) { return coopMatLocalBytes(p, false) <= kMaxLocalBytes; }},
   };
+  // Split-K (gemm_coopmat.comp, gemm_coopmat_reduce.comp): SK work-groups per output tile,
+  // each over a contiguous range of K steps, then a reduce pass sums their f32 partials and
+  // applies the epilogue. 1 (the default) is the single pass. Points with SK beyond the K
+  // steps are correct (empty ranges add zeros), only slower.
+  c.params.push_back({"SK", {1, 2, 4, 8, 16}, "split-K: work-groups per output tile, each over 1/SK of K, "
+                                              "summed by a reduce pass (1: one pass, no scratch)"});
+  // Untuned, SK is sized to the problem (coopMatDefaultSplitK).
+  c.fitDefaults = [](const ParamPoint& d, const Problem& prob) -> std::map<std::string, int> {
+    const auto* g = dynamic_cast<const GemmProblem*>(&prob);
+    if (!g) return {};
+    return {{"SK", coopMatDefaultSplitK(d, *g)}};
+  };
   c.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(wgOf(p)); };
   c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, false); };
   c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) { return coopMatDeviceRule(p, dev); };
@@ -79,6 +92,32 @@ size_t GemmFamily::coopMatLocalBytes(const ParamPoint& p, bool geglu) {
   const size_t tiles = 2 * stages * (bm + pairs * bn) * (ks + 8);
   const size_t scratch = 4 * static_cast<size_t>(p["SGM"] * p["SGN"]) * pairs * static_cast<size_t>(p["CM"] * p["CN"]);
   return tiles + scratch;
+}
+
+int GemmFamily::coopMatSplitK(const ParamPoint& p) { return p.values().count("SK") ? p["SK"] : 1; }
+
+uint64_t GemmFamily::coopMatSplitKBytes(const GemmProblem& g, int splitK) {
+  if (splitK <= 1) return 0;
+  const uint64_t rows = static_cast<uint64_t>(g.rows);  // GEGLU's hidden and gate rows apart
+  return static_cast<uint64_t>(splitK) * static_cast<uint64_t>(g.x.n) * rows * static_cast<uint64_t>(g.x.hw()) *
+         sizeof(float);
+}
+
+int GemmFamily::coopMatDefaultSplitK(const ParamPoint& p, const GemmProblem& g) {
+  // conv coopmat_f16's rule (ConvFamily::coopMatDefaultSplitK: 512 work-groups, about four
+  // per multiprocessor of an H100/H200) with shorter ranges: a GEMM's tiles that do not
+  // fill the GPU are SD 1.5's latency-bound ones (the time-embedding GEMVs, 40 K steps of
+  // 32 on one position; the 77-token context's K and V, 24 steps), whose K walk is their
+  // whole time, so SK doubles while each range keeps kSplitKMinSteps steps (GEMV: SK = 8,
+  // 5 steps each; context: SK = 4). Tiles that fill the GPU (the 4096- and 1024-token
+  // Linears) stay at SK = 1.
+  constexpr int64_t kSplitKTargetGroups = 512, kSplitKMinSteps = 4;
+  const int64_t bm = int64_t{p["SGM"]} * p["WM"] * p["CM"], bn = int64_t{p["SGN"]} * p["WN"] * p["CN"];
+  const int64_t tiles = (g.x.hw() + bm - 1) / bm * ((g.outChannels() + bn - 1) / bn) * g.x.n;
+  const int64_t steps = (g.x.c + p["KS"] - 1) / p["KS"];
+  int sk = 1;
+  while (sk < 16 && tiles * sk < kSplitKTargetGroups && steps / (2 * sk) >= kSplitKMinSteps) sk *= 2;
+  return sk;
 }
 
 std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {

@@ -2,7 +2,10 @@
 // coopmat shape, warp tile, subgroups, K step and double buffering as specialization
 // constants with the layout and the staging paths, the problem as gemm.comp's push
 // constants but the layout, one dispatch of a work-group per
-// BM x BN output tile per sample. Refused in one line where the build's glslc made no
+// BM x BN output tile per sample. SK > 1: SK times the work-groups (grid z = SK * N), each
+// over one K range, storing f32 partial sums to a scratch region, then
+// gemm_coopmat_reduce.comp (a second dispatch in the same recording) sums them and applies
+// the epilogue; the op's time is the first start to the last end, as conv's split-K. Refused in one line where the build's glslc made no
 // module (no GL_NV_cooperative_matrix) or the device did not enable the extension; the
 // family's device rule (gemm_coopmat.cpp) has already checked the device's shape list.
 #include "kernels/gemm/gemm_family.h"
@@ -10,6 +13,18 @@
 #include "runtime/error.h"
 
 namespace sdspeed {
+namespace {
+
+// x, w, bias, residual, y, and split-K's partial sums (both passes bind the same set).
+constexpr uint32_t kBindings = 6;
+constexpr uint32_t kPushWords = 5;  // K, F, HW, epi, flags (the layout: a specialization constant)
+// The reduce pass's work-group along the positions (conv_coopmat_vulkan.cpp's: a pass this
+// light needs no tuning).
+constexpr uint32_t kReduceWg = 64;
+
+using Pass = VkMultiDispatchOp::Pass;
+
+}  // namespace
 
 std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                    const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
@@ -30,18 +45,35 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
   // problem keep every quad or chunk whole and aligned; per element otherwise.
   const uint32_t avec = vulkanVectorStaging() && layout == 1u ? 1u : 0u;
   const uint32_t bvec = vulkanWeightChunks(fam, f, g->x.c);
+  const uint32_t sk = u32(GemmFamily::coopMatSplitK(p));
+  // Output channels in tiles of BN: BN is a multiple of 8, so the tiles also cover
+  // NC4HW4's padding channels (C rounded up to 4), which the shader (or, split, the reduce
+  // pass) writes as 0.
+  const std::array<uint32_t, 3> groups{ceilDiv(y.hw(), bm), ceilDiv(y.c, bn), u32(y.n) * sk};
+  vulkanCheckGroupCount(be, "gemm " + v.name, groups);
+  const uint32_t pairs = g->epilogue == "geglu" ? 2u : 1u;
   const auto& pipe = be.pipeline(
-      vulkanModuleFor(module.name, f), 5, 5 * 4,
+      vulkanModuleFor(module.name, f), kBindings, kPushWords * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
-       vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")),
-       vk::specU32(10, g->epilogue == "geglu" ? 2u : 1u), vk::specU32(11, subgroup), vk::specU32(12, avec),
-       vk::specU32(13, bvec), vk::specU32(14, layout), vulkanWeightFormat(fam, f)});
-  // Output channels in tiles of BN: BN is a multiple of 8, so the tiles also cover
-  // NC4HW4's padding channels (C rounded up to 4), which the shader writes as 0.
-  return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),
-                                        std::array<uint32_t, 3>{ceilDiv(y.hw(), bm), ceilDiv(y.c, bn), u32(y.n)},
-                                        kVkWeightBindings12);
+       vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, pairs),
+       vk::specU32(11, subgroup), vk::specU32(12, avec), vk::specU32(13, bvec), vk::specU32(14, layout),
+       vk::specU32(15, sk), vulkanWeightFormat(fam, f)});
+  std::vector<Pass> passes = {{&pipe, groups}};
+  std::vector<uint64_t> scratch;
+  if (sk > 1) {
+    scratch.push_back(GemmFamily::coopMatSplitKBytes(*g, sk));
+    const std::array<uint32_t, 3> reduceGroups = channelGrid(y, layout, kReduceWg, 1);
+    vulkanCheckGroupCount(be, "gemm " + v.name + " split-K reduce", reduceGroups);
+    const auto& reduce = be.pipeline(vulkanModuleFor("gemm_coopmat_reduce", f), kBindings, kPushWords * 4,
+                                     {vulkanLocalSizeX(be, kReduceWg), vk::specU32(1, sk), vk::specU32(2, layout),
+                                      vk::specU32(3, pairs), vulkanWeightFormat(fam, f)});
+    passes.push_back({&reduce, reduceGroups});
+  }
+  // Tensors x, w, bias, residual, y; binding 5 the partial sums (SK > 1), else y stands in
+  // (SK = 1 never writes them). w and bias are read as uint words.
+  return std::make_unique<VkMultiDispatchOp>(be, "gemm " + v.name, 5, std::move(passes), std::move(push), 1,
+                                             std::move(scratch), 4, kVkWeightBindings12);
 }
 
 }  // namespace sdspeed

@@ -280,6 +280,14 @@ std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "GEGLU tiles need " + std::to_string(local) + " bytes of local memory, device has " +
              std::to_string(dev.localMemBytes);
   }
+  if (v.name == kCoopMatVariant) {
+    // Split-K's partial sums: one buffer, indexed by 32-bit uints in the shaders.
+    const uint64_t bytes = coopMatSplitKBytes(p, coopMatSplitK(pt));
+    if (bytes > dev.maxAllocBytes)
+      return "split-K's " + std::to_string(bytes >> 20) + " MiB of partial sums exceed the device's largest " +
+             "allocation (" + std::to_string(dev.maxAllocBytes >> 20) + " MiB)";
+    if (bytes / sizeof(float) > UINT32_MAX) return "split-K's partial sums have more than 2^32 elements (32-bit indices)";
+  }
   if (v.name == kCoopMatVariant && p.epilogue == "geglu") {
     // Hidden and gate accumulators: 2 x WM x WN of 8 f32 registers a lane (gemm_coopmat.cpp's
     // register rule, 16 at most).

@@ -80,6 +80,12 @@ class GemmFamily : public Family {
   // coopmat_f16: kernels/conv/conv_coopmat.cpp); `family` names it in the OpenCL refusal.
   static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev, const std::string& family);
   static Tolerance coopMatTolerance(DType dtype);
+  // Split-K (SK): the point's, or 1 for a point recorded before SK existed (a database);
+  // its partial sums' bytes, f32 [SK][N][rows][T] (gemm_coopmat.comp); the untuned SK for
+  // a problem (VariantDef::fitDefaults: enough work-groups to fill a GPU, within K).
+  static int coopMatSplitK(const ParamPoint& p);
+  static uint64_t coopMatSplitKBytes(const GemmProblem& g, int splitK);
+  static int coopMatDefaultSplitK(const ParamPoint& p, const GemmProblem& g);
 
  private:
   std::vector<VariantDef> variants_;
