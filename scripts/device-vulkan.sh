@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles wide flash gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -48,8 +48,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|wide|flash|gemm-peer|run|race|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles wide flash gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|gemm-peer|run|race|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -291,6 +291,34 @@ if want tiles; then
     --shape 2x320x1x4096 --attrs n=320 --dump-kernels "$R/kernels-tiles"
   pack
 fi
+if want flash; then
+  # attention flash_coopmat_f16's two-pass shader (O in registers): checked on tensor cores
+  # (quick problems at sampled points, SD 1.5's sizes and the VAE's at the defaults fitted
+  # to each), benched against flash_f16 at SD 1.5's attention shapes (defaults, and 8
+  # sampled points at 4096 tokens), then the race command with attention on tensor cores
+  # beside the default order's flash_f16, and OpenCL f32 for both PSNRs.
+  step 100 check-flash $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
+    --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 --csv "$R/check-flash.csv"
+  step 120 check-flash-full $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --points 0 --full --csv "$R/check-flash-full.csv"
+  step 60 check-flash-vae $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --points 0 --shape 1x512x1x4096 --attrs heads=1 --csv "$R/check-flash-vae.csv"
+  tail -2 "$R/check-flash.txt" "$R/check-flash-full.txt" "$R/check-flash-vae.txt"
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60"
+  step 90 flash-4096 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16 --points 8
+  step 30 flash-4096-f16 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_f16
+  step 30 flash-cross $B --op attention --shape 2x320x1x4096 --attrs heads=8,kv=77 --variant flash_coopmat_f16,flash_f16
+  step 30 flash-1024 $B --op attention --shape 2x640x1x1024 --attrs heads=8 --variant flash_coopmat_f16,flash_f16
+  step 30 flash-256 $B --op attention --shape 2x1280x1x256 --attrs heads=8 --variant flash_coopmat_f16,flash_f16
+  step 30 flash-vae $B --op attention --shape 1x512x1x4096 --attrs heads=1 --variant flash_coopmat_f16,flash_f16
+  grep -hE "^attention " "$R"/flash-*.txt > "$R/flash.txt"; cat "$R/flash.txt"
+  sd_run run-opencl-f32 150
+  sd_run run-vulkan-f16-race 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  sd_run run-vulkan-f16-flashtc 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --variant attention=flash_coopmat_f16
+  summarize
+  pack
+fi
 if want wide; then
   # The coopmat warp tiles past 32x32 (WM * WN up to 16: a 64x64 warp tile), checked on
   # tensor cores over the check problems (edges, both layouts, f16 and int8 weights), then
@@ -331,34 +359,6 @@ if want wide; then
   step 60 kernels-wide env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op conv \
     --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --params $W,SK=1 \
     --shape 2x640x32x32 --attrs cout=640 --dump-kernels "$R/kernels-wide"
-  pack
-fi
-if want flash; then
-  # attention flash_coopmat_f16's two-pass shader (O in registers): checked on tensor cores
-  # (quick problems at sampled points, SD 1.5's sizes and the VAE's at the defaults fitted
-  # to each), benched against flash_f16 at SD 1.5's attention shapes (defaults, and 8
-  # sampled points at 4096 tokens), then the race command with attention on tensor cores
-  # beside the default order's flash_f16, and OpenCL f32 for both PSNRs.
-  step 100 check-flash $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
-    --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 --csv "$R/check-flash.csv"
-  step 120 check-flash-full $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
-    --storage f16.buffer.nc4hw4 --points 0 --full --csv "$R/check-flash-full.csv"
-  step 60 check-flash-vae $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
-    --storage f16.buffer.nc4hw4 --points 0 --shape 1x512x1x4096 --attrs heads=1 --csv "$R/check-flash-vae.csv"
-  tail -2 "$R/check-flash.txt" "$R/check-flash-full.txt" "$R/check-flash-vae.txt"
-  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60"
-  step 90 flash-4096 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16 --points 8
-  step 30 flash-4096-f16 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_f16
-  step 30 flash-cross $B --op attention --shape 2x320x1x4096 --attrs heads=8,kv=77 --variant flash_coopmat_f16,flash_f16
-  step 30 flash-1024 $B --op attention --shape 2x640x1x1024 --attrs heads=8 --variant flash_coopmat_f16,flash_f16
-  step 30 flash-256 $B --op attention --shape 2x1280x1x256 --attrs heads=8 --variant flash_coopmat_f16,flash_f16
-  step 30 flash-vae $B --op attention --shape 1x512x1x4096 --attrs heads=1 --variant flash_coopmat_f16,flash_f16
-  grep -hE "^attention " "$R"/flash-*.txt > "$R/flash.txt"; cat "$R/flash.txt"
-  sd_run run-opencl-f32 150
-  sd_run run-vulkan-f16-race 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
-  sd_run run-vulkan-f16-flashtc 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
-    --variant attention=flash_coopmat_f16
-  summarize
   pack
 fi
 if want gemm-peer; then
