@@ -41,10 +41,11 @@ VariantDef GemmFamily::coopMatVariant() {
       {"KS % 8 == 0 (8-half chunks)", [](const ParamPoint& p) { return p["KS"] % 8 == 0; }},
       // A 16x16 f32 accumulator is 8 registers a lane: 16 of them are 128 of the 255 a
       // thread may hold, what a 64x64 warp tile (WM = WN = 4) takes. The warp tile sets
-      // the shared-memory reads per product: each k step loads WM A and WN B fragments for
-      // WM x WN products, so 32x32 (2 x 2) reads one fragment per product and 64x64 half
-      // that, and on an H100 the 32x32 tiles' fragment loads plus the staging stores
-      // already ask more than shared memory's 128 bytes a clock per multiprocessor gives.
+      // the shared-memory reads per product (WM A and WN B fragments per k step for WM x WN
+      // products: 64x64 reads half of 32x32's per product), so 64x64 is in the space; on an
+      // H100 it ran slower at every SD 1.5 conv and GEMM tried (conv 2x640x32x32: 606 us
+      // against 274 at 32x32 warp tiles; results/vulkan/splitk-flash/): the driver gave it
+      // 233 registers (112 at 32x32), too few warps to hide the staging's loads.
       // GEGLU doubles the accumulators (hidden and gate): checked per problem
       // (GemmFamily::unsupportedReason), as its doubled shared tiles are.
       {"WM * WN <= 16 (accumulators per subgroup; GEGLU's doubled ones checked per problem)",
@@ -104,14 +105,18 @@ uint64_t GemmFamily::coopMatSplitKBytes(const GemmProblem& g, int splitK) {
 }
 
 int GemmFamily::coopMatDefaultSplitK(const ParamPoint& p, const GemmProblem& g) {
-  // conv coopmat_f16's rule (ConvFamily::coopMatDefaultSplitK: 512 work-groups, about four
-  // per multiprocessor of an H100/H200) with shorter ranges: a GEMM's tiles that do not
-  // fill the GPU are SD 1.5's latency-bound ones (the time-embedding GEMVs, 40 K steps of
-  // 32 on one position; the 77-token context's K and V, 24 steps), whose K walk is their
-  // whole time, so SK doubles while each range keeps kSplitKMinSteps steps (GEMV: SK = 8,
-  // 5 steps each; context: SK = 4). Tiles that fill the GPU (the 4096- and 1024-token
-  // Linears) stay at SK = 1.
-  constexpr int64_t kSplitKTargetGroups = 512, kSplitKMinSteps = 4;
+  // conv coopmat_f16's rule (ConvFamily::coopMatDefaultSplitK) with a lower target and
+  // shorter ranges: a GEMM's tiles that do not fill the GPU are SD 1.5's latency-bound ones
+  // (the time-embedding GEMVs, 40 K steps of 32 on one position; the 77-token context's K
+  // and V, 24 steps), whose K walk is their whole time, so SK doubles while the dispatch has
+  // fewer than kSplitKTargetGroups work-groups and each range keeps kSplitKMinSteps steps.
+  // Measured on an H100 at the default tiles (results/vulkan/splitk-flash/, median us,
+  // SK = 1 / 2 / 4 / 8 / 16): GEMV 2x1280x1x1 (40 tiles) 34.9 / 27.0 / 21.0 / 18.8 / 21.2,
+  // the rule's 8; context 2x768x1x77 n = 1280 (80 tiles) 25.0 / 23.8 / 21.3 / 25.1 / 28.0,
+  // the rule's 4; 2x1280x1x256 n = 1280 (160 tiles) 37.6 / 35.6 / 39.2 / 41.3 / 55.5, the
+  // rule's 2 (a target of 512 gave it 4, slower than no split). Tiles that fill the GPU
+  // (the 4096- and 1024-token Linears) stay at SK = 1.
+  constexpr int64_t kSplitKTargetGroups = 256, kSplitKMinSteps = 4;
   const int64_t bm = int64_t{p["SGM"]} * p["WM"] * p["CM"], bn = int64_t{p["SGN"]} * p["WN"] * p["CN"];
   const int64_t tiles = (g.x.hw() + bm - 1) / bm * ((g.outChannels() + bn - 1) / bn) * g.x.n;
   const int64_t steps = (g.x.c + p["KS"] - 1) / p["KS"];
