@@ -76,6 +76,10 @@ TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
   const ParamPoint fitted = v.defaultsFor(*vae);
   EXPECT_EQ(fitted, v.parsePoint("DO=128,SG=1"));
   EXPECT_EQ(fam.unsupportedReason(v, fitted, *vae, f, dev), "");
+  // A point tuned at D = 80 with 64-key blocks, refitted for D = 512: 32-key blocks too.
+  const ParamPoint borrowed = v.fitPoint(v.parsePoint("BC=64"), *vae);
+  EXPECT_EQ(borrowed, v.parsePoint("DO=128,SG=1,BC=32"));
+  EXPECT_EQ(fam.unsupportedReason(v, borrowed, *vae, f, dev), "");
   // The bytes as attention_coopmat.comp declares them, at D = 40 and the defaults (BR = 32,
   // BC = 32, DQC = DOC = 48, K chunk 48): Qs, Ks, Vs, Ps (f16), Ss, Ms + Ls, Pm + Pl (f32).
   EXPECT_EQ(AttentionFamily::coopMatLocalBytes(v.defaults(), 40),

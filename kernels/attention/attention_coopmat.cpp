@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
 
 #include "kernels/attention/attention_family.h"
 #include "kernels/common/coopmat_rule.h"
@@ -15,9 +16,6 @@ namespace {
 
 constexpr size_t kMaxLocalBytes = 48 * 1024;  // the H200's maxComputeSharedMemorySize
 constexpr int kSubgroup = 32;                 // the invocations of one subgroup the shader assumes
-// O's accumulators a subgroup keeps in registers for the whole second pass: 16 of CM x CN
-// = 16 x 16 f32 are 128 registers a lane (of 255), beside S's BC / CN.
-constexpr int kMaxAccumulators = 16;  // attention_family.cpp refuses more, per problem
 
 int wgOf(const ParamPoint& p) { return p["SG"] * kSubgroup; }
 
@@ -46,15 +44,19 @@ VariantDef AttentionFamily::coopMatVariant() {
   // problem's own bytes and O accumulators).
   c.localMemBytes = [](const ParamPoint& p) { return coopMatLocalBytes(p, 40); };
   c.deviceRule = coopMatDeviceRule;
-  // Untuned, the defaults fitted to the head: where the whole head's O would take more than
-  // kMaxAccumulators accumulators (D = 512: 32 at CN = 16), DO = 128 splits it; where the
-  // tiles then exceed 48 KiB (the Q tile is BR x D), one subgroup of rows (SG = 1).
+  // Untuned, the defaults fitted to the head (and a point taken from another instance,
+  // refitForInstance): where the whole head's O would take more than
+  // kCoopMatMaxAccumulators accumulators (D = 512: 32 at CN = 16), DO = 128 splits it; while
+  // the tiles then exceed 48 KiB (the Q tile is BR x D), one subgroup of rows (SG = 1), then
+  // blocks of 32 keys, then K chunks of 32 (a D = 80 point with BC = 64 needs all but the
+  // last at D = 512). Whatever still does not fit is refused by unsupportedReason.
   c.fitDefaults = [](const ParamPoint& d, const Problem& prob) -> std::map<std::string, int> {
     const auto* a = dynamic_cast<const AttentionProblem*>(&prob);
     if (!a) return {};
     std::map<std::string, int> v = d.values(), out;
-    if (coopMatAccumulators(d, a->headDim) > kMaxAccumulators) v["DO"] = out["DO"] = 128;
-    if (coopMatLocalBytes(ParamPoint(v), a->headDim) > kMaxLocalBytes) out["SG"] = 1;
+    if (coopMatAccumulators(d, a->headDim) > kCoopMatMaxAccumulators) v["DO"] = out["DO"] = 128;
+    for (const auto& [name, value] : {std::pair<const char*, int>{"SG", 1}, {"BC", 32}, {"DC", 32}})
+      if (coopMatLocalBytes(ParamPoint(v), a->headDim) > kMaxLocalBytes && v[name] > value) v[name] = out[name] = value;
     return out;
   };
   return halfVariant(c, "FlashAttention on tensor cores (VK_NV_cooperative_matrix), two passes: the rows' softmax "

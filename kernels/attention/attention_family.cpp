@@ -261,9 +261,10 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
   if (v.name == kCoopMatVariant) {
     // O's accumulators stay in registers through the second pass (attention_coopmat.cpp):
     // at D = 512 only a DO that splits the head's columns keeps them there.
-    if (const int acc = coopMatAccumulators(pt, p.headDim); acc > 16)
+    if (const int acc = coopMatAccumulators(pt, p.headDim); acc > kCoopMatMaxAccumulators)
       return "flash_coopmat_f16 needs " + std::to_string(acc) + " O accumulators per subgroup at D = " +
-             std::to_string(p.headDim) + ", at most 16 (a DO splits the head)";
+             std::to_string(p.headDim) + ", at most " + std::to_string(kCoopMatMaxAccumulators) +
+             " (a DO splits the head)";
     // The Q tile (BR x D), K, V, S and P tiles in shared memory (attention_coopmat.comp).
     const size_t local = coopMatLocalBytes(pt, p.headDim);
     if (local > dev.localMemBytes)
