@@ -20,6 +20,7 @@
 #include "kernels/attention/attention_family.h"
 #include "kernels/conv/conv_family.h"
 #include "kernels/common/half_variant.h"
+#include "kernels/gemm/gemm_family.h"
 #include "kernels/lowering.h"
 #include "kernels/registry.h"
 #include "kernels/vulkan/vulkan_lowering.h"
@@ -517,7 +518,7 @@ TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
   const auto noBias = ConvFamily::problem({1, 4, 13, 13}, 3, 3, 1, false);            // K 36: 2 steps
   const auto k144 = ConvFamily::problem({1, 16, 6, 7}, 24, 3, 1, true, false, true);  // K 144: 8-half w chunks
   // The default point is the single pass, without scratch.
-  EXPECT_EQ(ConvFamily::coopMatSplitK(v.defaults()), 1);
+  EXPECT_EQ(GemmFamily::coopMatSplitK(v.defaults()), 1);
   EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*all3), v.defaults()).total(), 0u);
   struct Case {
     std::string point;

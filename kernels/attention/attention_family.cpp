@@ -1,5 +1,6 @@
 #include "kernels/attention/attention_family.h"
 
+#include "kernels/common/coopmat_rule.h"
 #include "kernels/common/half_variant.h"
 
 #include <algorithm>

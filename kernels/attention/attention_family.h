@@ -70,8 +70,6 @@ class AttentionFamily : public Family {
   static size_t coopMatLocalBytes(const ParamPoint& p, int64_t headDim);
   // O's accumulators per subgroup (registers for the whole second pass).
   static int coopMatAccumulators(const ParamPoint& p, int64_t headDim);
-  // Their limit: 16 of CM x CN = 16 x 16 f32 are 128 registers a lane (of 255), beside S's.
-  static constexpr int kCoopMatMaxAccumulators = 16;
   static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev);
   static Tolerance coopMatTolerance();
 

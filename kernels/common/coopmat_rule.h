@@ -17,4 +17,9 @@ namespace sdspeed {
 std::string coopMatF16DeviceRule(const std::string& what, const std::string& variant, uint32_t m, uint32_t n,
                                  uint32_t k, const DeviceCaps& dev);
 
+// f32 accumulators a subgroup keeps in registers, at most: 16 of CM x CN = 16 x 16 are 128
+// registers a lane (of 255). gemm and conv coopmat_f16's WM x WN (x 2 under GEGLU),
+// attention flash_coopmat_f16's O accumulators.
+inline constexpr int kCoopMatMaxAccumulators = 16;
+
 }  // namespace sdspeed

@@ -43,17 +43,10 @@ int ConvFamily::coopMatDefaultSplitK(const ParamPoint& p, const ConvDims& d) {
   const int64_t bm = int64_t{p["SGM"]} * p["WM"] * p["CM"], bn = int64_t{p["SGN"]} * p["WN"] * p["CN"];
   const int64_t tiles = (d.outHeight() * d.outWidth() + bm - 1) / bm * ((d.cout + bn - 1) / bn) * d.batch;
   const int64_t steps = (d.cin * d.kernel * d.kernel + p["KS"] - 1) / p["KS"];
-  int sk = 1;
-  while (sk < 16 && tiles * sk < kSplitKTargetGroups && steps / (2 * sk) >= kSplitKMinSteps) sk *= 2;
-  return sk;
+  return GemmFamily::coopMatFitSplitK(tiles, steps, kSplitKTargetGroups, kSplitKMinSteps);
 }
 
 bool ConvFamily::isCoopMat(const VariantDef& v) { return v.name == kCoopMatVariant; }
-
-int ConvFamily::coopMatSplitK(const ParamPoint& p) {
-  // A point recorded before SK existed (a tuning database) is the single pass.
-  return p.values().count("SK") ? p["SK"] : 1;
-}
 
 Tolerance ConvFamily::coopMatTolerance(DType dtype) {
   // gemm coopmat_f16's scheme on K = Cin k^2 (27 to 23040 in SD 1.5): x and w rounded to

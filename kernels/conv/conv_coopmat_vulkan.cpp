@@ -37,7 +37,7 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   const uint32_t Ho = u32(d.outHeight()), Wo = u32(d.outWidth()), N = u32(d.batch);
   const uint32_t stored = layout == 1u ? (u32(d.cout) + 3u) / 4u * 4u : u32(d.cout);
   auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
-  const uint32_t sk = u32(ConvFamily::coopMatSplitK(p));
+  const uint32_t sk = u32(GemmFamily::coopMatSplitK(p));
   const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
   const uint32_t bvec = vulkanWeightChunks(fam, f, d.cin * d.kernel * d.kernel);  // conv_coopmat.comp's BVEC

@@ -369,7 +369,7 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
     // Gathers on the fly (no im2col, no packed weights); split-K's partial sums (SK > 1)
     // are its only scratch: f32 [SK][N][CoutP][Ho * Wo] (conv_coopmat.comp), CoutP = Cout
     // rounded up to 4 so one size serves both layouts (NCHW leaves the pad rows unwritten).
-    const size_t sk = static_cast<size_t>(coopMatSplitK(pt));
+    const size_t sk = static_cast<size_t>(GemmFamily::coopMatSplitK(pt));
     if (sk > 1)
       s.output = s.outputBlock =
           sk * static_cast<size_t>(d.batch) * coutP * static_cast<size_t>(d.outHeight() * d.outWidth()) * f;
@@ -419,16 +419,7 @@ std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "conv1x1 needs a 1x1 kernel, stride 1, no padding (got k=" + std::to_string(d.kernel) + ", stride " +
              std::to_string(d.stride) + ", pad " + std::to_string(d.pad) + ")";
   }
-  if (isCoopMat(v)) {
-    // Split-K's partial sums: one buffer, indexed by 32-bit uints in the shaders.
-    const size_t bytes = scratch(v, p, pt).output;
-    if (bytes > dev.maxAllocBytes)
-      return "split-K's " + std::to_string(bytes >> 20) + " MiB of partial sums exceed the device's largest " +
-             "allocation (" + std::to_string(dev.maxAllocBytes >> 20) + " MiB)";
-    if (bytes / sizeof(float) > UINT32_MAX)
-      return "split-K's partial sums have more than 2^32 elements (32-bit indices)";
-    return {};
-  }
+  if (isCoopMat(v)) return GemmFamily::coopMatSplitKReason(scratch(v, p, pt).output, dev);  // split-K's partial sums
   // Vulkan's direct / im2col_gemm / conv1x1 allocate no scratch (conv_vulkan.cpp:
   // im2col_gemm gathers its columns on the fly); its Winograd has OpenCL's buffers, but V
   // and M in one (conv_winograd_vulkan.cpp).

@@ -86,8 +86,7 @@ class ConvFamily : public Family {
   static constexpr const char* kCoopMatVariant = "coopmat_f16";
   static bool isCoopMat(const VariantDef& v);
   static Tolerance coopMatTolerance(DType dtype);
-  // coopmat_f16's split-K factor SK (1: one pass; conv_coopmat.cpp).
-  static int coopMatSplitK(const ParamPoint& p);
+  // (coopmat_f16's split-K factor SK: GemmFamily::coopMatSplitK, the declaration being GEMM's.)
   // The SK its fitDefaults rule gives problem d at point p's tiles and K step.
   static int coopMatDefaultSplitK(const ParamPoint& p, const ConvDims& d);
 

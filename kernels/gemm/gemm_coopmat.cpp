@@ -49,7 +49,7 @@ VariantDef GemmFamily::coopMatVariant() {
       // GEGLU doubles the accumulators (hidden and gate): checked per problem
       // (GemmFamily::unsupportedReason), as its doubled shared tiles are.
       {"WM * WN <= 16 (accumulators per subgroup; GEGLU's doubled ones checked per problem)",
-       [](const ParamPoint& p) { return p["WM"] * p["WN"] <= 16; }},
+       [](const ParamPoint& p) { return p["WM"] * p["WN"] <= kCoopMatMaxAccumulators; }},
       {"64 <= SGM * SGN * 32 <= 512 (work-group)",
        [](const ParamPoint& p) { return wgOf(p) >= 64 && wgOf(p) <= 512; }},
       // Without GEGLU's doubled w tile: a GEGLU problem's own bytes are checked against the
@@ -119,10 +119,22 @@ int GemmFamily::coopMatDefaultSplitK(const ParamPoint& p, const GemmProblem& g) 
   constexpr int64_t kSplitKTargetGroups = 256, kSplitKMinSteps = 4;
   const int64_t bm = int64_t{p["SGM"]} * p["WM"] * p["CM"], bn = int64_t{p["SGN"]} * p["WN"] * p["CN"];
   const int64_t tiles = (g.x.hw() + bm - 1) / bm * ((g.outChannels() + bn - 1) / bn) * g.x.n;
-  const int64_t steps = (g.x.c + p["KS"] - 1) / p["KS"];
+  return coopMatFitSplitK(tiles, (g.x.c + p["KS"] - 1) / p["KS"], kSplitKTargetGroups, kSplitKMinSteps);
+}
+
+int GemmFamily::coopMatFitSplitK(int64_t tiles, int64_t steps, int64_t targetGroups, int64_t minSteps) {
   int sk = 1;
-  while (sk < 16 && tiles * sk < kSplitKTargetGroups && steps / (2 * sk) >= kSplitKMinSteps) sk *= 2;
+  while (sk < 16 && tiles * sk < targetGroups && steps / (2 * sk) >= minSteps) sk *= 2;
   return sk;
+}
+
+std::string GemmFamily::coopMatSplitKReason(uint64_t bytes, const DeviceCaps& dev) {
+  // One buffer, indexed by 32-bit uints in the shaders.
+  if (bytes > dev.maxAllocBytes)
+    return "split-K's " + std::to_string(bytes >> 20) + " MiB of partial sums exceed the device's largest " +
+           "allocation (" + std::to_string(dev.maxAllocBytes >> 20) + " MiB)";
+  if (bytes / sizeof(float) > UINT32_MAX) return "split-K's partial sums have more than 2^32 elements (32-bit indices)";
+  return {};
 }
 
 std::string GemmFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {

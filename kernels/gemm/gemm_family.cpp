@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/common/coopmat_rule.h"
 #include "kernels/common/elementwise.h"
 #include "kernels/common/half_variant.h"
 #include "reference/gemm.h"
@@ -280,20 +281,13 @@ std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "GEGLU tiles need " + std::to_string(local) + " bytes of local memory, device has " +
              std::to_string(dev.localMemBytes);
   }
-  if (v.name == kCoopMatVariant) {
-    // Split-K's partial sums: one buffer, indexed by 32-bit uints in the shaders.
-    const uint64_t bytes = coopMatSplitKBytes(p, coopMatSplitK(pt));
-    if (bytes > dev.maxAllocBytes)
-      return "split-K's " + std::to_string(bytes >> 20) + " MiB of partial sums exceed the device's largest " +
-             "allocation (" + std::to_string(dev.maxAllocBytes >> 20) + " MiB)";
-    if (bytes / sizeof(float) > UINT32_MAX) return "split-K's partial sums have more than 2^32 elements (32-bit indices)";
-  }
+  if (v.name == kCoopMatVariant)
+    if (std::string why = coopMatSplitKReason(coopMatSplitKBytes(p, coopMatSplitK(pt)), dev); !why.empty()) return why;
   if (v.name == kCoopMatVariant && p.epilogue == "geglu") {
-    // Hidden and gate accumulators: 2 x WM x WN of 8 f32 registers a lane (gemm_coopmat.cpp's
-    // register rule, 16 at most).
-    if (pt["WM"] * pt["WN"] > 8)
+    // Hidden and gate accumulators: 2 x WM x WN (gemm_coopmat.cpp's register rule).
+    if (2 * pt["WM"] * pt["WN"] > kCoopMatMaxAccumulators)
       return "GEGLU doubles the accumulators: 2 x WM x WN = " + std::to_string(2 * pt["WM"] * pt["WN"]) +
-             " per subgroup, at most 16";
+             " per subgroup, at most " + std::to_string(kCoopMatMaxAccumulators);
     if (coopMatLocalBytes(pt, true) > dev.localMemBytes)
       return "GEGLU tiles need " + std::to_string(coopMatLocalBytes(pt, true)) + " bytes of shared memory, device has " +
              std::to_string(dev.localMemBytes);

@@ -86,6 +86,12 @@ class GemmFamily : public Family {
   static int coopMatSplitK(const ParamPoint& p);
   static uint64_t coopMatSplitKBytes(const GemmProblem& g, int splitK);
   static int coopMatDefaultSplitK(const ParamPoint& p, const GemmProblem& g);
+  // Split-K's rules, shared with conv coopmat_f16 (whose declaration is this one's):
+  // the smallest SK (a power of 2, at most 16) that gives the dispatch of `tiles` output
+  // tiles `targetGroups` work-groups while each range keeps `minSteps` of the `steps` K
+  // steps; and "" where `bytes` of partial sums fit the device, else the reason.
+  static int coopMatFitSplitK(int64_t tiles, int64_t steps, int64_t targetGroups, int64_t minSteps);
+  static std::string coopMatSplitKReason(uint64_t bytes, const DeviceCaps& dev);
 
  private:
   std::vector<VariantDef> variants_;
