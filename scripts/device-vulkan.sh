@@ -28,6 +28,9 @@
 #   `tiles` instead: the coopmat shaders' uvec4 tiles against the tiles before them (the
 #   reverse of the carried .device-old.patch, built beside), checks, benches and the race
 #   command each way, in one call (~7 min).
+#   `flash` instead: attention flash_coopmat_f16 checked and benched against flash_f16, and
+#   the race command with each (results/vulkan/splitk-flash/); `wide`: the 64x64 warp tiles
+#   and gemm split-K checked on tensor cores and benched at SD 1.5's shapes (~4 min each).
 #   `setup` instead: issue #22's setup target (<= 5 s with a warm pipeline cache, the weights
 #   read from an f16 safetensors file): SD 1.5's seeded weights written once as an f16
 #   checkpoint folder (`sdspeed quantize --random-weights --weights f16`, /tmp/sd15-f16, kept
@@ -293,8 +296,8 @@ if want tiles; then
 fi
 if want flash; then
   # attention flash_coopmat_f16's two-pass shader (O in registers): checked on tensor cores
-  # (quick problems at sampled points, SD 1.5's sizes and the VAE's at the defaults fitted
-  # to each), benched against flash_f16 at SD 1.5's attention shapes (defaults, and 8
+  # (quick problems at sampled points, SD 1.5's sizes and the VAE's at the declared defaults:
+  # `check --points 0` does not fit them, so D = 512 is refused there), benched against flash_f16 at SD 1.5's attention shapes (defaults, and 8
   # sampled points at 4096 tokens), then the race command with attention on tensor cores
   # beside the default order's flash_f16, and OpenCL f32 for both PSNRs.
   step 100 check-flash $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \

@@ -121,7 +121,7 @@ shared float Cs[SGM * SGN * PAIRS * CT];  // per subgroup: its hidden (and gate)
 sfp4 aq[2u * ACL];  // AVEC = 1: the chunks' two quads
 uint an[2u * ACL];  //   and their valid lanes (0..4: past K or the positions, zeros)
 sfp ae[8u * ACL];   // AVEC = 0: the chunks' elements
-uint amask[ACL];       //   and their valid elements (bit j: element j)
+uint amask[ACL];    //   and their valid elements (bit j: element j)
 uvec4 bw[BCL];      // BVEC = 1: the chunks as loaded
 bool bok[BCL];      //   and whether each is valid
 uvec4 bc[BCL];      // BVEC = 0: the chunks, dequantized and packed (weights.glsl's reads)
@@ -235,8 +235,9 @@ void main() {
     uint stage = 0u;
     if (DB == 1u) {
       stage = (s - s0) & 1u;
-      // Unconditionally (past the last step it loads element 0, masked): a branch here
-      // would put the loads' uses before the products.
+      // Unconditionally (after a range's last step it loads the next range's first, or
+      // element 0 past K, stored but never read): a branch here would put the loads' uses
+      // before the products.
       loadGlobal(b, m0, n0, (s + 1u) * KS);  // in flight during the products
     } else {
       loadGlobal(b, m0, n0, s * KS);
