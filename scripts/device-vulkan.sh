@@ -411,6 +411,11 @@ if want race; then
   # RACE_OPENCL=0 skips the OpenCL run (a short call: compare with an earlier one's image).
   [ "${RACE_OPENCL:-1}" = 1 ] && sd_run run-opencl-f32 150
   sd_run run-vulkan-f16-race 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  # #22's 20-step target (text encoder + the UNet calls + VAE decoder, device total): the
+  # race command at 20 DDIM steps (its report's total_device; no decoded tensor kept).
+  step 150 steps20-vulkan-f16 $S run ${SD/--steps 5/--steps 20} --backend vulkan --arithmetic f16 --precision f16 \
+    --weights f16 --report "$R/steps20-vulkan-f16.json" -o "$R/steps20-vulkan-f16.png"
+  grep -E "UNet / step|total \(device\)|VAE decoder  " "$R/steps20-vulkan-f16.txt"
   summarize
   # Where the race command's time goes, op by op (per-op timestamps; no decode).
   step 120 profile-vulkan-f16-race $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
