@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -31,6 +31,11 @@
 #   `flash` instead: attention flash_coopmat_f16 checked and benched against flash_f16, and
 #   the race command with each (results/vulkan/splitk-flash/); `wide`: the 64x64 warp tiles
 #   and gemm split-K checked on tensor cores and benched at SD 1.5's shapes (~4 min each).
+#   `taps` instead: conv coopmat_f16's tap-major K (kernels/conv/README.md) checked on tensor
+#   cores, benched at SD 1.5's UNet and VAE convolutions against the channel-major gather it
+#   replaces (SDSPEED_VK_CONV_CHANNEL_MAJOR=1, same build), the race command each way
+#   (TAPS_OPENCL=1: OpenCL f32 too, for the PSNR), and #21's two Vulkan runs without tensor cores (f32 Winograd,
+#   f16 arithmetic on im2col_gemm_f16 / tiled_f16) (~5 min).
 #   `setup` instead: issue #22's setup target (<= 5 s with a warm pipeline cache, the weights
 #   read from an f16 safetensors file): SD 1.5's seeded weights written once as an f16
 #   checkpoint folder (`sdspeed quantize --random-weights --weights f16`, /tmp/sd15-f16, kept
@@ -51,8 +56,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|gemm-peer|run|race|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|taps|gemm-peer|run|race|peer|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -362,6 +367,56 @@ if want wide; then
   step 60 kernels-wide env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op conv \
     --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --params $W,SK=1 \
     --shape 2x640x32x32 --attrs cout=640 --dump-kernels "$R/kernels-wide"
+  pack
+fi
+if want taps; then
+  # conv coopmat_f16's tap-major K on tensor cores: the check problems (Cin 5..36: channel-
+  # major but for none), then Cin % 8 == 0 shapes, every storage of the race and NCHW, f16
+  # and q8_0 weights (the rows are derived from each), resident and per call, split-K too.
+  C="$S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16"
+  step 100 check-taps $C --storage f16.buffer.nc4hw4,f16.buffer.nchw,f32.buffer.nchw --weights f16,int8 --points 2 \
+    --shape 2x16x9x11,1x40x11x9,2x320x16x16 --attrs cout=70,residual=1,bias=1 --csv "$R/check-taps.csv"
+  step 100 check-taps-s2 $C --storage f16.buffer.nc4hw4 --weights f16 --points 2 --shape 1x24x17x13 \
+    --attrs cout=40,stride=2,temb=1 --csv "$R/check-taps-s2.csv"
+  step 100 check-taps-1x1 $C --storage f16.buffer.nc4hw4 --weights f16,int4 --points 2 --shape 2x64x7x9 \
+    --attrs cout=24,k=1,pad=0,residual=1 --csv "$R/check-taps-1x1.csv"
+  step 100 check-taps-sk $C --storage f16.buffer.nc4hw4 --weights f16 --params SK=4 --shape 2x1280x8x8 \
+    --attrs cout=1280,residual=1 --csv "$R/check-taps-sk.csv"
+  step 100 check-taps-unet $C --storage f16.buffer.nc4hw4 --weights f16 --points 0 --shape 2x320x64x64 \
+    --attrs cout=320,temb=1 --csv "$R/check-taps-unet.csv"
+  tail -n 2 "$R"/check-taps*.txt
+  # Tap-major against the channel-major gather, same build, SD 1.5's heaviest convolutions
+  # (UNet at 64x64 latents and the VAE decoder's), the race's storage and weights, the
+  # default points fitted to each (SK sized per problem).
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --variant coopmat_f16 --op conv"
+  SH="2x320x64x64:cout=320,residual=1 2x640x32x32:cout=640,residual=1 2x1280x16x16:cout=1280,residual=1
+      2x2560x16x16:cout=1280,temb=1 2x1280x8x8:cout=1280,residual=1
+      1x128x512x512:cout=128,residual=1 1x256x256x256:cout=256 1x512x128x128:cout=512"
+  i=0
+  for sh in $SH; do
+    i=$((i + 1))
+    step 60 taps-$i $B --shape ${sh%%:*} --attrs ${sh#*:}
+    step 60 chmajor-$i env SDSPEED_VK_CONV_CHANNEL_MAJOR=1 $B --shape ${sh%%:*} --attrs ${sh#*:}
+  done
+  for i in $(seq 1 $i); do
+    printf '%s\n' "$(grep -h "^conv " "$R/chmajor-$i.txt" | awk '{print "chmajor", $0}')" "$(grep -h "^conv " "$R/taps-$i.txt" | awk '{print "taps   ", $0}')"
+  done > "$R/taps.txt"
+  cat "$R/taps.txt"
+  # (No OpenCL run: its image is an earlier call's, TAPS_OPENCL=1 to make it here.)
+  [ "${TAPS_OPENCL:-0}" = 1 ] && sd_run run-opencl-f32 150
+  sd_run run-vulkan-f16-race 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  S0=$S; S="env SDSPEED_VK_CONV_CHANNEL_MAJOR=1 $S0"
+  sd_run run-vulkan-f16-chmajor 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  S=$S0
+  # #21 without tensor cores: Vulkan f32 (Winograd F(4x4) for the 3x3s, flash attention),
+  # and f16 arithmetic on the half variants that use no cooperative matrices.
+  sd_run run-vulkan-f32-wino 100 --backend vulkan --variant conv=winograd_f4x4_3x3,attention=flash
+  sd_run run-vulkan-f16-notc 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --variant conv=im2col_gemm_f16,gemm=tiled_f16,attention=flash_f16
+  summarize
+  # Where the race's time goes now, UNet and VAE decoder op by op.
+  step 120 profile-vulkan-f16-race $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --profile --report "$R/profile-vulkan-f16-race.json" -o "$R/profile.png"
   pack
 fi
 if want gemm-peer; then

@@ -550,7 +550,9 @@ TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
         const size_t partials = static_cast<size_t>(pt["SK"] * d.batch * ((d.cout + 3) / 4 * 4) * d.outHeight() *
                                                     d.outWidth()) * sizeof(float);
         EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*prob), pt).output, partials);
-        EXPECT_EQ(r.scratchBytes, partials) << c.point << " " << r.problem;
+        // k144 (Cin 16) runs tap-major: its resident f16 weight rows count too.
+        const size_t rows = ConvFamily::coopMatTapMajor(d) ? static_cast<size_t>(d.cout * d.cin * 9 * 2) : 0;
+        EXPECT_EQ(r.scratchBytes, partials + rows) << c.point << " " << r.problem;
       }
     }
   }
@@ -566,6 +568,83 @@ TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
   t.upload(conv.makeInputs(*all3, rng));
   EXPECT_EQ(op->enqueue(t.args()).size(), 2u);
   be->finish();
+  EXPECT_EQ(be->instance().validationErrors(), errorsBefore) << be->instance().lastValidationError();
+}
+
+// conv coopmat_f16's tap-major K (conv_coopmat.comp's TAPS; ConvFamily::coopMatTapMajor:
+// Cin % 8 == 0), emulated, through checkCase against the Eigen reference: A chunks of 8
+// channels of one input pixel (two NC4HW4 quads, or 8 NCHW planes), B from the f16 weight
+// rows conv_coopmat_weights.comp derives from each weight format (q4_0, f16, q8_0 here).
+// Cin 8 (a 32-deep K step spans 4 taps), Cin 24 at stride 2 with NC4HW4 pad channels
+// (Cout 70), Cin 40 as a 1x1 with a residual; the rows resident (made on the first call,
+// that dispatch untimed) and per call (a scratch region, made and timed at every call);
+// split-K on top. A swapped tap / channel in either the rows or the gather, or a chunk
+// read from the wrong pixel, is an O(1) error. Cin 4 stays channel-major: no rows.
+TEST(VulkanHarnessCoverage, ConvCoopMatTapMajorEmulatedMatchesReference) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
+  if (!findVulkanModules("conv_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  const int errorsBefore = be->instance().validationErrors();
+  const Family& conv = findFamily("conv");
+  VariantDef v = conv.variant("coopmat_f16");
+  v.defines["COOPMAT_EMULATE"] = 1;
+  v.deviceRule = nullptr;  // no cooperative matrices needed
+  const auto c8 = ConvFamily::problem({2, 8, 9, 11}, 12, 3, 1, true, true);            // K 72, + temb
+  const auto c24 = ConvFamily::problem({1, 24, 11, 9}, 70, 3, 2, true);                // stride 2, pad channels
+  const auto c40 = ConvFamily::problem({2, 40, 6, 5}, 9, 1, 1, true, false, true);     // 1x1 + residual
+  const auto c4 = ConvFamily::problem({1, 4, 13, 13}, 3, 3, 1, false);                 // conv_in's Cin
+  auto dims = [](const ProblemPtr& p) { return dynamic_cast<const ConvProblem&>(*p).dims; };
+  EXPECT_TRUE(ConvFamily::coopMatTapMajor(dims(c8)));
+  EXPECT_FALSE(ConvFamily::coopMatTapMajor(dims(c4)));
+  struct Case {
+    std::string point, format;
+    DType weights;
+    bool perCall;
+    std::vector<ProblemPtr> problems;
+  };
+  const std::vector<Case> cases = {
+      {"", "f16.buffer.nc4hw4", DType::Q4_0, false, {c8, c24, c40}},
+      {"", "f32.buffer.nchw", DType::F16, true, {c8, c24, c40}},
+      {"SK=2", "f16.buffer.nchw", DType::Q8_0, false, {c8}},
+  };
+  int ok = 0, expected = 0;
+  for (const Case& c : cases) {
+    const ParamPoint pt = v.parsePoint(c.point);
+    const StorageFormat f = StorageFormat::parse(c.format).withWeights(c.weights).withArithmetic(DType::F16);
+    for (const auto& prob : c.problems) {
+      ++expected;
+      const ConvDims d = dims(prob);
+      const CheckResult r = checkCase(*be, conv, v, pt, *prob, f, 29, c.perCall);
+      EXPECT_EQ(r.status, Status::Ok) << "[" << pt.text() << "] " << f.name() << " " << r.problem << ": " << r.message;
+      EXPECT_TRUE(r.canaryIntact);
+      EXPECT_EQ(r.badPadding, 0u);
+      ok += r.status == Status::Ok;
+      const ConvScratch s = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*prob), pt);
+      EXPECT_EQ(s.weights, static_cast<size_t>(d.cout * d.cin * d.kernel * d.kernel * 2)) << r.problem;
+      EXPECT_EQ(r.scratchBytes, s.output + s.weights) << c.point << " " << r.problem;  // per call: a region of it
+    }
+  }
+  EXPECT_EQ(ok, expected);
+  // The op: resident rows made in the first call's recording, their dispatch's event
+  // dropped (one event a call); per call, a scratch region and two events a call.
+  const StorageFormat f = StorageFormat::parse("f16.buffer.nc4hw4").withWeights(DType::Q4_0).withArithmetic(DType::F16);
+  auto op = prepareOp(*be, conv, v, v.defaults(), *c8, f);
+  EXPECT_EQ(op->derivedWeightBytes(), 12u * 72 * 2);
+  EXPECT_TRUE(op->scratchRegions().empty());
+  OpTensors t = OpTensors::create(*be, conv, *c8, f, false);
+  std::mt19937_64 rng(5);
+  t.upload(conv.makeInputs(*c8, rng));
+  EXPECT_EQ(op->enqueue(t.args()).size(), 1u);
+  EXPECT_EQ(op->enqueue(t.args()).size(), 1u);
+  op->setDerivedWeightsPerCall(true);
+  EXPECT_EQ(op->scratchRegions(), std::vector<uint64_t>{12u * 72 * 2});
+  EXPECT_EQ(op->enqueue(t.args()).size(), 2u);
+  be->finish();
+  // Cin 4: channel-major, nothing derived.
+  auto op4 = prepareOp(*be, conv, v, v.defaults(), *c4, f);
+  EXPECT_EQ(op4->derivedWeightBytes(), 0u);
+  EXPECT_THROW(op4->setDerivedWeightsPerCall(true), Error);
   EXPECT_EQ(be->instance().validationErrors(), errorsBefore) << be->instance().lastValidationError();
 }
 

@@ -22,6 +22,14 @@
 // partial sums at binding 6, part[ks][b][co][n] (CoutP = Cout rounded up to 4 rows of co per
 // sample, whatever the layout: ConvFamily::scratch's size); no epilogue:
 // conv_coopmat_reduce.comp sums the SK partials and applies it. SK = 1 is the single pass.
+// Tap-major K (TAPS = 1: the lowering's choice where Cin % 8 == 0, every SD 1.5
+// convolution but conv_in): k = tap * Cin + ci instead of ci * KK + tap, so an A chunk
+// (8 consecutive k) is 8 channels of one input pixel: one window position and bounds check
+// per chunk, and in NC4HW4 two 4-channel loads (8 bytes at f16) instead of 8 gathers that
+// each split k into (ci, ky, kx). B then reads the weights in the same order, from f16 rows
+// that conv_coopmat_weights.comp made from w (binding 7; resident derived weights, or per
+// call), one 16-byte load per chunk. The GEMM and its f32 sums are the same; only the
+// order of the K steps differs.
 #include "../common/coopmat.glsl"  // the extensions, or the emulation's subgroups
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "../common/prelude.glsl"
@@ -54,6 +62,7 @@ layout(constant_id = 15) const uint BVEC = 0;
 // The layout (SD_NCHW or SD_NC4HW4) as a constant, not a push constant: sd_index's select
 // is folded when the pipeline is made, not paid per gathered element.
 layout(constant_id = 16) const uint LAYOUT = 0;
+layout(constant_id = 17) const uint TAPS = 0;  // 1: tap-major K, B from binding 7 (needs Cin % 8 == 0)
 const uint KK = KSIZE * KSIZE;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
@@ -69,6 +78,8 @@ layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, Wt, w)        // [Cout][Cin * KSIZE^2] in SD_WFMT (weights.glsl)
 SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
 layout(std430, binding = 1) readonly buffer WO { uvec4 wo[]; };  // w again, as 8-half chunks (BVEC = 1)
+layout(std430, binding = 0) readonly buffer XQ { sfp4 xq[]; };   // x again, as NC4HW4 quads (TAPS = 1)
+layout(std430, binding = 7) readonly buffer WD { uvec4 wd[]; };  // tap-major f16 rows (TAPS = 1)
 layout(std430, binding = 3) readonly buffer Temb { sfp temb[]; };
 layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
 layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
@@ -87,7 +98,7 @@ shared float Cs[SGM * SGN * CT];  // per subgroup: one accumulator for the epilo
 // inside the image and K (bit j: element j), the w chunks and whether each is valid.
 sfp ae[8u * ACL];
 uint amask[ACL];
-uvec4 bw[BCL];  // BVEC = 1
+uvec4 bw[BCL];  // BVEC = 1 or TAPS = 1
 bool bok[BCL];
 uvec4 bc[BCL];  // BVEC = 0: dequantized and packed (weights.glsl's reads)
 // The window origin (oy * S - P, ox * S - P) of each A chunk this invocation loads: its
@@ -115,6 +126,27 @@ sfp loadX(bool in_, uint b, uint ci, int iy, int ix) {
 void loadGlobal(uint b, uint n0, uint k0, uint K) {
   const uint lid = gl_LocalInvocationID.x;
   [[unroll]] for (uint i = 0u; i < ACL; ++i) {
+    if (TAPS == 1u) {
+      // Channels ci .. ci + 7 of input pixel (iy, ix) for tap (ky, kx); positions fastest
+      // across invocations (neighbouring pixels' quads: coalesced in NC4HW4).
+      const uint e = lid + i * WGS, k = k0 + 8u * (e / BM), tap = k / p.Cin, ci = k - tap * p.Cin;
+      const uint ky = tap / KSIZE, kx = tap - ky * KSIZE;
+      const int iy = iy0[i] + int(ky), ix = ix0[i] + int(kx);
+      const bool in_ = inImage(all(bvec2(e < AC, k < K)), iy, ix);
+      const uint HW = p.H * p.W, pix = uint(iy) * p.W + uint(ix), hw = SD_GUARD(in_, pix), c0 = SD_GUARD(in_, ci);
+      if (LAYOUT == SD_NC4HW4) {
+        const uint q = (b * ((p.Cin + 3u) / 4u) + c0 / 4u) * HW + hw;  // c0 % 4 == 0: whole quads
+        const sfp4 lo = xq[q], hi = xq[q + HW];
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+          ae[8u * i + j] = lo[j];
+          ae[8u * i + 4u + j] = hi[j];
+        }
+      } else {
+        [[unroll]] for (uint j = 0u; j < 8u; ++j) ae[8u * i + j] = x[(b * p.Cin + c0 + j) * HW + hw];
+      }
+      amask[i] = in_ ? 255u : 0u;
+      continue;
+    }
     // positions fastest: neighbouring invocations read neighbouring pixels of one tap.
     const uint e = lid + i * WGS, k = k0 + 8u * (e / BM);
     uint mask = 0u;
@@ -132,7 +164,12 @@ void loadGlobal(uint b, uint n0, uint k0, uint K) {
     // k fastest: neighbouring invocations read a weight row's consecutive chunks.
     const uint e = lid + i * WGS, k = k0 + 8u * (e % KC), co = n0 + e / KC;
     const bool okc = all(bvec2(e < BC, co < p.Cout));
-    if (BVEC == 1u) {  // K % 8 == 0: a chunk is whole or wholly past K
+    if (TAPS == 1u) {  // the tap-major rows (K % 8 == 0)
+      const bool ok = all(bvec2(okc, k < K));
+      const uint c = (co * K + k) / 8u;
+      bw[i] = wd[SD_GUARD(ok, c)];
+      bok[i] = ok;
+    } else if (BVEC == 1u) {  // K % 8 == 0: a chunk is whole or wholly past K
       const bool ok = all(bvec2(okc, k < K));
       const uint c = (co * K + k) / 8u;
       bw[i] = wo[SD_GUARD(ok, c)];
@@ -166,7 +203,7 @@ void storeShared(uint stage) {
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
     uvec4 v = bc[i];
-    if (BVEC == 1u) v = mix(uvec4(0u), bw[i], bvec4(bok[i]));
+    if (BVEC == 1u || TAPS == 1u) v = mix(uvec4(0u), bw[i], bvec4(bok[i]));
     const uint e = lid + i * WGS;
     if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = v;
   }

@@ -48,6 +48,16 @@ int ConvFamily::coopMatDefaultSplitK(const ParamPoint& p, const ConvDims& d) {
 
 bool ConvFamily::isCoopMat(const VariantDef& v) { return v.name == kCoopMatVariant; }
 
+// Tap-major K (kernels/conv/conv_coopmat.comp's TAPS) where a chunk of 8 consecutive k can
+// be 8 input channels of one tap: Cin % 8 == 0 (every SD 1.5 convolution but the UNet's
+// and the VAE's conv_in, Cin 4). Not a tuning parameter: the A chunk is then one pixel's
+// channels (two NC4HW4 loads, one bounds check) instead of 8 separate (ci, ky, kx) gathers,
+// at the cost of derived f16 weight rows (Cout x K halves per weight tensor, resident by
+// default), so every point of the variant takes it where it applies. An H100 measurement
+// (results/vulkan/taps/) compares it with the channel-major gather it replaces
+// (SDSPEED_VK_CONV_CHANNEL_MAJOR=1).
+bool ConvFamily::coopMatTapMajor(const ConvDims& d) { return d.cin % 8 == 0; }
+
 Tolerance ConvFamily::coopMatTolerance(DType dtype) {
   // gemm coopmat_f16's scheme on K = Cin k^2 (27 to 23040 in SD 1.5): x and w rounded to
   // f16 once, their exact products summed in f32, so the error is ~u of the output and flat

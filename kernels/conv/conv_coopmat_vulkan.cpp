@@ -9,22 +9,126 @@
 // start to the last end. Refused in one line where the build's glslc made no module (no
 // GL_NV_cooperative_matrix) or the device did not enable the extension; the device rule
 // has checked the shape list.
+// Tap-major K (conv_coopmat.comp's TAPS) wherever Cin % 8 == 0 (ConvFamily::coopMatTapMajor),
+// unless SDSPEED_VK_CONV_CHANNEL_MAJOR=1 (an ablation switch: the gather it replaces, for
+// measuring both in one build): the shader reads f16 weight rows in tap-major order, which
+// conv_coopmat_weights.comp derives from w. Resident (the default), they are made on the
+// first call with a weight tensor and kept per tensor (VkDerivedWeights); that dispatch's
+// event is dropped, so the op's time is the per-inference work, as Winograd's. Per call
+// (the executor's memory modes), they are made into a scratch region at every call, timed.
+#include <cstdlib>
+#include <optional>
+
 #include "kernels/conv/conv_family.h"
 #include "kernels/gemm/gemm_family.h"
+#include "kernels/vulkan/derived_weights.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
 
 namespace sdspeed {
 namespace {
 
-// x, w, bias, temb, residual, y, and split-K's partial sums (both passes bind the same set).
-constexpr uint32_t kBindings = 7;
+// x, w, bias, temb, residual, y, split-K's partial sums, the tap-major weight rows (every
+// pass binds the same set).
+constexpr uint32_t kBindings = 8;
 constexpr uint32_t kPushWords = 7;  // Cin, H, W, Cout, Ho, Wo, flags (the layout: a specialization constant)
 // The reduce pass's work-group along the positions: two 32-wide subgroups of consecutive
 // positions (coalesced partial reads and NCHW stores); a pass this light needs no tuning.
 constexpr uint32_t kReduceWg = 64;
+// The weight rows' pass: an invocation per 8-half chunk, 64 chunks of one row per group.
+constexpr uint32_t kWeightsWg = 64;
 
-using Pass = VkMultiDispatchOp::Pass;
+bool channelMajorForced() {
+  static const bool on = [] {
+    const char* e = std::getenv("SDSPEED_VK_CONV_CHANNEL_MAJOR");
+    return e && std::string(e) == "1";
+  }();
+  return on;
+}
+
+struct Pass {
+  const vk::ComputePipeline* pipeline;
+  std::array<uint32_t, 3> groups;
+};
+
+class VkConvCoopMatOp : public PreparedOp {
+ public:
+  // weights: the tap-major rows' pass (null: channel-major K, w read as it is);
+  // partBytes: split-K's partial sums (0: single pass).
+  VkConvCoopMatOp(vk::VulkanBackend& be, std::string what, std::vector<Pass> passes, const Pass* weights,
+                  std::vector<uint32_t> push, uint64_t partBytes, uint64_t rowBytes)
+      : be_(be), what_(std::move(what)), passes_(std::move(passes)), push_(std::move(push)),
+        partBytes_(partBytes), derived_(be, weights ? rowBytes : 0) {
+    if (weights) weights_ = *weights;
+  }
+
+  std::vector<uint64_t> scratchRegions() const override {
+    std::vector<uint64_t> r;
+    if (partBytes_) r.push_back(partBytes_);
+    if (perCall_) r.push_back(derived_.bytes());
+    return r;
+  }
+  void bindScratch(const std::vector<BufferRegion>& regions) override {
+    const auto sizes = scratchRegions();
+    if (regions.size() != sizes.size())
+      throw Error(what_ + " on Vulkan takes " + std::to_string(sizes.size()) + " scratch regions, given " +
+                  std::to_string(regions.size()));
+    bound_.clear();
+    for (size_t i = 0; i < regions.size(); ++i)
+      bound_.push_back({static_cast<const vk::Buffer*>(regions[i].mem), regions[i].offset, sizes[i]});
+  }
+  uint64_t derivedWeightBytes() const override { return derived_.bytes(); }
+  void setDerivedWeightsPerCall(bool perCall) override {
+    if (perCall && !derived_.bytes()) throw Error("this op derives no weights");
+    perCall_ = perCall;
+    derived_.clear();
+    bound_.clear();
+    own_.clear();
+  }
+  bool derivedWeightsPerCall() const override { return perCall_; }
+
+  OpEvents enqueue(const std::vector<DeviceTensor*>& t) override {
+    if (t.size() != 6) throw Error(what_ + " takes 6 tensors, got " + std::to_string(t.size()));
+    std::vector<vk::BufferRange> buffers;
+    for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
+    for (size_t i : {1, 2}) vulkanCheckWordBinding(i, *t[i], buffers[i]);  // w and bias are read as uint words
+    const auto sizes = scratchRegions();
+    if (bound_.empty() && own_.empty())
+      for (uint64_t bytes : sizes)
+        own_.push_back(be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>((bytes + 3) / 4)}, StorageFormat{}}));
+    auto region = [&](size_t i) { return bound_.empty() ? vk::asVk(*own_[i]).range() : bound_[i]; };
+    // Binding 6: the partial sums, else y stands in (SK = 1 never writes them); binding 7:
+    // the weight rows, else w stands in (channel-major never reads them).
+    buffers.push_back(partBytes_ ? region(0) : buffers[5]);
+    bool fresh = false;
+    if (!derived_.bytes())
+      buffers.push_back(buffers[1]);
+    else  // before recording: a cache entry dropped here frees a buffer, which runs the batch
+      buffers.push_back(perCall_ ? region(sizes.size() - 1) : derived_.get(*t[1], fresh));
+    auto& rec = be_.recorder();
+    rec.begin();
+    const bool makeRows = derived_.bytes() && (perCall_ || fresh);
+    for (size_t i = makeRows ? 0 : 1; i <= passes_.size(); ++i) {
+      const Pass& p = i == 0 ? weights_ : passes_[i - 1];
+      rec.dispatch(*p.pipeline, buffers, push_.data(), push_.size() * 4, p.groups[0], p.groups[1], p.groups[2]);
+    }
+    OpEvents events = vk::eventsOf(rec.submit());
+    if (fresh && !perCall_) events.erase(events.begin());  // the resident rows: a one-time cost, not timed
+    return events;
+  }
+
+ private:
+  vk::VulkanBackend& be_;
+  std::string what_;
+  std::vector<Pass> passes_;
+  Pass weights_{};
+  std::vector<uint32_t> push_;
+  uint64_t partBytes_;
+  VkDerivedWeights derived_;
+  bool perCall_ = false;
+  std::vector<vk::BufferRange> bound_;              // the regions the executor bound
+  std::vector<std::unique_ptr<DeviceTensor>> own_;  // else the op's own
+};
 
 }  // namespace
 
@@ -40,7 +144,10 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   const uint32_t sk = u32(GemmFamily::coopMatSplitK(p));
   const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
-  const uint32_t bvec = vulkanWeightChunks(fam, f, d.cin * d.kernel * d.kernel);  // conv_coopmat.comp's BVEC
+  const uint32_t K = u32(d.cin * d.kernel * d.kernel);
+  const ConvScratch s = ConvFamily::scratch(v, c, p);
+  const bool taps = s.weights > 0 && !channelMajorForced();
+  const uint32_t bvec = taps ? 0u : vulkanWeightChunks(fam, f, K);  // conv_coopmat.comp's BVEC
   // Output channels in tiles of BN (a multiple of 8): they also cover NC4HW4's padding
   // channels, which the shader writes as 0 (or, split, the reduce pass does).
   const std::array<uint32_t, 3> groups{ceilDiv(Ho * Wo, bm), ceilDiv(stored, bn), N * sk};
@@ -51,27 +158,30 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, subgroup),
        vk::specU32(11, u32(d.kernel)), vk::specU32(12, u32(d.stride)), vk::specU32(13, u32(d.pad)),
-       vk::specU32(14, sk), vk::specU32(15, bvec), vk::specU32(16, layout),
+       vk::specU32(14, sk), vk::specU32(15, bvec), vk::specU32(16, layout), vk::specU32(17, taps ? 1u : 0u),
        vulkanWeightFormat(fam, f)});
   std::vector<Pass> passes = {{&pipe, groups}};
-  uint64_t partBytes = 0;
   if (sk > 1) {
-    partBytes = ConvFamily::scratch(v, c, p).output;  // the size the planner was told
-    const Shape out = c.outShape();
-    const std::array<uint32_t, 3> reduceGroups = channelGrid(out, layout, kReduceWg, 1);
+    const std::array<uint32_t, 3> reduceGroups = channelGrid(c.outShape(), layout, kReduceWg, 1);
     vulkanCheckGroupCount(be, "conv " + v.name + " split-K reduce", reduceGroups);
     const auto& reduce = be.pipeline(vulkanModuleFor("conv_coopmat_reduce", f), kBindings, kPushWords * 4,
                                      {vulkanLocalSizeX(be, kReduceWg), vk::specU32(1, sk), vk::specU32(2, layout),
                                       vulkanWeightFormat(fam, f)});
     passes.push_back({&reduce, reduceGroups});
   }
+  std::optional<Pass> rows;
+  if (taps) {
+    const std::array<uint32_t, 3> rowGroups{ceilDiv(K / 8, kWeightsWg), u32(d.cout), 1};
+    vulkanCheckGroupCount(be, "conv " + v.name + " weight rows", rowGroups);
+    rows = Pass{&be.pipeline(vulkanModuleFor("conv_coopmat_weights", f), kBindings, kPushWords * 4,
+                             {vulkanLocalSizeX(be, kWeightsWg), vk::specU32(1, u32(d.kernel)), vulkanWeightFormat(fam, f)}),
+                rowGroups};
+  }
   const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
-  // Tensors x, w, bias, temb, residual, y; binding 6 the partial sums (SK > 1), else y
-  // stands in (SK = 1 never writes them). w and bias are read as uint words.
-  return std::make_unique<VkMultiDispatchOp>(
-      be, "conv " + v.name, 6, std::move(passes),
-      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags}, 1,
-      partBytes ? std::vector<uint64_t>{partBytes} : std::vector<uint64_t>{}, 5, kVkWeightBindings12);
+  return std::make_unique<VkConvCoopMatOp>(
+      be, "conv " + v.name, std::move(passes), rows ? &*rows : nullptr,
+      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags}, s.output,
+      taps ? s.weights : 0);
 }
 
 }  // namespace sdspeed

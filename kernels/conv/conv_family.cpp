@@ -373,6 +373,13 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
     if (sk > 1)
       s.output = s.outputBlock =
           sk * static_cast<size_t>(d.batch) * coutP * static_cast<size_t>(d.outHeight() * d.outWidth()) * f;
+    // Tap-major K (conv_coopmat.comp's TAPS): the derived f16 weight rows, Cout x K halves
+    // (K % 8 == 0: whole 16-byte chunks), made and kept per weight tensor, or per call
+    // into one region of that size (one block of every channel: no per-call blocking).
+    if (coopMatTapMajor(d)) {
+      s.weights = s.weightsBlock = static_cast<size_t>(d.cout * d.cin * d.kernel * d.kernel) * 2;
+      s.blockChannels = d.cout;
+    }
     return s;
   }
   if (baseVariantName(v) == "direct") return s;

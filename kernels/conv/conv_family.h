@@ -85,6 +85,9 @@ class ConvFamily : public Family {
   static VariantDef coopMatVariant();
   static constexpr const char* kCoopMatVariant = "coopmat_f16";
   static bool isCoopMat(const VariantDef& v);
+  // Whether coopmat_f16 runs problem d with tap-major K and derived f16 weight rows
+  // (ConvScratch::weights; conv_coopmat.cpp says when and why).
+  static bool coopMatTapMajor(const ConvDims& d);
   static Tolerance coopMatTolerance(DType dtype);
   // (coopmat_f16's split-K factor SK: GemmFamily::coopMatSplitK, the declaration being GEMM's.)
   // The SK its fitDefaults rule gives problem d at point p's tiles and K step.

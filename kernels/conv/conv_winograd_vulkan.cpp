@@ -5,9 +5,9 @@
 // Same variants, parameters and block rules as OpenCL (ConvFamily::scratch), so the tuner's
 // keys and the memory the executor plans are the same:
 //  - resident derived weights: U is made on the first enqueue with a weight tensor and
-//    cached (up to 64 tensors, keyed by buffer, offset and version, the buffer held so its
-//    address is never reused); that dispatch's event is dropped, so timings cover only the
-//    per-inference dispatches, as on OpenCL;
+//    kept (VkDerivedWeights: per tensor, keyed by buffer, offset and version); that
+//    dispatch's event is dropped, so timings cover only the per-inference dispatches, as
+//    on OpenCL;
 //  - per call: per block of output channels (U into a scratch region, then the block's
 //    GEMMs), within it per block of tiles, each output element computed as with resident
 //    weights.
@@ -18,6 +18,7 @@
 
 #include <algorithm>
 
+#include "kernels/vulkan/derived_weights.h"
 #include "runtime/error.h"
 
 namespace sdspeed {
@@ -25,7 +26,6 @@ namespace {
 
 constexpr uint32_t kBindings = 8;         // x, w, bias, temb, residual, y, U, planes
 constexpr uint32_t kTransformWg = 64;     // the transforms' work-group (OpenCL's kTransformWg)
-constexpr size_t kCacheEntries = 64;      // runtime/timing.h rotates up to 64 weight sets
 enum Stage : uint32_t { kWeights = 0, kInput = 1, kGemm = 2, kOutput = 3 };
 
 // conv_winograd.comp's push constants, in its order.
@@ -40,7 +40,7 @@ class VkWinogradOp : public PreparedOp {
  public:
   VkWinogradOp(vk::VulkanBackend& be, std::array<const vk::ComputePipeline*, 4> pipes, const Push& base,
                const ConvScratch& s, uint32_t tm, uint32_t tn, uint32_t tiles, uint32_t alpha2)
-      : be_(be), pipes_(pipes), base_(base), s_(s), tm_(tm), tn_(tn), tiles_(tiles), a2_(alpha2) {}
+      : be_(be), pipes_(pipes), base_(base), s_(s), tm_(tm), tn_(tn), tiles_(tiles), a2_(alpha2), cache_(be, s.weights) {}
 
   std::vector<uint64_t> scratchRegions() const override {
     if (perCall_) return {s_.inputBlock + s_.outputBlock, s_.weightsBlock};
@@ -78,7 +78,7 @@ class VkWinogradOp : public PreparedOp {
     buffers.push_back(region(0));
     // U before recording: a cache entry dropped here frees a buffer, which runs the batch.
     bool fresh = false;
-    buffers[6] = perCall_ ? region(1) : cachedWeights(*t[1], fresh);
+    buffers[6] = perCall_ ? region(1) : cache_.get(*t[1], fresh);
     auto& rec = be_.recorder();
     rec.begin();
     auto dispatch = [&](Stage st, const Push& p, uint32_t gx, uint32_t gy, uint32_t gz) {
@@ -124,42 +124,13 @@ class VkWinogradOp : public PreparedOp {
   }
 
  private:
-  // The resident U of weight tensor w: the cached one, or (fresh) a new entry's buffer,
-  // which the caller fills by recording the weights stage into it.
-  vk::BufferRange cachedWeights(const DeviceTensor& w, bool& fresh) {
-    fresh = false;
-    const vk::VkTensor& vw = vk::asVk(w);
-    for (const auto& e : cache_)
-      if (e.source.get() == &vw.buffer() && e.offset == w.offsetBytes() && e.version == w.version())
-        return vk::asVk(*e.prepared).range();
-    for (auto it = cache_.begin(); it != cache_.end(); ++it)
-      if (it->source.get() == &vw.buffer() && it->offset == w.offsetBytes()) {
-        cache_.erase(it);  // the same tensor with new contents
-        break;
-      }
-    if (cache_.size() >= kCacheEntries) cache_.erase(cache_.begin());
-    Entry e{vw.sharedBuffer(), w.offsetBytes(), w.version(),
-            be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>(s_.weights / 4)}, StorageFormat{}})};
-    const vk::BufferRange r = vk::asVk(*e.prepared).range();
-    cache_.push_back(std::move(e));
-    fresh = true;
-    return r;
-  }
-
-  struct Entry {
-    std::shared_ptr<vk::Buffer> source;  // held: its address identifies the tensor
-    uint64_t offset = 0, version = 0;
-    std::unique_ptr<DeviceTensor> prepared;
-  };
-
- private:
   vk::VulkanBackend& be_;
   std::array<const vk::ComputePipeline*, 4> pipes_;
   Push base_;  // the problem's constants; NB = CoutP, TP = tiles rounded up to 4
   ConvScratch s_;
   uint32_t tm_, tn_, tiles_, a2_;
   bool perCall_ = false;
-  std::vector<Entry> cache_;
+  VkDerivedWeights cache_;  // resident U per weight tensor
   std::vector<vk::BufferRange> bound_;                // regions the executor bound
   std::vector<std::unique_ptr<DeviceTensor>> own_;    // else the op's own
 };
