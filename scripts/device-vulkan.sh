@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gemm-peer run race peer tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -34,8 +34,9 @@
 #   `taps` instead: conv coopmat_f16's tap-major K (kernels/conv/README.md) checked on tensor
 #   cores, benched at SD 1.5's UNet and VAE convolutions against the channel-major gather it
 #   replaces (SDSPEED_VK_CONV_CHANNEL_MAJOR=1, same build), the race command each way
-#   (TAPS_OPENCL=1: OpenCL f32 too, for the PSNR), and #21's two Vulkan runs without tensor cores (f32 Winograd,
-#   f16 arithmetic on im2col_gemm_f16 / tiled_f16) (~5 min).
+#   (TAPS_OPENCL=1: OpenCL f32 too, for the PSNR) and its profile (~5 min). `nontc`: #21's
+#   two Vulkan runs without tensor cores (f32 Winograd, f16 arithmetic on im2col_gemm_f16 /
+#   tiled_f16) beside OpenCL f32 (~2 min).
 #   `setup` instead: issue #22's setup target (<= 5 s with a warm pipeline cache, the weights
 #   read from an f16 safetensors file): SD 1.5's seeded weights written once as an f16
 #   checkpoint folder (`sdspeed quantize --random-weights --weights f16`, /tmp/sd15-f16, kept
@@ -56,8 +57,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|taps|gemm-peer|run|race|peer|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gemm-peer run race peer tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|taps|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -408,11 +409,6 @@ if want taps; then
   S0=$S; S="env SDSPEED_VK_CONV_CHANNEL_MAJOR=1 $S0"
   sd_run run-vulkan-f16-chmajor 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   S=$S0
-  # #21 without tensor cores: Vulkan f32 (Winograd F(4x4) for the 3x3s, flash attention),
-  # and f16 arithmetic on the half variants that use no cooperative matrices.
-  sd_run run-vulkan-f32-wino 100 --backend vulkan --variant conv=winograd_f4x4_3x3,attention=flash
-  sd_run run-vulkan-f16-notc 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
-    --variant conv=im2col_gemm_f16,gemm=tiled_f16,attention=flash_f16
   summarize
   # Where the race's time goes now, UNet and VAE decoder op by op.
   step 120 profile-vulkan-f16-race $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
@@ -499,6 +495,17 @@ if want peer; then
   else
     log "peer: no diffusers wheel (.whl not carried?)"
   fi
+  pack
+fi
+if want nontc; then
+  # #21 without tensor cores, beside OpenCL f32: Vulkan f32 (Winograd F(4x4) for the 3x3s,
+  # flash attention), and f16 arithmetic on the half variants that use no cooperative
+  # matrices (im2col_gemm_f16, tiled_f16, flash_f16).
+  sd_run run-opencl-f32 150
+  sd_run run-vulkan-f32-wino 100 --backend vulkan --variant conv=winograd_f4x4_3x3,attention=flash
+  sd_run run-vulkan-f16-notc 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --variant conv=im2col_gemm_f16,gemm=tiled_f16,attention=flash_f16
+  summarize
   pack
 fi
 if want tune; then

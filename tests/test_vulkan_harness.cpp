@@ -461,8 +461,8 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
   auto problems = conv.checkProblems(false);
   problems.push_back(ConvFamily::problem({1, 20, 6, 7}, 40, 3, 1, true, true, true));
   problems.push_back(ConvFamily::problem({1, 9, 5, 6}, 70, 3, 1, true, false, true));
-  // Cin % 8 == 0 (K 144: 4.5 steps of 32), which no quick problem has: with f16 weights
-  // the 8-half chunks of conv_coopmat.comp's BVEC stage w.
+  // Cin % 8 == 0 (K 144: 4.5 steps of 32), which no quick problem has: tap-major K, B from
+  // the derived f16 rows (ConvCoopMatTapMajorEmulatedMatchesReference has more of it).
   problems.push_back(ConvFamily::problem({2, 16, 6, 7}, 24, 3, 1, true, false, true));
   int ok = 0, expected = 0;
   for (const Case& c : cases) {
@@ -645,6 +645,15 @@ TEST(VulkanHarnessCoverage, ConvCoopMatTapMajorEmulatedMatchesReference) {
   auto op4 = prepareOp(*be, conv, v, v.defaults(), *c4, f);
   EXPECT_EQ(op4->derivedWeightBytes(), 0u);
   EXPECT_THROW(op4->setDerivedWeightsPerCall(true), Error);
+  // SDSPEED_VK_CONV_CHANNEL_MAJOR=1 (the device script's A/B switch): Cin 8 channel-major
+  // again, f16 weights in 8-half chunks of w's own rows (BVEC), nothing derived.
+  setenv("SDSPEED_VK_CONV_CHANNEL_MAJOR", "1", 1);
+  const StorageFormat f16w = StorageFormat::parse("f16.buffer.nc4hw4").withWeights(DType::F16).withArithmetic(DType::F16);
+  EXPECT_EQ(prepareOp(*be, conv, v, v.defaults(), *c8, f16w)->derivedWeightBytes(), 0u);
+  const CheckResult r = checkCase(*be, conv, v, v.defaults(), *c8, f16w, 31);
+  unsetenv("SDSPEED_VK_CONV_CHANNEL_MAJOR");
+  EXPECT_EQ(r.status, Status::Ok) << r.message;
+  EXPECT_EQ(r.scratchBytes, 0u);
   EXPECT_EQ(be->instance().validationErrors(), errorsBefore) << be->instance().lastValidationError();
 }
 

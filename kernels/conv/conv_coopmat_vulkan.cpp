@@ -38,12 +38,10 @@ constexpr uint32_t kReduceWg = 64;
 // The weight rows' pass: an invocation per 8-half chunk, 64 chunks of one row per group.
 constexpr uint32_t kWeightsWg = 64;
 
+// Read at every lowering (not once): a test switches it per case.
 bool channelMajorForced() {
-  static const bool on = [] {
-    const char* e = std::getenv("SDSPEED_VK_CONV_CHANNEL_MAJOR");
-    return e && std::string(e) == "1";
-  }();
-  return on;
+  const char* e = std::getenv("SDSPEED_VK_CONV_CHANNEL_MAJOR");
+  return e && std::string(e) == "1";
 }
 
 struct Pass {
