@@ -232,19 +232,24 @@ TEST(ConvPerCallBlocks, RuleOnSd15LargestConvolution) {
 // told, device-free): SD 1.5's 2x1280x8x8 -> 1280 3x3 at SK 8 holds 8 x 2 x 1280 x 64
 // floats (5 MiB) of partial sums, Cout 70 is counted as 72 rows in either layout, the
 // default SK = 1 has none; partials over the device's largest allocation are refused in
-// one line.
+// one line. Cin % 8 == 0 runs tap-major: its derived f16 weight rows (Cout x Cin x 9
+// halves, 28 MiB here) are the `weights` part at every SK; Cin 9 has none.
 TEST(ConvCoopMatSplitK, ScratchDeclaredAndBounded) {
   const ConvFamily fam;
   const VariantDef& v = fam.variant(ConvFamily::kCoopMatVariant);
   const auto prob = ConvFamily::problem({2, 1280, 8, 8}, 1280);
   const auto& p = dynamic_cast<const ConvProblem&>(*prob);
-  EXPECT_EQ(ConvFamily::scratch(v, p, v.defaults()).total(), 0u);
+  const size_t rows = 1280ull * 1280 * 9 * 2;
+  EXPECT_EQ(ConvFamily::scratch(v, p, v.defaults()).output, 0u);
+  EXPECT_EQ(ConvFamily::scratch(v, p, v.defaults()).weights, rows);
   const ParamPoint pt = v.parsePoint("SK=8");
   const ConvScratch s = ConvFamily::scratch(v, p, pt);
   EXPECT_EQ(s.output, 8ull * 2 * 1280 * 64 * 4);
-  EXPECT_EQ(s.total(), s.output);
+  EXPECT_EQ(s.total(), s.output + rows);
   const auto odd = ConvFamily::problem({1, 9, 5, 6}, 70);
-  EXPECT_EQ(ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*odd), pt).output, 8ull * 72 * 30 * 4);
+  const ConvScratch so = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*odd), pt);
+  EXPECT_EQ(so.output, 8ull * 72 * 30 * 4);
+  EXPECT_EQ(so.weights, 0u);
   const StorageFormat f = StorageFormat{DType::F16, Storage::Buffer, Layout::NC4HW4}.withArithmetic(DType::F16);
   DeviceCaps dev = testing_caps::h200();
   EXPECT_EQ(fam.unsupportedReason(v, pt, p, f, dev), "");
