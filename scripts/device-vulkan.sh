@@ -47,7 +47,7 @@
 #   + f16 arithmetic, + tensor cores) on SD 1.5 512x512, 3 DDIM steps per row (the UNet
 #   median per iteration is what the table compares; steps cut to fit one 10-minute call;
 #   not yet timed). Its table in ablation-vulkan/ablation.md, to copy to
-#   results/ablation/vulkan-h200/.
+#   results/ablation/vulkan-<device key>/ (last: vulkan-nvidia-h100-580).
 # Results: $OUT/vulkan.tgz, repacked after each step.
 set -uo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/device-lib.sh"
