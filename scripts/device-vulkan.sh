@@ -44,9 +44,9 @@
 #   fills the pipeline cache and the page cache, the second is the measurement (its report's
 #   setup_wall: every component's load, pipelines, upload and warm-up); setup.txt (~3 min).
 #   `ablate` instead: configs/ablation/vulkan.yaml (issue #22: the paper's rows on Vulkan,
-#   + f16 arithmetic, + tensor cores) on SD 1.5 512x512, 3 DDIM steps per row (the UNet
-#   median per iteration is what the table compares; steps cut to fit one 10-minute call;
-#   not yet timed). Its table in ablation-vulkan/ablation.md, to copy to
+#   + f16 arithmetic, + tensor cores) on SD 1.5 512x512, 3 steps per row (ablate's PNDM;
+#   the UNet median per iteration is what the table compares; ~3.5 min on an H100). Its
+#   table in ablation-vulkan/ablation.md, to copy to
 #   results/ablation/vulkan-<device key>/ (last: vulkan-nvidia-h100-580).
 # Results: $OUT/vulkan.tgz, repacked after each step.
 set -uo pipefail

@@ -150,7 +150,7 @@ TEST(AblationPlan, VulkanFileEndsWithF16ArithmeticThenTensorCores) {
     EXPECT_EQ(tc.variants.at(family), before) << family;
   }
   EXPECT_EQ(tc.variants.at("groupnorm"), f16.variants.at("groupnorm"));
-  // Vulkan's GroupNorm is one_pass (two_pass and split are OpenCL's).
+  // The rows' GroupNorm is one_pass (the file's comment says why two_pass is not in them yet).
   for (const auto& row : plan.rows)
     for (const auto& v : row.variants.at("groupnorm")) EXPECT_EQ(v.rfind("one_pass", 0), 0u) << row.name << ": " << v;
 }

@@ -11,6 +11,7 @@
 #include "kernels/registry.h"
 #include "runtime/opencl/cl_error.h"
 #include "tuning/check.h"
+#include "fake_vulkan_caps.h"
 #include "test_support.h"
 
 using namespace sdspeed;
@@ -52,6 +53,26 @@ TEST(GroupNormParams, HasOnePassAndTwoPass) {
   std::string msg = sdspeed_test::errorMessage([&] { fam.variant("three_pass"); });
   EXPECT_NE(msg.find("unknown variant 'three_pass'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("one_pass"), std::string::npos) << msg;
+}
+
+// two_pass_f16 computes in half only on Vulkan (groupnorm_two_pass.comp): groupnorm.cl's
+// two_pass has no half body, so an OpenCL device with cl_khr_fp16 refuses it in one line
+// (never runs f32 code under the half twin's name); on Vulkan the rule lets it through.
+TEST(GroupNormParams, TwoPassHalfIsVulkanOnly) {
+  GroupNormFamily fam;
+  const VariantDef& v = fam.variant("two_pass_f16");
+  EXPECT_TRUE(computesInHalf(v));
+  const auto prob = fam.checkProblems(false).front();
+  const StorageFormat f = StorageFormat{}.withArithmetic(DType::F16);
+  DeviceCaps phone = testing_caps::h200();  // a GPU's limits, through OpenCL with cl_khr_fp16
+  phone.api = "opencl";
+  phone.fp16 = true;
+  phone.extensions += " cl_khr_fp16";
+  EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *prob, f, phone),
+            "two_pass_f16 has no opencl kernels (Vulkan only; two_pass computes in f32 here)");
+  DeviceCaps vulkan = phone;
+  vulkan.api = "vulkan";
+  EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *prob, f, vulkan), "");
 }
 
 TEST(GroupNormParams, DefaultsAreFirstValues) {

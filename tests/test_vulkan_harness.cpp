@@ -21,6 +21,7 @@
 #include "kernels/conv/conv_family.h"
 #include "kernels/common/half_variant.h"
 #include "kernels/gemm/gemm_family.h"
+#include "kernels/groupnorm/groupnorm_family.h"
 #include "kernels/lowering.h"
 #include "kernels/registry.h"
 #include "kernels/vulkan/vulkan_lowering.h"
@@ -139,7 +140,7 @@ TEST(VulkanHarnessCoverage, FamiliesWithoutKernelsAreUnsupported) {
   for (const auto& fam : allFamilies()) {
     const auto prob = fam->checkProblems(false).front();
     if (findVulkanLowering(fam->name())) {
-      // Some variant runs; one without Vulkan kernels (groupnorm's two_pass) says so.
+      // Some variant runs; one without Vulkan kernels (groupnorm's split) says so.
       ++lowered;
       int ok = 0;
       for (const auto& v : fam->variants()) {
@@ -201,6 +202,50 @@ TEST(VulkanHarnessCoverage, EveryLoweredVariantRunsInEveryBufferFormat) {
     }
   }
   EXPECT_GT(checked, 40);
+}
+
+// groupnorm two_pass on Vulkan (groupnorm_two_pass.comp): every SPLIT value (1 to 64: a
+// group's elements split into ranges down to a few each, some empty past the group's end)
+// on the quick problems (odd HW, C % 4 == 2 with NC4HW4 pad channels, SiLU and residual,
+// a mean of 1000), through checkCase against the reference; the half twin at one split;
+// the op's scratch is the declared partials (N x G x SPLIT x 2 floats) and its events are
+// both dispatches'. A lost partial or a wrong group index is an O(1) error.
+TEST(VulkanHarnessCoverage, GroupNormTwoPassRunsEverySplit) {
+  vk::VulkanBackend* be = testBackend();
+  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
+  const int errorsBefore = be->instance().validationErrors();
+  const Family& fam = findFamily("groupnorm");
+  const VariantDef& v = fam.variant("two_pass");
+  int ran = 0;
+  for (int split : v.param("SPLIT")->values) {
+    std::map<std::string, int> values = v.defaults().values();
+    values["SPLIT"] = split;
+    const ParamPoint pt(values);
+    for (const auto& prob : fam.checkProblems(false)) {
+      const StorageFormat f = StorageFormat::parse(split == 64 ? "f16.buffer.nc4hw4" : "f32.buffer.nc4hw4");
+      const CheckResult r = checkCase(*be, fam, v, pt, *prob, f, 13);
+      EXPECT_EQ(r.status, Status::Ok) << pt.text() << " " << r.problem << ": " << r.message;
+      EXPECT_EQ(r.badPadding, 0u);
+      const auto& g = dynamic_cast<const GroupNormProblem&>(*prob);
+      EXPECT_EQ(r.scratchBytes, static_cast<uint64_t>(g.dims.n * g.attrs.groups * split * 2 * 4)) << r.problem;
+      ran += r.status == Status::Ok;
+    }
+  }
+  EXPECT_EQ(ran, 7 * static_cast<int>(fam.checkProblems(false).size()));
+  const VariantDef& h = fam.variant("two_pass_f16");
+  const StorageFormat fh = StorageFormat::parse("f16.buffer.nc4hw4").withArithmetic(DType::F16);
+  for (const auto& prob : fam.checkProblems(false)) {
+    const CheckResult r = checkCase(*be, fam, h, v.parsePoint("SPLIT=4"), *prob, fh, 17);
+    EXPECT_EQ(r.status, Status::Ok) << r.problem << ": " << r.message;
+  }
+  const auto prob = fam.checkProblems(false).front();
+  auto op = prepareOp(*be, fam, v, v.defaults(), *prob, StorageFormat{});
+  OpTensors t = OpTensors::create(*be, fam, *prob, StorageFormat{}, false);
+  std::mt19937_64 rng(3);
+  t.upload(fam.makeInputs(*prob, rng));
+  EXPECT_EQ(op->enqueue(t.args()).size(), 2u);
+  be->finish();
+  EXPECT_EQ(be->instance().validationErrors(), errorsBefore) << be->instance().lastValidationError();
 }
 
 // attention flash's sampled point above may be a NATIVE=1 one, which Vulkan refuses (GLSL

@@ -193,7 +193,11 @@ ProblemPtr GroupNormFamily::problem(Shape s, int groups, double eps, bool silu, 
 
 GroupNormFamily::GroupNormFamily()
     : variants_{twoPass(), onePass(), split(),
-                halfVariant(onePass(), "one_pass computing in half (cl_khr_fp16); statistics in f32")} {}
+                halfVariant(onePass(), "one_pass computing in half (cl_khr_fp16); statistics in f32"),
+                // Vulkan only (groupnorm_two_pass.comp): groupnorm.cl's two_pass has no half
+                // body, so OpenCL refuses it (unsupportedReason) rather than run f32 code under
+                // a half variant's name.
+                halfVariant(twoPass(), "two_pass computing in half after its f32 statistics (Vulkan only)")} {}
 
 std::vector<TensorSlot> GroupNormFamily::slots() const {
   return {{"x", Access::Read, true},
@@ -281,7 +285,7 @@ Tolerance GroupNormFamily::tolerance(DType dtype) const {
 
 Tolerance GroupNormFamily::tolerance(const VariantDef& v, DType dtype) const {
   if (!computesInHalf(v)) return tolerance(dtype);
-  // one_pass_f16: statistics in f32 (their error is the f32 variants', far under half's),
+  // one_pass_f16 and two_pass_f16: statistics in f32 (their error is the f32 variants', far under half's),
   // so the error does not grow with the group's size; per element about ten half
   // roundings (u = 2^-11 = 4.9e-4) of values up to ~8 (x - K, the affine, SiLU's exp and
   // divide, the residual add), where the affine or the residual can cancel: up to ~10 u
@@ -332,6 +336,8 @@ std::string GroupNormFamily::unsupportedReason(const VariantDef& v, const ParamP
                                                const Problem& prob, const StorageFormat& f,
                                                const DeviceCaps& dev) const {
   if (std::string why = Family::unsupportedReason(v, p, prob, f, dev); !why.empty()) return why;
+  if (v.name == "two_pass_f16" && dev.api != "vulkan")
+    return "two_pass_f16 has no " + dev.api + " kernels (Vulkan only; two_pass computes in f32 here)";
   if (v.name != "two_pass" && f.storage == Storage::Image2D)
     return v.name + " stores single channels and an image2d texel holds four (use two_pass)";
   if (v.name == "split" && dev.isGpu()) {
@@ -350,6 +356,7 @@ std::string GroupNormFamily::unsupportedReason(const VariantDef& v, const ParamP
 
 std::unique_ptr<PreparedOp> GroupNormFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                                      const Problem& prob, const StorageFormat& f) const {
+  if (v.name == "two_pass_f16") throw UnsupportedError("groupnorm two_pass_f16 has no opencl kernels (Vulkan only)");
   return std::make_unique<GroupNormOp>(ctx, *this, v, p, asGroupNorm(prob), f);
 }
 

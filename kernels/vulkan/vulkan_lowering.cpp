@@ -13,7 +13,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"binary", &lowerBinaryVulkan, "binary"},
       {"softmax", &lowerTokenRowVulkan, "softmax"},
       {"layernorm", &lowerTokenRowVulkan, "layernorm"},
-      {"groupnorm", &lowerGroupNormVulkan, "groupnorm"},
+      {"groupnorm", &lowerGroupNormVulkan, "groupnorm groupnorm_two_pass"},
       {"upsample", &lowerUpsampleVulkan, "upsample"},
       {"concat", &lowerConcatVulkan, "concat"},
       {"reshape", &lowerReshapeVulkan, "reshape"},

@@ -1,0 +1,98 @@
+#version 450
+// GroupNorm (+SiLU, +residual) on Vulkan, the two_pass variant of groupnorm.cl (and its
+// half twin two_pass_f16): two dispatches in one recording, the recorder's barrier between.
+//   STAGE 0, statistics: SPLIT work-groups per (sample, group), grid (SPLIT, N * G); each
+//     sums (x - K) and (x - K)^2 over its contiguous share of the group's Cpg * HW elements
+//     (K = the group's first element: a shifted-data variance, accurate for any mean) and
+//     writes the two float sums to partials[(ng * SPLIT + chunk) * 2 + {0, 1}].
+//   STAGE 1, normalize: an invocation per stored output element, work-groups of WG
+//     positions of one channel (grid: ceil(HW / WG), stored channels, N); invocation 0 adds
+//     its group's SPLIT partials (fixed order: the result does not depend on scheduling)
+//     into the mean and rstd, then every invocation writes
+//       y = act((x - mean) * rstd * gamma_c + beta_c) + res,
+//     NC4HW4's pad channels 0.
+// Why: one_pass (groupnorm.comp) runs one work-group per (sample, group), 32 for the VAE's
+// single image, each walking 1M elements at 512x512; on an H100 the six 1x128x512x512
+// GroupNorms took 17.6 ms (results/vulkan/taps/README.md), against ~43 us each at the
+// card's bandwidth. SPLIT spreads a group's statistics over SPLIT work-groups and the
+// normalize pass over every element.
+// Statistics in float always; in the f16-arithmetic modules (two_pass_f16) the
+// per-element math after them is float16_t, x - mean formed in float first (as
+// one_pass_f16). gamma and beta are uint words holding f32 or f16 (weights.glsl).
+#include "../common/prelude.glsl"
+#include "../common/weights.glsl"
+
+layout(local_size_x_id = 0) in;  // STAGE 0: the family's WG (a power of two); STAGE 1: NWG
+layout(constant_id = 1) const uint VEC = 4;    // STAGE 0: consecutive elements per invocation and chunk
+layout(constant_id = 2) const uint SPLIT = 8;  // work-groups sharing one group's statistics
+layout(constant_id = 3) const uint STAGE = 0;
+
+layout(std430, binding = 0) readonly buffer X { sfp x[]; };
+SD_WEIGHT_BUFFER(1, G, wgamma)
+SD_WEIGHT_BUFFER(2, Bt, wbeta)
+layout(std430, binding = 3) readonly buffer R { sfp res[]; };
+layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
+layout(std430, binding = 5) buffer Part { float part[]; };  // N * G * SPLIT * 2 floats (the op's scratch)
+layout(push_constant) uniform Push {
+  uint C, HW, G, flags, layout_;  // flags: 1 = SiLU, 2 = residual
+  float eps;
+} p;
+
+shared vec2 red[gl_WorkGroupSize.x];
+shared float stat[2];  // STAGE 1: the group's mean of x - K, and rstd
+
+void statistics() {
+  const uint chunk = gl_WorkGroupID.x, ng = gl_WorkGroupID.y, n = ng / p.G, g = ng % p.G;
+  const uint cpg = p.C / p.G, E = cpg * p.HW, c0 = g * cpg, lid = gl_LocalInvocationID.x;
+  const float K = float(x[sd_index(p.layout_, n, c0, 0u, p.C, p.HW)]);
+  const uint per = (E + SPLIT - 1u) / SPLIT, first = chunk * per, end = min(E, first + per);
+  vec2 s = vec2(0.0);
+  for (uint base = first + lid * VEC; base < end; base += gl_WorkGroupSize.x * VEC)
+    [[unroll]] for (uint j = 0u; j < VEC; ++j) {
+      const uint i = base + j;
+      if (i < end) {
+        const float v = float(x[sd_index(p.layout_, n, c0 + i / p.HW, i % p.HW, p.C, p.HW)]) - K;
+        s += vec2(v, v * v);
+      }
+    }
+  red[lid] = s;
+  barrier();
+  for (uint off = gl_WorkGroupSize.x / 2u; off > 0u; off >>= 1u) {
+    if (lid < off) red[lid] += red[lid + off];
+    barrier();
+  }
+  if (lid == 0u) {
+    part[(ng * SPLIT + chunk) * 2u] = red[0].x;
+    part[(ng * SPLIT + chunk) * 2u + 1u] = red[0].y;
+  }
+}
+
+void normalize() {
+  const uint hw = gl_GlobalInvocationID.x, c = gl_WorkGroupID.y, n = gl_WorkGroupID.z;
+  if (c >= p.C) {  // NC4HW4's pad channels (the whole work-group: c is its y)
+    if (hw < p.HW) y[sd_index(p.layout_, n, c, hw, p.C, p.HW)] = sfp(0.0);
+    return;
+  }
+  const uint cpg = p.C / p.G, g = c / cpg, ng = n * p.G + g;
+  if (gl_LocalInvocationID.x == 0u) {
+    vec2 t = vec2(0.0);
+    for (uint k = 0u; k < SPLIT; ++k) t += vec2(part[(ng * SPLIT + k) * 2u], part[(ng * SPLIT + k) * 2u + 1u]);
+    const float count = float(cpg * p.HW), m = t.x / count;
+    stat[0] = m;
+    stat[1] = inversesqrt(max(t.y / count - m * m, 0.0) + p.eps);
+  }
+  barrier();
+  if (hw >= p.HW) return;
+  const float K = float(x[sd_index(p.layout_, n, g * cpg, 0u, p.C, p.HW)]);  // STAGE 0's shift
+  const uint at = sd_index(p.layout_, n, c, hw, p.C, p.HW);
+  // (x - K) - m, not x - (K + m): K + m would round the mean to the precision of x.
+  afp o = afp((float(x[at]) - K) - stat[0]) * afp(stat[1]) * afp(wgamma_p(c)) + afp(wbeta_p(c));
+  if ((p.flags & 1u) != 0u) o = o / (afp(1.0) + exp(-o));  // -o > 11.1 in half: o / inf = -0, benign
+  if ((p.flags & 2u) != 0u) o += afp(res[at]);
+  y[at] = sfp(o);
+}
+
+void main() {
+  if (STAGE == 0u) statistics();
+  else normalize();
+}
