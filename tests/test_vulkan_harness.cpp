@@ -42,6 +42,23 @@ vk::VulkanBackend* testBackend() {
   return be.get();
 }
 
+// Why conv coopmat_f16's emulated module cannot run on be (empty: it can).
+std::string convCoopMatEmulationGap(vk::VulkanBackend* be) {
+  if (!be) return "no Vulkan driver installed";
+  if (!be->caps().fp16) return "device lacks shaderFloat16";
+  if (!findVulkanModules("conv_coopmat_emu")) return "this glslc made no float16_t modules";
+  return {};
+}
+
+// conv coopmat_f16 with its four coopmat operations in scalar code (COOPMAT_EMULATE), so a
+// device without cooperative matrices (lavapipe) runs the rest of the shader.
+VariantDef emulatedConvCoopMat() {
+  VariantDef v = findFamily("conv").variant("coopmat_f16");
+  v.defines["COOPMAT_EMULATE"] = 1;
+  v.deviceRule = nullptr;  // no cooperative matrices needed
+  return v;
+}
+
 struct Case {
   const Family* family;
   const VariantDef* variant;
@@ -478,13 +495,9 @@ TEST(VulkanHarnessCoverage, ConvCoopMatRefusedWithoutCooperativeMatrices) {
 // themselves (fragment layouts, alignment, the f32 accumulation).
 TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
   vk::VulkanBackend* be = testBackend();
-  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
-  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
-  if (!findVulkanModules("conv_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  if (const std::string gap = convCoopMatEmulationGap(be); !gap.empty()) GTEST_SKIP() << gap;
   const Family& conv = findFamily("conv");
-  VariantDef v = conv.variant("coopmat_f16");
-  v.defines["COOPMAT_EMULATE"] = 1;
-  v.deviceRule = nullptr;  // no cooperative matrices needed
+  const VariantDef v = emulatedConvCoopMat();
   // (point, format, every quick problem or only the stride-1 3x3 ones): lavapipe compiles
   // a pipeline per module, weight format and (k, stride, pad), ~3 s each without its
   // shader cache, so the weight formats beyond one per point run on one pipeline each.
@@ -549,14 +562,10 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
 // on 2 cores), so three SK values, one (k, stride, pad): SK 8 runs the same code as 4 and 16.
 TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
   vk::VulkanBackend* be = testBackend();
-  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
-  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
-  if (!findVulkanModules("conv_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  if (const std::string gap = convCoopMatEmulationGap(be); !gap.empty()) GTEST_SKIP() << gap;
   const int errorsBefore = be->instance().validationErrors();
   const Family& conv = findFamily("conv");
-  VariantDef v = conv.variant("coopmat_f16");
-  v.defines["COOPMAT_EMULATE"] = 1;
-  v.deviceRule = nullptr;  // no cooperative matrices needed
+  const VariantDef v = emulatedConvCoopMat();
   const auto all3 = ConvFamily::problem({1, 20, 6, 7}, 40, 3, 1, true, true, true);  // K 180: 6 steps of 32
   const auto temb = ConvFamily::problem({2, 36, 10, 10}, 12, 3, 1, true, true);      // K 324: 11 steps
   const auto pad70 = ConvFamily::problem({1, 9, 5, 6}, 70, 3, 1, true, false, true);  // K 81: 3 steps
@@ -627,14 +636,10 @@ TEST(VulkanHarnessCoverage, ConvCoopMatSplitKEmulatedMatchesReference) {
 // read from the wrong pixel, is an O(1) error. Cin 4 stays channel-major: no rows.
 TEST(VulkanHarnessCoverage, ConvCoopMatTapMajorEmulatedMatchesReference) {
   vk::VulkanBackend* be = testBackend();
-  if (!be) GTEST_SKIP() << "no Vulkan driver installed";
-  if (!be->caps().fp16) GTEST_SKIP() << "device lacks shaderFloat16";
-  if (!findVulkanModules("conv_coopmat_emu")) GTEST_SKIP() << "this glslc made no float16_t modules";
+  if (const std::string gap = convCoopMatEmulationGap(be); !gap.empty()) GTEST_SKIP() << gap;
   const int errorsBefore = be->instance().validationErrors();
   const Family& conv = findFamily("conv");
-  VariantDef v = conv.variant("coopmat_f16");
-  v.defines["COOPMAT_EMULATE"] = 1;
-  v.deviceRule = nullptr;  // no cooperative matrices needed
+  const VariantDef v = emulatedConvCoopMat();
   const auto c8 = ConvFamily::problem({2, 8, 9, 11}, 12, 3, 1, true, true);            // K 72, + temb
   const auto c24 = ConvFamily::problem({1, 24, 11, 9}, 70, 3, 2, true);                // stride 2, pad channels
   const auto c40 = ConvFamily::problem({2, 40, 6, 5}, 9, 1, 1, true, false, true);     // 1x1 + residual

@@ -67,21 +67,14 @@ class VkConvCoopMatOp : public PreparedOp {
     return r;
   }
   void bindScratch(const std::vector<BufferRegion>& regions) override {
-    const auto sizes = scratchRegions();
-    if (regions.size() != sizes.size())
-      throw Error(what_ + " on Vulkan takes " + std::to_string(sizes.size()) + " scratch regions, given " +
-                  std::to_string(regions.size()));
-    bound_.clear();
-    for (size_t i = 0; i < regions.size(); ++i)
-      bound_.push_back({static_cast<const vk::Buffer*>(regions[i].mem), regions[i].offset, sizes[i]});
+    scratch_.bind(what_, regions, scratchRegions());
   }
   uint64_t derivedWeightBytes() const override { return derived_.bytes(); }
   void setDerivedWeightsPerCall(bool perCall) override {
     if (perCall && !derived_.bytes()) throw Error("this op derives no weights");
     perCall_ = perCall;
     derived_.clear();
-    bound_.clear();
-    own_.clear();
+    scratch_.clear();
   }
   bool derivedWeightsPerCall() const override { return perCall_; }
 
@@ -91,10 +84,7 @@ class VkConvCoopMatOp : public PreparedOp {
     for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
     for (size_t i : {1, 2}) vulkanCheckWordBinding(i, *t[i], buffers[i]);  // w and bias are read as uint words
     const auto sizes = scratchRegions();
-    if (bound_.empty() && own_.empty())
-      for (uint64_t bytes : sizes)
-        own_.push_back(be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>((bytes + 3) / 4)}, StorageFormat{}}));
-    auto region = [&](size_t i) { return bound_.empty() ? vk::asVk(*own_[i]).range() : bound_[i]; };
+    auto region = [&](size_t i) { return scratch_.at(be_, sizes, i); };
     // Binding 6: the partial sums, else y stands in (SK = 1 never writes them); binding 7:
     // the weight rows, else w stands in (channel-major never reads them).
     buffers.push_back(partBytes_ ? region(0) : buffers[5]);
@@ -124,8 +114,7 @@ class VkConvCoopMatOp : public PreparedOp {
   uint64_t partBytes_;
   VkDerivedWeights derived_;
   bool perCall_ = false;
-  std::vector<vk::BufferRange> bound_;              // the regions the executor bound
-  std::vector<std::unique_ptr<DeviceTensor>> own_;  // else the op's own
+  VkOpScratch scratch_;  // the partial sums, per call the rows: bound, else own
 };
 
 }  // namespace

@@ -47,20 +47,13 @@ class VkWinogradOp : public PreparedOp {
     return {s_.input + s_.output};
   }
   void bindScratch(const std::vector<BufferRegion>& regions) override {
-    const auto sizes = scratchRegions();
-    if (regions.size() != sizes.size())
-      throw Error("conv Winograd on Vulkan takes " + std::to_string(sizes.size()) + " scratch regions, given " +
-                  std::to_string(regions.size()));
-    bound_.clear();
-    for (size_t i = 0; i < regions.size(); ++i)
-      bound_.push_back({static_cast<const vk::Buffer*>(regions[i].mem), regions[i].offset, sizes[i]});
+    scratch_.bind("conv Winograd", regions, scratchRegions());
   }
   uint64_t derivedWeightBytes() const override { return s_.weights; }
   void setDerivedWeightsPerCall(bool perCall) override {
     perCall_ = perCall;
     cache_.clear();
-    bound_.clear();
-    own_.clear();
+    scratch_.clear();
   }
   bool derivedWeightsPerCall() const override { return perCall_; }
 
@@ -70,10 +63,7 @@ class VkWinogradOp : public PreparedOp {
     for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
     for (size_t i : {1, 2}) vulkanCheckWordBinding(i, *t[i], buffers[i]);  // w and bias are read as uint words
     const auto sizes = scratchRegions();
-    if (bound_.empty() && own_.empty())
-      for (uint64_t bytes : sizes)
-        own_.push_back(be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>(bytes / 4)}, StorageFormat{}}));
-    auto region = [&](size_t i) { return bound_.empty() ? vk::asVk(*own_[i]).range() : bound_[i]; };
+    auto region = [&](size_t i) { return scratch_.at(be_, sizes, i); };
     buffers.push_back({});  // U (binding 6): the cache's, or the per-call block's
     buffers.push_back(region(0));
     // U before recording: a cache entry dropped here frees a buffer, which runs the batch.
@@ -131,8 +121,7 @@ class VkWinogradOp : public PreparedOp {
   uint32_t tm_, tn_, tiles_, a2_;
   bool perCall_ = false;
   VkDerivedWeights cache_;  // resident U per weight tensor
-  std::vector<vk::BufferRange> bound_;                // regions the executor bound
-  std::vector<std::unique_ptr<DeviceTensor>> own_;    // else the op's own
+  VkOpScratch scratch_;  // the planes (and per call the U block): bound, else own
 };
 
 }  // namespace

@@ -119,12 +119,7 @@ VkMultiDispatchOp::VkMultiDispatchOp(vk::VulkanBackend& be, std::string what, si
 }
 
 void VkMultiDispatchOp::bindScratch(const std::vector<BufferRegion>& regions) {
-  if (regions.size() != scratchBytes_.size())
-    throw Error(what_ + " on Vulkan takes " + std::to_string(scratchBytes_.size()) + " scratch regions, given " +
-                std::to_string(regions.size()));
-  bound_.clear();
-  for (size_t i = 0; i < regions.size(); ++i)
-    bound_.push_back({static_cast<const vk::Buffer*>(regions[i].mem), regions[i].offset, scratchBytes_[i]});
+  scratch_.bind(what_, regions, scratchBytes_);
 }
 
 OpEvents VkMultiDispatchOp::enqueue(const std::vector<DeviceTensor*>& t) {
@@ -135,13 +130,8 @@ OpEvents VkMultiDispatchOp::enqueue(const std::vector<DeviceTensor*>& t) {
   for (DeviceTensor* x : t) buffers.push_back(vk::asVk(*x).range());
   for (size_t i = 0; i < buffers.size(); ++i)
     if (wordBindings_ & (1u << i)) vulkanCheckWordBinding(i, *t[i], buffers[i]);
-  if (bound_.empty() && own_.empty())
-    for (uint64_t bytes : scratchBytes_)
-      own_.push_back(be_.makeTensor({Shape{1, 1, 1, static_cast<int64_t>(bytes / 4)}, StorageFormat{}}));
   for (size_t i = 0; i < scratchBindings_; ++i)
-    buffers.push_back(scratchBytes_.empty() ? buffers[standIn_]
-                      : !bound_.empty()     ? bound_[i]
-                                            : vk::asVk(*own_[i]).range());
+    buffers.push_back(scratchBytes_.empty() ? buffers[standIn_] : scratch_.at(be_, scratchBytes_, i));
   auto& rec = be_.recorder();
   rec.begin();
   for (const Pass& p : passes_)

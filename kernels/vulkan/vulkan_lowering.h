@@ -14,6 +14,7 @@
 
 #include "kernels/common/half_variant.h"
 #include "kernels/family.h"
+#include "kernels/vulkan/op_scratch.h"
 #include "runtime/vulkan/backend.h"
 #include "runtime/vulkan/spirv.h"
 
@@ -135,8 +136,7 @@ class VkMultiDispatchOp : public PreparedOp {
   std::vector<uint64_t> scratchBytes_;
   size_t standIn_;
   uint32_t wordBindings_;
-  std::vector<vk::BufferRange> bound_;              // the regions the executor bound
-  std::vector<std::unique_ptr<DeviceTensor>> own_;  // else the op's own
+  VkOpScratch scratch_;
 };
 
 // Sizes as the shaders' uint push constants and group counts take them.
