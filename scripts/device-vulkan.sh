@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -36,7 +36,10 @@
 #   replaces (SDSPEED_VK_CONV_CHANNEL_MAJOR=1, same build), the race command each way
 #   (TAPS_OPENCL=1: OpenCL f32 too, for the PSNR) and its profile (~5 min). `nontc`: #21's
 #   two Vulkan runs without tensor cores (f32 Winograd, f16 arithmetic on im2col_gemm_f16 /
-#   tiled_f16) beside OpenCL f32 (~2 min).
+#   tiled_f16) beside OpenCL f32 (~2 min). `gn`: groupnorm two_pass_f16 (Vulkan since session
+#   38) checked and benched against one_pass_f16 at SD 1.5's GroupNorm shapes (the VAE's
+#   first), then the race command with it named for every GroupNorm and its profile (~3 min;
+#   not yet run).
 #   `setup` instead: issue #22's setup target (<= 5 s with a warm pipeline cache, the weights
 #   read from an f16 safetensors file): SD 1.5's seeded weights written once as an f16
 #   checkpoint folder (`sdspeed quantize --random-weights --weights f16`, /tmp/sd15-f16, kept
@@ -57,8 +60,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|taps|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -413,6 +416,27 @@ if want taps; then
   # Where the race's time goes now, UNet and VAE decoder op by op.
   step 120 profile-vulkan-f16-race $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --profile --report "$R/profile-vulkan-f16-race.json" -o "$R/profile.png"
+  pack
+fi
+if want gn; then
+  # groupnorm two_pass_f16 (groupnorm_two_pass.comp: SPLIT work-groups per group for the
+  # statistics, then every element) against one_pass_f16 (a work-group per group: 32 for
+  # the VAE's single image, 36 of its 72 ms on an H100, results/vulkan/taps/README.md).
+  step 100 check-gn $S check --backend vulkan --op groupnorm --variant two_pass_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4,f16.buffer.nchw --points 4 --csv "$R/check-gn.csv"
+  tail -n 2 "$R/check-gn.txt"
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60 --op groupnorm"
+  i=0
+  for sh in 1x128x512x512:silu=1 1x256x256x256:silu=1 1x512x128x128:silu=1 2x320x64x64:silu=1 2x1280x8x8:silu=1; do
+    i=$((i + 1))
+    step 60 gn-$i $B --shape ${sh%%:*} --attrs g=32,eps=1e-06,${sh#*:} --variant one_pass_f16,two_pass_f16 --points 6
+  done
+  grep -hE "^groupnorm " "$R"/gn-*.txt > "$R/gn.txt"; cat "$R/gn.txt"
+  sd_run run-vulkan-f16-race 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  sd_run run-vulkan-f16-gn2 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 --variant groupnorm=two_pass_f16
+  summarize
+  step 120 profile-vulkan-f16-gn2 $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --variant groupnorm=two_pass_f16 --profile --report "$R/profile-vulkan-f16-gn2.json" -o "$R/profile-gn2.png"
   pack
 fi
 if want gemm-peer; then
