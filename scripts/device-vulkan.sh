@@ -444,14 +444,19 @@ if want gemm-peer; then
   # at >= 60% of PyTorch fp16 matmul's rate, both accumulating in f32: sdspeed-bench on
   # Vulkan (coopmat_f16 and tiled_f16, tuned or default points) and pytorch_ops.py on CUDA
   # in the same call, joined by bench/peers/compare.py (gemm-peer.md).
+  # GEMM_PEER_LAYOUTS (default both): nchw, the instance file's layout, and nc4hw4, the
+  # race's (sd15-512-linear-f16-nc4hw4.txt: coopmat_f16 only, tiled_f16 being 4x slower).
   B=build-dev/bench/sdspeed-bench
   [ -x $B ] || step 180 build-bench cmake --build build-dev -j16 --target sdspeed-bench
-  I=bench/instances/sd15-512-linear-f16.txt
-  step 150 gemm-sdspeed $B --backend vulkan --instances $I --variant coopmat_f16,tiled_f16 --llc-mib 60 \
-    --benchmark_min_time=0.1 --benchmark_out="$R/gemm-sdspeed.json" --benchmark_out_format=json
-  step 120 gemm-pytorch python3 bench/peers/pytorch_ops.py --instances $I --llc-mib 60 --out "$R/gemm-pytorch.jsonl"
-  python3 bench/peers/compare.py --sdspeed "$R/gemm-sdspeed.json" --pytorch "$R/gemm-pytorch.jsonl" \
-    --out "$R/gemm-peer.md" > "$R/gemm-compare.txt" 2>&1 && cat "$R/gemm-peer.md"
+  for lay in ${GEMM_PEER_LAYOUTS:-nchw nc4hw4}; do
+    I=bench/instances/sd15-512-linear-f16.txt V=coopmat_f16,tiled_f16 sfx=
+    [ $lay = nc4hw4 ] && I=bench/instances/sd15-512-linear-f16-nc4hw4.txt V=coopmat_f16 sfx=-nc4hw4
+    step 150 gemm-sdspeed$sfx $B --backend vulkan --instances $I --variant $V --llc-mib 60 \
+      --benchmark_min_time=0.1 --benchmark_out="$R/gemm-sdspeed$sfx.json" --benchmark_out_format=json
+    step 120 gemm-pytorch$sfx python3 bench/peers/pytorch_ops.py --instances $I --llc-mib 60 --out "$R/gemm-pytorch$sfx.jsonl"
+    python3 bench/peers/compare.py --sdspeed "$R/gemm-sdspeed$sfx.json" --pytorch "$R/gemm-pytorch$sfx.jsonl" \
+      --out "$R/gemm-peer$sfx.md" > "$R/gemm-compare$sfx.txt" 2>&1 && cat "$R/gemm-peer$sfx.md"
+  done
   pack
 fi
 if want run; then
