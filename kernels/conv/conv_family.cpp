@@ -376,6 +376,8 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
     // Tap-major K (conv_coopmat.comp's TAPS): the derived f16 weight rows, Cout x K halves
     // (K % 8 == 0: whole 16-byte chunks), made and kept per weight tensor, or per call
     // into one region of that size (one block of every channel: no per-call blocking).
+    // (The Vulkan op derives none under SDSPEED_VK_CONV_CHANNEL_MAJOR=1, its A/B switch:
+    // the executor and `check` count the op's own derivedWeightBytes.)
     if (coopMatTapMajor(d)) {
       s.weights = s.weightsBlock = static_cast<size_t>(d.cout * d.cin * d.kernel * d.kernel) * 2;
       s.blockChannels = d.cout;

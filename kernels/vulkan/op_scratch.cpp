@@ -16,10 +16,11 @@ void VkOpScratch::bind(const std::string& what, const std::vector<BufferRegion>&
 
 vk::BufferRange VkOpScratch::at(vk::VulkanBackend& be, const std::vector<uint64_t>& sizes, size_t i) {
   if (!bound_.empty()) return bound_.at(i);
-  if (own_.size() != sizes.size()) {
+  if (ownSizes_ != sizes) {  // first use, or the op's regions changed (e.g. per-call weights)
     own_.clear();
     for (uint64_t bytes : sizes)
       own_.push_back(be.makeTensor({Shape{1, 1, 1, static_cast<int64_t>((bytes + 3) / 4)}, StorageFormat{}}));
+    ownSizes_ = sizes;
   }
   return vk::asVk(*own_.at(i)).range();
 }

@@ -25,11 +25,13 @@ class VkOpScratch {
   void clear() {
     bound_.clear();
     own_.clear();
+    ownSizes_.clear();
   }
 
  private:
   std::vector<vk::BufferRange> bound_;              // the regions the executor bound
   std::vector<std::unique_ptr<DeviceTensor>> own_;  // else the op's own
+  std::vector<uint64_t> ownSizes_;                  // the sizes own_ was made for
 };
 
 }  // namespace sdspeed
