@@ -44,21 +44,16 @@ bool channelMajorForced() {
   return e && std::string(e) == "1";
 }
 
-struct Pass {
-  const vk::ComputePipeline* pipeline;
-  std::array<uint32_t, 3> groups;
-};
+using Pass = VkMultiDispatchOp::Pass;
 
 class VkConvCoopMatOp : public PreparedOp {
  public:
-  // weights: the tap-major rows' pass (null: channel-major K, w read as it is);
-  // partBytes: split-K's partial sums (0: single pass).
-  VkConvCoopMatOp(vk::VulkanBackend& be, std::string what, std::vector<Pass> passes, const Pass* weights,
-                  std::vector<uint32_t> push, uint64_t partBytes, uint64_t rowBytes)
-      : be_(be), what_(std::move(what)), passes_(std::move(passes)), push_(std::move(push)),
-        partBytes_(partBytes), derived_(be, weights ? rowBytes : 0) {
-    if (weights) weights_ = *weights;
-  }
+  // rows: the tap-major rows' pass and their bytes (none: channel-major K, w read as it
+  // is); partBytes: split-K's partial sums (0: single pass).
+  VkConvCoopMatOp(vk::VulkanBackend& be, std::string what, std::vector<Pass> passes, std::optional<Pass> rows,
+                  uint64_t rowBytes, std::vector<uint32_t> push, uint64_t partBytes)
+      : be_(be), what_(std::move(what)), passes_(std::move(passes)), rows_(rows), push_(std::move(push)),
+        partBytes_(partBytes), derived_(be, rows ? rowBytes : 0) {}
 
   std::vector<uint64_t> scratchRegions() const override {
     std::vector<uint64_t> r;
@@ -95,11 +90,11 @@ class VkConvCoopMatOp : public PreparedOp {
       buffers.push_back(perCall_ ? region(sizes.size() - 1) : derived_.get(*t[1], fresh));
     auto& rec = be_.recorder();
     rec.begin();
-    const bool makeRows = derived_.bytes() && (perCall_ || fresh);
-    for (size_t i = makeRows ? 0 : 1; i <= passes_.size(); ++i) {
-      const Pass& p = i == 0 ? weights_ : passes_[i - 1];
+    auto dispatch = [&](const Pass& p) {
       rec.dispatch(*p.pipeline, buffers, push_.data(), push_.size() * 4, p.groups[0], p.groups[1], p.groups[2]);
-    }
+    };
+    if (derived_.bytes() && (perCall_ || fresh)) dispatch(*rows_);
+    for (const Pass& p : passes_) dispatch(p);
     OpEvents events = vk::eventsOf(rec.submit());
     if (fresh && !perCall_) events.erase(events.begin());  // the resident rows: a one-time cost, not timed
     return events;
@@ -109,7 +104,7 @@ class VkConvCoopMatOp : public PreparedOp {
   vk::VulkanBackend& be_;
   std::string what_;
   std::vector<Pass> passes_;
-  Pass weights_{};
+  std::optional<Pass> rows_;
   std::vector<uint32_t> push_;
   uint64_t partBytes_;
   VkDerivedWeights derived_;
@@ -166,9 +161,8 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   }
   const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
   return std::make_unique<VkConvCoopMatOp>(
-      be, "conv " + v.name, std::move(passes), rows ? &*rows : nullptr,
-      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags}, s.output,
-      taps ? s.weights : 0);
+      be, "conv " + v.name, std::move(passes), rows, s.weights,
+      std::vector<uint32_t>{u32(d.cin), u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags}, s.output);
 }
 
 }  // namespace sdspeed
