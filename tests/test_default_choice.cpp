@@ -70,11 +70,17 @@ TEST(DefaultChoice, GemmOrderIsDeclaredAsData) {
   // f32: tiled, the tuned one, before direct, as when the first declared variant was the default.
   EXPECT_LT(std::find(all.begin(), all.end(), "tiled"), std::find(all.begin(), all.end(), "direct"));
   // A family with no ranks keeps its declaration order.
-  const Family& gn = findFamily("groupnorm");
+  const Family& gn = findFamily("softmax");
   std::vector<std::string> declared, ordered;
   for (const auto& v : gn.variants()) declared.push_back(v.name);
   for (const VariantDef* v : defaultOrder(gn)) ordered.push_back(v->name);
   EXPECT_EQ(ordered, declared);
+  // GroupNorm: two_pass_f16 first (the VAE's 32 work-groups under one_pass), the rest as declared.
+  std::vector<std::string> gnOrder;
+  for (const VariantDef* v : defaultOrder(findFamily("groupnorm"))) gnOrder.push_back(v->name);
+  ASSERT_FALSE(gnOrder.empty());
+  EXPECT_EQ(gnOrder.front(), "two_pass_f16");
+  EXPECT_LT(std::find(gnOrder.begin(), gnOrder.end(), "two_pass"), std::find(gnOrder.begin(), gnOrder.end(), "one_pass"));
 }
 
 TEST(DefaultChoice, UntunedF16GemmRunsTheTensorCoresWhereTheDeviceHasThem) {
