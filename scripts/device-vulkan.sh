@@ -29,7 +29,8 @@
 #   reverse of the carried .device-old.patch, built beside), checks, benches and the race
 #   command each way, in one call (~7 min).
 #   `flash` instead: attention flash_coopmat_f16 checked and benched against flash_f16, and
-#   the race command with each (results/vulkan/splitk-flash/); `wide`: the 64x64 warp tiles
+#   the race command with each and the tensor-core run's profile (results/vulkan/flash1/;
+#   FLASH_OPENCL=0 skips OpenCL f32); `wide`: the 64x64 warp tiles
 #   and gemm split-K checked on tensor cores and benched at SD 1.5's shapes (~4 min each).
 #   `taps` instead: conv coopmat_f16's tap-major K (kernels/conv/README.md) checked on tensor
 #   cores, benched at SD 1.5's UNet and VAE convolutions against the channel-major gather it
@@ -304,31 +305,39 @@ if want tiles; then
   pack
 fi
 if want flash; then
-  # attention flash_coopmat_f16's two-pass shader (O in registers): checked on tensor cores
-  # (quick problems at sampled points, SD 1.5's sizes and the VAE's at the declared defaults:
-  # `check --points 0` does not fit them, so D = 512 is refused there), benched against flash_f16 at SD 1.5's attention shapes (defaults, and 8
-  # sampled points at 4096 tokens), then the race command with attention on tensor cores
-  # beside the default order's flash_f16, and OpenCL f32 for both PSNRs.
+  # attention flash_coopmat_f16's one-pass shader (session 39: O in registers, rescaled only
+  # when a row's reference max moves past RT): checked on tensor cores (quick problems at
+  # sampled points, SD 1.5's sizes at the declared defaults, the VAE's D = 512 at fitted
+  # points), benched against flash_f16 at SD 1.5's attention shapes (defaults and sampled
+  # points), then the race command with attention on tensor cores beside the default
+  # order, OpenCL f32 for both PSNRs, and the tensor-core run's profile.
   step 100 check-flash $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
     --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 --csv "$R/check-flash.csv"
   step 120 check-flash-full $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
     --storage f16.buffer.nc4hw4 --points 0 --full --csv "$R/check-flash-full.csv"
-  step 60 check-flash-vae $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
-    --storage f16.buffer.nc4hw4 --points 0 --shape 1x512x1x4096 --attrs heads=1 --csv "$R/check-flash-vae.csv"
-  tail -2 "$R/check-flash.txt" "$R/check-flash-full.txt" "$R/check-flash-vae.txt"
+  for pt in DO=128,SG=1 DO=64,SG=2,BC=16 DO=128,SG=1,RT=0; do
+    step 60 check-flash-vae-${pt//[=,]/_} $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
+      --storage f16.buffer.nc4hw4 --points 0 --params $pt --shape 1x512x1x4096 --attrs heads=1 --csv "$R/check-flash-vae-${pt//[=,]/_}.csv"
+  done
+  tail -qn 1 "$R"/check-flash*.txt
   B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60"
-  step 90 flash-4096 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16 --points 8
+  step 120 flash-4096 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16 --points 10
   step 30 flash-4096-f16 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_f16
   step 30 flash-cross $B --op attention --shape 2x320x1x4096 --attrs heads=8,kv=77 --variant flash_coopmat_f16,flash_f16
-  step 30 flash-1024 $B --op attention --shape 2x640x1x1024 --attrs heads=8 --variant flash_coopmat_f16,flash_f16
-  step 30 flash-256 $B --op attention --shape 2x1280x1x256 --attrs heads=8 --variant flash_coopmat_f16,flash_f16
-  step 30 flash-vae $B --op attention --shape 1x512x1x4096 --attrs heads=1 --variant flash_coopmat_f16,flash_f16
+  step 60 flash-1024 $B --op attention --shape 2x640x1x1024 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 4
+  step 60 flash-256 $B --op attention --shape 2x1280x1x256 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 4
+  step 60 flash-vae $B --op attention --shape 1x512x1x4096 --attrs heads=1 --variant flash_f16
+  for pt in DO=128,SG=1 DO=64,SG=2,BC=16 DO=128,SG=1,BC=64 DO=128,SG=2,BC=16 DO=128,SG=1,BC=16; do
+    step 30 flash-vae-${pt//[=,]/_} $B --op attention --shape 1x512x1x4096 --attrs heads=1 --variant flash_coopmat_f16 --params $pt
+  done
   grep -hE "^attention " "$R"/flash-*.txt > "$R/flash.txt"; cat "$R/flash.txt"
-  sd_run run-opencl-f32 150
+  [ "${FLASH_OPENCL:-1}" = 1 ] && sd_run run-opencl-f32 150
   sd_run run-vulkan-f16-race 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   sd_run run-vulkan-f16-flashtc 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --variant attention=flash_coopmat_f16
   summarize
+  step 120 profile-vulkan-f16-flashtc $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --variant attention=flash_coopmat_f16 --profile --no-decode --report "$R/profile-vulkan-f16-flashtc.json"
   pack
 fi
 if want wide; then

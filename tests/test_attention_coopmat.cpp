@@ -30,7 +30,7 @@ TEST(AttentionCoopMat, DeclaredAsAnF16ArithmeticVariant) {
   const VariantDef& v = coopmat();
   EXPECT_EQ(v.name, "flash_coopmat_f16");
   EXPECT_EQ(v.arithmetic, std::vector<DType>{DType::F16});
-  for (const char* p : {"CM", "CN", "CK", "SG", "BC", "DC", "DO"}) EXPECT_NE(v.param(p), nullptr) << p;
+  for (const char* p : {"CM", "CN", "CK", "SG", "BC", "DC", "DO", "RT"}) EXPECT_NE(v.param(p), nullptr) << p;
   const Tolerance t = findFamily("attention").tolerance(v, DType::F32);
   EXPECT_DOUBLE_EQ(t.atol, 4e-3);  // its own (attention_coopmat.cpp), under flash_f16's 1e-2
   EXPECT_EQ(AttentionFamily::scratchBytes(v, static_cast<const AttentionProblem&>(
@@ -70,20 +70,23 @@ TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
   const auto vae = AttentionFamily::problem(1, 1, 512, 4096, 4096);
   EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *vae, f, dev),
             "flash_coopmat_f16 needs 32 O accumulators per subgroup at D = 512, at most 16 (a DO splits the head)");
-  // DO = 128 alone: Q's 32 x 520 halves and V's 32 x 136 take 54528 bytes.
+  // DO = 128 alone: Q's 64 x 520 halves take 66560 bytes by themselves.
   EXPECT_EQ(fam.unsupportedReason(v, v.parsePoint("DO=128"), *vae, f, dev),
-            "flash_coopmat_f16 tiles need 54528 bytes of shared memory at D = 512, device has 49152");
+            "flash_coopmat_f16 tiles need 90628 bytes of shared memory at D = 512, device has 49152");
+  // Halving the rows: 32 of them still take 49668 bytes, 16 fit.
+  EXPECT_GT(AttentionFamily::coopMatLocalBytes(v.parsePoint("DO=128,SG=2"), 512), 49152u);
   const ParamPoint fitted = v.defaultsFor(*vae);
   EXPECT_EQ(fitted, v.parsePoint("DO=128,SG=1"));
   EXPECT_EQ(fam.unsupportedReason(v, fitted, *vae, f, dev), "");
-  // A point tuned at D = 80 with 64-key blocks, refitted for D = 512: 32-key blocks too.
+  // A point tuned at D = 80 with 64-key blocks, refitted for D = 512: at 16 rows its blocks fit.
   const ParamPoint borrowed = v.fitPoint(v.parsePoint("BC=64"), *vae);
-  EXPECT_EQ(borrowed, v.parsePoint("DO=128,SG=1,BC=32"));
+  EXPECT_EQ(borrowed, v.parsePoint("DO=128,SG=1,BC=64"));
   EXPECT_EQ(fam.unsupportedReason(v, borrowed, *vae, f, dev), "");
-  // The bytes as attention_coopmat.comp declares them, at D = 40 and the defaults (BR = 32,
-  // BC = 32, DQC = DOC = 48, K chunk 48): Qs, Ks, Vs, Ps (f16), Ss, Ms + Ls, Pm + Pl (f32).
+  // The bytes as attention_coopmat.comp declares them, at D = 40 and the defaults (BR = 64,
+  // BC = 32, DQC = DOC = 48, K chunk 48): Qs, KVs (K and V share it), Ps (f16); Ss, Mr + Al,
+  // Pm (f32) and the rescale flag.
   EXPECT_EQ(AttentionFamily::coopMatLocalBytes(v.defaults(), 40),
-            2u * (32 * 56 + 32 * 56 + 32 * 56 + 32 * 40) + 4u * (32 * 36 + 2 * 32 + 2 * 64));
+            2u * (64 * 56 + 32 * 56 + 64 * 40) + 4u * (64 * 36 + 2 * 64 + 128 + 1));
   EXPECT_EQ(AttentionFamily::coopMatColumns(v.defaults(), 40), 48);  // D rounded up to CN
   EXPECT_EQ(AttentionFamily::coopMatColumns(v.parsePoint("DO=64"), 512), 64);
 }

@@ -749,11 +749,11 @@ TEST(VulkanHarnessCoverage, AttentionCoopMatEmulatedMatchesReference) {
   v.defines["COOPMAT_EMULATE"] = 1;
   v.deviceRule = nullptr;  // no cooperative matrices needed
   const std::vector<std::string> points = {
-      "",                                  // defaults: 32 rows, blocks of 32 keys, K chunks of 64, whole head
-      "CN=8,CK=8,SG=4,BC=16,DC=16,DO=64",  // 64 rows, 8-wide shapes, O split past 64 columns
-      "CN=8,BC=64,DC=32,SG=1",             // 16 rows (2 key slices per invocation), large key blocks
-      "CK=8,BC=16,DC=32,DO=64",            // partial last K chunk at D = 80
-      "CN=8,BC=16,DC=16,DO=128",           // O's 128 columns (the D = 512 setting)
+      "",                                        // defaults: 64 rows, blocks of 32 keys, K chunks of 64, whole head
+      "CN=8,CK=8,SG=4,BC=16,DC=16,DO=64,RT=0",  // 8-wide shapes, O split past 64 columns, m moved at every new max
+      "CN=8,BC=64,DC=32,SG=1",                   // 16 rows (2 key slices per invocation), large key blocks
+      "CK=8,BC=16,DC=32,DO=64,SG=2",             // 32 rows, partial last K chunk at D = 80
+      "CN=8,BC=16,DC=16,DO=128,SG=1",            // O's 128 columns at 16 rows (the D = 512 setting)
   };
   std::vector<ProblemPtr> problems = fam.checkProblems(false);
   problems.push_back(AttentionFamily::problem(1, 2, 80, 70, 90));  // SD's D = 80

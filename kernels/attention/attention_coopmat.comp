@@ -8,34 +8,38 @@
 // (the NV shape with A = B = f16, C = D = f32). The softmax statistics, the exponentials
 // and the division by the row sums are f32.
 //
-// Two passes over the keys, so that O never needs rescaling. A per-row factor cannot be
-// applied to an NV cooperative matrix (elements can be indexed, but which row an element
-// is in is not defined), so one-pass flash attention has to take O out of the registers
-// at every key block to rescale it; this shader's first version kept O in shared memory
-// and read and wrote it per block, plus a softmax done by one invocation per row, and ran
-// 4x slower than the scalar flash_f16 on an H100 (results/vulkan/tuned/). Here:
-//   pass 1: S = Q K^T per block of BC keys (tensor cores), stored to shared memory, where
-//     every invocation keeps the running max and sum of exp2 of one row's keys of one
-//     slice (NSL slices of a row, keys c = slice mod NSL): online statistics, merged per
-//     row at the end into the row's max M and sum L;
-//   pass 2: S again, P = exp2(S - M) (f32, then f16: every weight <= 1), every element by
-//     its own invocation, and O += P V with O's accumulators in registers for the whole
-//     pass; finally out = O / L, one accumulator at a time through shared memory.
-// Q K^T is computed twice (3 products per score instead of 2): at SD's head sizes the
-// products cost less than the exponentials and the shared-memory traffic of S and P,
-// which both passes pay anyway.
+// One pass over the keys, with a lazily moved reference max (session 39). Flash attention
+// rescales O's rows whenever a row's running max grows; a per-row factor cannot be applied
+// to an NV cooperative matrix in registers (which row an element is in is not defined), so
+// the first version kept O in shared memory (4x slower than the scalar flash_f16 on an
+// H100) and the second made two passes (statistics, then P V: Q K^T computed twice; still
+// 2.5x slower, results/vulkan/splitk-flash/). Here each row keeps a reference m, and its
+// weights are P = exp2(S - m). m moves only when a key block's max exceeds it by more than
+// RT (log2 units), so weights stay <= 2^RT (f16 holds them; the f32 sums too) and O leaves
+// its registers only then: stored to shared memory, its rows scaled by exp2(m_old - m_new),
+// loaded back. With RT = 8 that is the first block of a row and, for scores as SD's, almost
+// never after; RT = 0 moves m at every new max, as textbook flash attention does. O and the
+// sums share m, so out = O / L whatever m ends as.
 //
 // A work-group owns BR = SG * CM query rows of one (batch, head) and DOC columns of O
 // (DO = 0: the whole head, D rounded up to CN; a smaller DO splits the head's columns
-// across work-groups, each recomputing Q K^T and the statistics: what keeps D = 512's O
-// accumulators in registers). Subgroup sg owns rows sg * CM .. sg * CM + CM - 1 in both
-// products. Q is staged once (BR x DQC, DQC = D rounded up to CK, zeros past D); K per
-// block in chunks of KCH = min(DC, DQC) head dims; V per block (BC x DOC).
-// Shared layouts (rows padded by 16 bytes: the coopmat loads' alignment, and a skew):
-//   Qs[row * QSTR + d] (A of Q K^T, row-major), Ks[key * KSTR + d] (B, column-major),
-//   Ss[row * SSTR + key] (f32, row-major; at the end each subgroup's CM x CN block of O,
-//   column-major), Ps[row * PSTR + key] (A of P V, row-major), Vs[key * VSTR + col] (B of
-//   P V, row-major).
+// across work-groups, each recomputing Q K^T: what keeps D = 512's O accumulators in
+// registers). Subgroup sg owns rows sg * CM .. sg * CM + CM - 1 in both products, and its
+// 32 invocations hold those rows' statistics (NSL = 32 / CM invocations a row, each a
+// slice of the block's keys: c = slice mod NSL). Per block of BC keys:
+//   S = Q K^T (K staged KCH = min(DC, DQC) head dims at a time) into Ss; each invocation
+//   takes its slice's scores into registers, their max into Pm; a row's max merged (one
+//   invocation a row) into the reference m (Mr) and the row's factor (Al: 1 unless m
+//   moved); then the V tile staged, P = exp2(S - m) in f16 into Ps, the slices' sums
+//   l = l * factor + sum P (f32); O rescaled if any row of the work-group moved (Rf);
+//   O += P V. K and V share one staging buffer (K is done with before V is stored).
+// Staging reads 4 head dims of one token per load (NC4HW4: one quad; NCHW: 4 loads a
+// token apart), neighbouring invocations neighbouring tokens.
+// Shared layouts (rows padded: the coopmat loads' 16-byte alignment, and a skew):
+//   Qs[row * QSTR + d] (A of Q K^T, row-major), KVs: K as [key * KSTR + d] (B, column-major)
+//   then V as [key * VSTR + col] (B of P V, row-major), Ss[row * SSTR + key] (f32,
+//   row-major; a subgroup's rows' block also carries O on its round trips and at the end,
+//   column-major), Ps[row * PSTR + key] (A of P V, row-major).
 // Needs: shaderFloat16, 32-invocation subgroups (the device rule: SG_ID picks the rows)
 // and the NV shape CM x CN x CK, A = B = f16, C = D = f32, subgroup scope, in the
 // device's list (kernels/attention/attention_coopmat.cpp).
@@ -43,7 +47,7 @@
 // COOPMAT_EMULATE = 1 (module attention_coopmat_emu, tests only): the coopmat load,
 // multiply-add and store in scalar code by the same layouts (kernels/common/coopmat.glsl:
 // lane holding elements lane + 32 r, row e % CM, column e / CM), so lavapipe runs the
-// tiling, staging, both passes, the statistics and the edges through the harness.
+// tiling, staging, the statistics, the moves of m and the edges through the harness.
 #include "../common/coopmat.glsl"
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #include "../common/prelude.glsl"
@@ -61,28 +65,35 @@ layout(local_size_x_id = 0) in;  // SG * 32
 layout(constant_id = 1) const uint CM = 16;   // coopmat shape: query rows
 layout(constant_id = 2) const uint CN = 16;   //                columns (keys in S, head dims in O)
 layout(constant_id = 3) const uint CK = 16;   //                reduction (head dims in S, keys in O)
-layout(constant_id = 4) const uint SG = 2;    // subgroups per work-group: BR = SG * CM rows
+layout(constant_id = 4) const uint SG = 4;    // subgroups per work-group: BR = SG * CM rows
 layout(constant_id = 5) const uint BC = 32;   // keys per block (a multiple of CN and CK)
 layout(constant_id = 6) const uint DC = 64;   // head dims per K staging chunk (a multiple of CK)
 layout(constant_id = 7) const uint DOC = 48;  // O columns per work-group (the host resolves DO = 0)
 layout(constant_id = 8) const uint DQC = 48;  // the head's D rounded up to CK (the host's)
+layout(constant_id = 9) const uint RT = 8;    // how far (log2 units) a block's max may pass m before m moves
 
 const uint BR = SG * CM, WGS = SG * 32u;
-const uint NSL = WGS / BR;                    // invocations (key slices) per row in pass 1
+const uint NSL = WGS / BR;                    // invocations (key slices) per row: 32 / CM
 const uint KCH = DC < DQC ? DC : DQC;         // head dims per K chunk
 const uint QSTR = DQC + 8u, KSTR = KCH + 8u, SSTR = BC + 4u, PSTR = BC + 8u, VSTR = DOC + 8u;
+const uint KVN = BC * (KSTR > VSTR ? KSTR : VSTR);
 const uint NS = BC / CN, NO = DOC / CN;       // S and O accumulators per subgroup
 const uint CE = CM * CN / 32u;                // accumulator elements one lane holds (COOPMAT_EMULATE)
-const uint XL = BC / NSL;                     // keys of a block one invocation takes in pass 1
-// Elements each invocation stages or computes per step: Q (once), K chunk, V, P.
-const uint QL = (BR * DQC + WGS - 1u) / WGS, KL = (BC * KCH + WGS - 1u) / WGS;
-const uint VL = (BC * DOC + WGS - 1u) / WGS, PL = (BR * BC + WGS - 1u) / WGS;
+const uint XL = BC / NSL;                     // keys of a block one invocation takes
+// Quads (4 head dims of one token) each invocation stages: Q (once), a K chunk, V.
+const uint QQ = BR * DQC / 4u, KQ = BC * KCH / 4u, VQ = BC * DOC / 4u;
+const uint QL = (QQ + WGS - 1u) / WGS, KL = (KQ + WGS - 1u) / WGS, VL = (VQ + WGS - 1u) / WGS;
 
 layout(std430, binding = 0) readonly buffer Q { sfp q[]; };
 layout(std430, binding = 1) readonly buffer K { sfp k[]; };
 layout(std430, binding = 2) readonly buffer V { sfp v[]; };
 layout(std430, binding = 3) readonly buffer Mask { float mask[]; };
 layout(std430, binding = 4) writeonly buffer Out { sfp out_[]; };
+// q, k and v again as NC4HW4 quads (4 channels of one token: D % 4 == 0, so a head's
+// quads never straddle heads).
+layout(std430, binding = 0) readonly buffer Q4 { sfp4 q4[]; };
+layout(std430, binding = 1) readonly buffer K4 { sfp4 k4[]; };
+layout(std430, binding = 2) readonly buffer V4 { sfp4 v4[]; };
 layout(push_constant) uniform Push {
   uint H, BH, S, L, D4, layout_, flags;  // attention.comp's: flags 1 causal, 2 mask
   float scale;
@@ -92,17 +103,33 @@ const float NEG_INF = -1.0 / 0.0;
 const float LOG2E = 1.4426950408889634;
 
 shared float16_t Qs[BR * QSTR];
-shared float16_t Ks[BC * KSTR];
-shared float16_t Vs[BC * VSTR];
+shared float16_t KVs[KVN];       // a block's K chunk, then its V tile
 shared float16_t Ps[BR * PSTR];
-shared float Ss[BR * SSTR];      // a block's S; at the end O, a CM x CN block per subgroup
-shared float Ms[BR], Ls[BR];     // each row's max (the exponent's reference) and sum
-shared float Pm[WGS], Pl[WGS];   // pass 1's per-slice max and sum, merged per row
+shared float Ss[BR * SSTR];      // a block's S; O's round trips and the output (per subgroup)
+shared float Mr[BR], Al[BR];     // each row's reference m and this block's factor for O and l
+shared float Pm[WGS];            // the slices' block max; at the end their sums
+shared uint Rf;                  // some row with earlier weights moved its m this block
+
+// Head dims d .. d + 3 of token t (batch b, head h) of a tensor with T tokens, as floats;
+// zeros where !ok (every load issued, at index 0 then: SD_GUARD, prelude.glsl).
+#define SD_QUAD(buf, buf4, ok, b, h, d, t, T)                                                        \
+  vec4 r;                                                                                           \
+  if (p.layout_ == SD_NC4HW4) {                                                                     \
+    const uint i4 = ((b * p.H + h) * p.D4 + d / 4u) * T + t, g4 = SD_GUARD(ok, i4);                \
+    r = vec4(buf4[g4]);                                                                             \
+  } else {                                                                                          \
+    const uint i1 = ((b * p.H + h) * p.D4 * 4u + d) * T + t, g1 = SD_GUARD(ok, i1);                \
+    r = vec4(float(buf[g1]), float(buf[g1 + T]), float(buf[g1 + 2u * T]), float(buf[g1 + 3u * T])); \
+  }                                                                                                 \
+  return ok ? r : vec4(0.0);
+vec4 qQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(q, q4, ok, b, h, d, t, p.S) }
+vec4 kQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(k, k4, ok, b, h, d, t, p.L) }
+vec4 vQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(v, v4, ok, b, h, d, t, p.L) }
 
 uint at(uint b, uint h, uint d, uint t, uint T) { return sd_index(p.layout_, b, h * p.D4 * 4u + d, t, p.H * p.D4 * 4u, T); }
 
 // Row `row`'s score of key k0 + c in log2 units (Ss holds Q K^T already scaled): the mask
-// added, keys past L and (causal) past the row's token at -inf. Both passes read it alike.
+// added, keys past L and (causal) past the row's token at -inf.
 float score(uint b, uint r0, uint k0, uint row, uint c) {
   const uint s = r0 + row, key = k0 + c;
   float x = Ss[row * SSTR + c];
@@ -119,19 +146,18 @@ void main() {
   // Under a causal mask no row of this group attends past its last row.
   const uint kend = (p.flags & 1u) != 0u ? min(p.L, r0 + BR) : p.L;
 
-  // Q once (neighbouring invocations: neighbouring tokens), scaled, zeros past D and S.
+  // Q once, scaled, zeros past D and S; m unset.
   {
-    float qv[QL];
+    vec4 qv[QL];
     SD_UNROLL for (uint i = 0u; i < QL; ++i) {
-      const uint e = lid + i * WGS, row = e % BR, d = e / BR, s = r0 + row;
-      const bool ok = all(bvec3(e < BR * DQC, d < D, s < p.S));
-      const float val = float(q[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, s), p.S)]) * qscale;
-      qv[i] = ok ? val : 0.0;
+      const uint e = lid + i * WGS, row = e % BR, d = 4u * (e / BR);
+      qv[i] = qQuad(all(bvec3(e < QQ, d < D, r0 + row < p.S)), b, h, d, r0 + row) * qscale;
     }
     SD_UNROLL for (uint i = 0u; i < QL; ++i) {
-      const uint e = lid + i * WGS;
-      if (e < BR * DQC) Qs[(e % BR) * QSTR + e / BR] = float16_t(qv[i]);
+      const uint e = lid + i * WGS, row = e % BR, d = 4u * (e / BR);
+      if (e < QQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) Qs[row * QSTR + d + j] = float16_t(qv[i][j]);
     }
+    if (lid < BR) Mr[lid] = NEG_INF;
   }
 
 #if COOPMAT_EMULATE
@@ -142,144 +168,168 @@ void main() {
   fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> oacc[NO];
   SD_UNROLL for (uint j = 0u; j < NO; ++j) oacc[j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
-  // Pass 1's running statistics of (row lid / NSL, slice lid % NSL).
-  float m = NEG_INF, l = 0.0;
+  // This invocation's row (of its subgroup's: 32 / NSL = CM rows), key slice and the
+  // slice's running sum of weights against the row's m.
   const uint xrow = lid / NSL, xsl = lid % NSL;
+  float l = 0.0;
 
-  for (uint pass = 0u; pass < 2u; ++pass) {
-    for (uint k0 = 0u; k0 < kend; k0 += BC) {
-      // S = Q K^T (scaled, log2 units), K staged KCH head dims at a time.
+  for (uint k0 = 0u; k0 < kend; k0 += BC) {
+    // S = Q K^T (scaled, log2 units), K staged KCH head dims at a time.
 #if COOPMAT_EMULATE
-      float sacc[NS][CE];
-      SD_UNROLL for (uint j = 0u; j < NS; ++j)
-        SD_UNROLL for (uint r = 0u; r < CE; ++r) sacc[j][r] = 0.0;
+    float sacc[NS][CE];
+    SD_UNROLL for (uint j = 0u; j < NS; ++j)
+      SD_UNROLL for (uint r = 0u; r < CE; ++r) sacc[j][r] = 0.0;
 #else
-      fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> sacc[NS];
-      SD_UNROLL for (uint j = 0u; j < NS; ++j) sacc[j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
+    fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> sacc[NS];
+    SD_UNROLL for (uint j = 0u; j < NS; ++j) sacc[j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
-      for (uint d0 = 0u; d0 < DQC; d0 += KCH) {
-        barrier();  // the previous chunk's (or block's) reads of Ks, Ss, Ps and Vs are done
-        // Loads first, stores after, every load unconditional (SD_GUARD, prelude.glsl).
-        float kv[KL];
-        SD_UNROLL for (uint i = 0u; i < KL; ++i) {  // neighbouring invocations: neighbouring keys
-          const uint e = lid + i * WGS, kk = e % BC, d = d0 + e / BC, key = k0 + kk;
-          const bool ok = all(bvec3(e < BC * KCH, d < D, key < p.L));
-          const float val = float(k[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, key), p.L)]);
-          kv[i] = ok ? val : 0.0;
-        }
-        SD_UNROLL for (uint i = 0u; i < KL; ++i) {
-          const uint e = lid + i * WGS;
-          if (e < BC * KCH) Ks[(e % BC) * KSTR + e / BC] = float16_t(kv[i]);
-        }
-        barrier();
-        SD_UNROLL for (uint kk = 0u; kk < KCH; kk += CK) {
-          if (d0 + kk < DQC) {  // uniform: the last chunk may be partial
-#if COOPMAT_EMULATE
-            SD_UNROLL for (uint j = 0u; j < NS; ++j)
-              SD_UNROLL for (uint r = 0u; r < CE; ++r) {
-                const uint e = lane + r * 32u, row = e % CM, col = e / CM;
-                float acc = 0.0;  // f16 x f16 products are exact in float
-                SD_UNROLL for (uint c = 0u; c < CK; ++c)
-                  acc += float(Qs[(sg * CM + row) * QSTR + d0 + kk + c]) * float(Ks[(j * CN + col) * KSTR + kk + c]);
-                sacc[j][r] += acc;
-              }
-#else
-            fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> qa;
-            coopMatLoadNV(qa, Qs, sg * CM * QSTR + d0 + kk, QSTR, false);
-            SD_UNROLL for (uint j = 0u; j < NS; ++j) {
-              fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> kb;
-              coopMatLoadNV(kb, Ks, j * CN * KSTR + kk, KSTR, true);
-              sacc[j] = coopMatMulAddNV(qa, kb, sacc[j]);
-            }
-#endif
-          }
-        }
+    for (uint d0 = 0u; d0 < DQC; d0 += KCH) {
+      barrier();  // the previous chunk's (or block's) reads of KVs and Ps are done
+      vec4 kv[KL];
+      SD_UNROLL for (uint i = 0u; i < KL; ++i) {  // neighbouring invocations: neighbouring keys
+        const uint e = lid + i * WGS, kk = e % BC, d = d0 + 4u * (e / BC);
+        kv[i] = kQuad(all(bvec3(e < KQ, d < D, k0 + kk < p.L)), b, h, d, k0 + kk);
       }
-      SD_UNROLL for (uint j = 0u; j < NS; ++j) {
-#if COOPMAT_EMULATE
-        SD_UNROLL for (uint r = 0u; r < CE; ++r) {
-          const uint e = lane + r * 32u;
-          Ss[(sg * CM + e % CM) * SSTR + j * CN + e / CM] = sacc[j][r];
-        }
-#else
-        coopMatStoreNV(sacc[j], Ss, sg * CM * SSTR + j * CN, SSTR, false);
-#endif
+      SD_UNROLL for (uint i = 0u; i < KL; ++i) {
+        const uint e = lid + i * WGS, kk = e % BC, dd = 4u * (e / BC);
+        if (e < KQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * KSTR + dd + j] = float16_t(kv[i][j]);
       }
       barrier();
-      if (pass == 0u) {
-        // Online statistics of this invocation's row and key slice (f32). A slice whose
-        // keys so far are all masked keeps max -inf: exponentiate against 0 instead (all
-        // its weights are 0 either way), never -inf - -inf.
-        float x[XL];
-        float bmax = NEG_INF;
-        SD_UNROLL for (uint i = 0u; i < XL; ++i) {
-          x[i] = score(b, r0, k0, xrow, xsl + i * NSL);
-          bmax = max(bmax, x[i]);
-        }
-        const float mnew = max(m, bmax), mref = mnew == NEG_INF ? 0.0 : mnew;
-        l *= exp2(m - mref);
-        SD_UNROLL for (uint i = 0u; i < XL; ++i) l += exp2(x[i] - mref);
-        m = mnew;
-      } else {
-        // P = exp2(S - M) in f16 (every weight <= 1), one element per invocation, and the
-        // V tile (BC x DOC, key-major), loads first.
-        float vv[VL];
-        SD_UNROLL for (uint i = 0u; i < VL; ++i) {
-          const uint e = lid + i * WGS, kk = e % BC, d = n0 + e / BC, key = k0 + kk;
-          const bool ok = all(bvec3(e < BC * DOC, d < D, key < p.L));
-          const float val = float(v[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, key), p.L)]);
-          vv[i] = ok ? val : 0.0;
-        }
-        SD_UNROLL for (uint i = 0u; i < PL; ++i) {
-          const uint e = lid + i * WGS, row = e / BC, c = e % BC;
-          if (e < BR * BC) Ps[row * PSTR + c] = float16_t(exp2(score(b, r0, k0, row, c) - Ms[row]));
-        }
-        SD_UNROLL for (uint i = 0u; i < VL; ++i) {
-          const uint e = lid + i * WGS;
-          if (e < BC * DOC) Vs[(e % BC) * VSTR + e / BC] = float16_t(vv[i]);
-        }
-        barrier();
-        // O += P V, the subgroup's rows: each P fragment loaded once for all of O's columns.
-        SD_UNROLL for (uint kk = 0u; kk < BC; kk += CK) {
+      SD_UNROLL for (uint kk = 0u; kk < KCH; kk += CK) {
+        if (d0 + kk < DQC) {  // uniform: the last chunk may be partial
 #if COOPMAT_EMULATE
-          SD_UNROLL for (uint j = 0u; j < NO; ++j)
+          SD_UNROLL for (uint j = 0u; j < NS; ++j)
             SD_UNROLL for (uint r = 0u; r < CE; ++r) {
-              const uint e = lane + r * 32u, row = sg * CM + e % CM, col = j * CN + e / CM;
-              float acc = 0.0;
+              const uint e = lane + r * 32u, row = e % CM, col = e / CM;
+              float acc = 0.0;  // f16 x f16 products are exact in float
               SD_UNROLL for (uint c = 0u; c < CK; ++c)
-                acc += float(Ps[row * PSTR + kk + c]) * float(Vs[(kk + c) * VSTR + col]);
-              oacc[j][r] += acc;
+                acc += float(Qs[(sg * CM + row) * QSTR + d0 + kk + c]) * float(KVs[(j * CN + col) * KSTR + kk + c]);
+              sacc[j][r] += acc;
             }
 #else
-          fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> pa;
-          coopMatLoadNV(pa, Ps, sg * CM * PSTR + kk, PSTR, false);
-          SD_UNROLL for (uint j = 0u; j < NO; ++j) {
-            fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> vb;
-            coopMatLoadNV(vb, Vs, kk * VSTR + j * CN, VSTR, false);
-            oacc[j] = coopMatMulAddNV(pa, vb, oacc[j]);
+          fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> qa;
+          coopMatLoadNV(qa, Qs, sg * CM * QSTR + d0 + kk, QSTR, false);
+          SD_UNROLL for (uint j = 0u; j < NS; ++j) {
+            fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> kb;
+            coopMatLoadNV(kb, KVs, j * CN * KSTR + kk, KSTR, true);
+            sacc[j] = coopMatMulAddNV(qa, kb, sacc[j]);
           }
 #endif
         }
       }
     }
-    if (pass == 0u) {
-      // Each row's max and sum from its slices' (f32).
-      Pm[lid] = m;
-      Pl[lid] = l;
-      barrier();
-      if (lid < BR) {
-        float mx = NEG_INF;
-        SD_UNROLL for (uint i = 0u; i < NSL; ++i) mx = max(mx, Pm[lid * NSL + i]);
-        const float mref = mx == NEG_INF ? 0.0 : mx;
-        float sum = 0.0;
-        SD_UNROLL for (uint i = 0u; i < NSL; ++i) sum += Pl[lid * NSL + i] * exp2(Pm[lid * NSL + i] - mref);
-        Ms[lid] = mref;
-        Ls[lid] = sum;
+    SD_UNROLL for (uint j = 0u; j < NS; ++j) {
+#if COOPMAT_EMULATE
+      SD_UNROLL for (uint r = 0u; r < CE; ++r) {
+        const uint e = lane + r * 32u;
+        Ss[(sg * CM + e % CM) * SSTR + j * CN + e / CM] = sacc[j][r];
       }
-      // Pass 2's first barrier makes Ms and Ls visible before their first read.
+#else
+      coopMatStoreNV(sacc[j], Ss, sg * CM * SSTR + j * CN, SSTR, false);
+#endif
+    }
+    if (lid == 0u) Rf = 0u;
+    barrier();
+    // This invocation's scores of the block (its row, its key slice) and their max.
+    float x[XL];
+    float bmax = NEG_INF;
+    SD_UNROLL for (uint i = 0u; i < XL; ++i) {
+      x[i] = score(b, r0, k0, xrow, xsl + i * NSL);
+      bmax = max(bmax, x[i]);
+    }
+    Pm[lid] = bmax;
+    barrier();
+    // One invocation a row: the block's max against m. m moves to it past m + RT; the
+    // factor exp2(m_old - m_new) is 0 for a row with no weights yet (m_old = -inf), and
+    // only rows that had weights make O take its round trip. A row whose keys so far are
+    // all masked keeps m = -inf (its weights are 0, exponentiated against 0 below).
+    if (lid < BR) {
+      float bm = NEG_INF;
+      SD_UNROLL for (uint i = 0u; i < NSL; ++i) bm = max(bm, Pm[lid * NSL + i]);
+      const float mold = Mr[lid];
+      float f = 1.0;
+      if (bm > mold + float(RT)) {
+        f = exp2(mold - bm);
+        Mr[lid] = bm;
+        if (mold != NEG_INF) Rf = 1u;
+      }
+      Al[lid] = f;
+    }
+    barrier();
+    // The V tile's loads first, then P = exp2(S - m) in f16 (every weight <= 2^RT) and the
+    // slice's sum, then V into the staging buffer (K's reads are done: barrier above).
+    vec4 vv[VL];
+    SD_UNROLL for (uint i = 0u; i < VL; ++i) {
+      const uint e = lid + i * WGS, kk = e % BC, d = n0 + 4u * (e / BC);
+      vv[i] = vQuad(all(bvec3(e < VQ, d < D, k0 + kk < p.L)), b, h, d, k0 + kk);
+    }
+    {
+      const float mrow = Mr[xrow], mref = mrow == NEG_INF ? 0.0 : mrow;
+      float sum = 0.0;
+      SD_UNROLL for (uint i = 0u; i < XL; ++i) {
+        const float w = exp2(x[i] - mref);
+        Ps[xrow * PSTR + xsl + i * NSL] = float16_t(w);
+        sum += w;
+      }
+      l = l * Al[xrow] + sum;
+    }
+    SD_UNROLL for (uint i = 0u; i < VL; ++i) {
+      const uint e = lid + i * WGS, kk = e % BC, cc = 4u * (e / BC);
+      if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * VSTR + cc + j] = float16_t(vv[i][j]);
+    }
+    // O's rows scaled by their factors where some row moved its m (uniform: Rf is shared
+    // and read after the barrier that ordered its writes).
+    if (Rf != 0u) {
+#if COOPMAT_EMULATE
+      SD_UNROLL for (uint j = 0u; j < NO; ++j)
+        SD_UNROLL for (uint r = 0u; r < CE; ++r) oacc[j][r] *= Al[sg * CM + (lane + r * 32u) % CM];
+#else
+      // Through the subgroup's rows of Ss (their scores are in registers by now), column-
+      // major, one accumulator at a time.
+      const uint blk = sg * CM * SSTR;
+      SD_UNROLL for (uint j = 0u; j < NO; ++j) {
+        barrier();
+        coopMatStoreNV(oacc[j], Ss, blk, CM, true);
+        barrier();
+        for (uint e = lane; e < CM * CN; e += 32u) Ss[blk + e] *= Al[sg * CM + e % CM];
+        barrier();
+        coopMatLoadNV(oacc[j], Ss, blk, CM, true);
+      }
+#endif
+    }
+    barrier();
+    // O += P V, the subgroup's rows: each P fragment loaded once for all of O's columns.
+    SD_UNROLL for (uint kk = 0u; kk < BC; kk += CK) {
+#if COOPMAT_EMULATE
+      SD_UNROLL for (uint j = 0u; j < NO; ++j)
+        SD_UNROLL for (uint r = 0u; r < CE; ++r) {
+          const uint e = lane + r * 32u, row = sg * CM + e % CM, col = j * CN + e / CM;
+          float acc = 0.0;
+          SD_UNROLL for (uint c = 0u; c < CK; ++c)
+            acc += float(Ps[row * PSTR + kk + c]) * float(KVs[(kk + c) * VSTR + col]);
+          oacc[j][r] += acc;
+        }
+#else
+      fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> pa;
+      coopMatLoadNV(pa, Ps, sg * CM * PSTR + kk, PSTR, false);
+      SD_UNROLL for (uint j = 0u; j < NO; ++j) {
+        fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> vb;
+        coopMatLoadNV(vb, KVs, kk * VSTR + j * CN, VSTR, false);
+        oacc[j] = coopMatMulAddNV(pa, vb, oacc[j]);
+      }
+#endif
     }
   }
 
+  // Each row's sum L from its slices' (all against the row's m), in Pm's place.
+  barrier();  // the last block's reads of Pm are long done; its P V reads of Ss are none
+  Pm[lid] = l;
+  barrier();
+  if (lid < BR) {
+    float sum = 0.0;
+    SD_UNROLL for (uint i = 0u; i < NSL; ++i) sum += Pm[lid * NSL + i];
+    Al[lid] = sum;
+  }
   // out = O / L, one CM x CN accumulator at a time through the subgroup's block of Ss
   // (column-major: neighbouring lanes hold neighbouring tokens, coalesced under NCHW).
   const uint scratch = sg * CM * CN;
@@ -293,7 +343,7 @@ void main() {
     barrier();
     for (uint e = lane; e < CM * CN; e += 32u) {
       const uint row = e % CM, s = r0 + sg * CM + row, d = n0 + j * CN + e / CM;
-      if (s < p.S && d < D) out_[at(b, h, d, s, p.S)] = sfp(Ss[scratch + e] / Ls[sg * CM + row]);
+      if (s < p.S && d < D) out_[at(b, h, d, s, p.S)] = sfp(Ss[scratch + e] / Al[sg * CM + row]);
     }
   }
 }

@@ -28,10 +28,11 @@ VariantDef AttentionFamily::coopMatVariant() {
       {"CM", {16}, "cooperative-matrix rows (query rows); one of the device's shapes"},
       {"CN", {16, 8}, "cooperative-matrix columns (keys of S, head dims of O); one of the device's shapes"},
       {"CK", {16, 8}, "cooperative-matrix reduction depth; one of the device's shapes"},
-      {"SG", {2, 4, 1}, "subgroups per work-group, each CM query rows (BR = SG * CM)"},
+      {"SG", {4, 2, 1}, "subgroups per work-group, each CM query rows (BR = SG * CM)"},
       {"BC", {32, 64, 16}, "keys per block (one S tile in shared memory)"},
       {"DC", {64, 32, 16}, "head dims per K staging chunk (at most the head's)"},
       {"DO", {0, 64, 128}, "O columns per work-group (0: the whole head; less recomputes Q K^T per split)"},
+      {"RT", {8, 0}, "log2 units a key block's max may pass a row's reference before it moves (and O is rescaled)"},
   };
   c.constraints = {
       {"BC % CN == 0 and BC % CK == 0 (whole coopmat steps over a key block)",
@@ -47,20 +48,24 @@ VariantDef AttentionFamily::coopMatVariant() {
   // Untuned, the defaults fitted to the head (and a point taken from another instance,
   // refitForInstance): where the whole head's O would take more than
   // kCoopMatMaxAccumulators accumulators (D = 512: 32 at CN = 16), DO = 128 splits it; while
-  // the tiles then exceed 48 KiB (the Q tile is BR x D), one subgroup of rows (SG = 1), then
-  // blocks of 32 keys, then K chunks of 32 (a D = 80 point with BC = 64 needs all but the
-  // last at D = 512). Whatever still does not fit is refused by unsupportedReason.
+  // the tiles then exceed 48 KiB (the Q tile is BR x D), half the subgroups of rows at a
+  // time (every work-group re-reads all of K and V: keep as many rows as fit), then blocks
+  // of 32 keys, then K chunks of 32. Whatever still does not fit is refused by
+  // unsupportedReason.
   c.fitDefaults = [](const ParamPoint& d, const Problem& prob) -> std::map<std::string, int> {
     const auto* a = dynamic_cast<const AttentionProblem*>(&prob);
     if (!a) return {};
     std::map<std::string, int> v = d.values(), out;
+    auto over = [&] { return coopMatLocalBytes(ParamPoint(v), a->headDim) > kMaxLocalBytes; };
     if (coopMatAccumulators(d, a->headDim) > kCoopMatMaxAccumulators) v["DO"] = out["DO"] = 128;
-    for (const auto& [name, value] : {std::pair<const char*, int>{"SG", 1}, {"BC", 32}, {"DC", 32}})
-      if (coopMatLocalBytes(ParamPoint(v), a->headDim) > kMaxLocalBytes && v[name] > value) v[name] = out[name] = value;
+    while (over() && v["SG"] > 1) v["SG"] = out["SG"] = v["SG"] / 2;
+    for (const auto& [name, value] : {std::pair<const char*, int>{"BC", 32}, {"DC", 32}})
+      if (over() && v[name] > value) v[name] = out[name] = value;
     return out;
   };
-  return halfVariant(c, "FlashAttention on tensor cores (VK_NV_cooperative_matrix), two passes: the rows' softmax "
-                        "max and sum, then P V with O in registers; f16 products accumulated in f32, statistics in f32");
+  return halfVariant(c, "FlashAttention on tensor cores (VK_NV_cooperative_matrix), one pass: O in registers, "
+                        "rescaled only when a row's reference max moves (past RT); f16 products accumulated in f32, "
+                        "statistics in f32");
 }
 
 int AttentionFamily::coopMatColumns(const ParamPoint& p, int64_t headDim) {
@@ -74,13 +79,14 @@ int AttentionFamily::coopMatAccumulators(const ParamPoint& p, int64_t headDim) {
 }
 
 size_t AttentionFamily::coopMatLocalBytes(const ParamPoint& p, int64_t headDim) {
-  // attention_coopmat.comp's shared arrays: Qs (BR x DQC), Ks (BC x a chunk), Vs, Ps (f16),
-  // Ss, the rows' max and sum, the slices' max and sum (f32).
+  // attention_coopmat.comp's shared arrays: Qs (BR x DQC), KVs (BC x the wider of a K chunk
+  // and the V tile: K and V share it), Ps (f16); Ss, the rows' m and factor, the slices'
+  // max, the rescale flag (f32 / u32).
   const size_t br = static_cast<size_t>(p["SG"] * p["CM"]), bc = static_cast<size_t>(p["BC"]);
   const size_t ck = static_cast<size_t>(p["CK"]), wgs = static_cast<size_t>(wgOf(p));
   const size_t dqc = (static_cast<size_t>(headDim) + ck - 1) / ck * ck;
   const size_t kch = std::min(static_cast<size_t>(p["DC"]), dqc), doc = static_cast<size_t>(coopMatColumns(p, headDim));
-  return 2 * (br * (dqc + 8) + bc * (kch + 8) + bc * (doc + 8) + br * (bc + 8)) + 4 * (br * (bc + 4) + 2 * br + 2 * wgs);
+  return 2 * (br * (dqc + 8) + bc * (std::max(kch, doc) + 8) + br * (bc + 8)) + 4 * (br * (bc + 4) + 2 * br + wgs + 1);
 }
 
 std::string AttentionFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {
