@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flashdbg flash wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -61,8 +61,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flashdbg|flash|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flashdbg flash wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -302,6 +302,17 @@ if want tiles; then
   step 60 kernels-tiles env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op gemm \
     --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --points 0 \
     --shape 2x320x1x4096 --attrs n=320 --dump-kernels "$R/kernels-tiles"
+  pack
+fi
+if want flashdbg; then
+  # flash_coopmat_f16's diagnostic switches (SDSPEED_VK_FLASH_DEBUG, attention_coopmat.comp):
+  # the quick problems at the defaults under each, to tell which construct a device gets wrong.
+  for dbg in RM=0 RM=1 RM=2 SV=1 RM=1,SV=1 RM=2,SV=1; do
+    step 60 check-flashdbg-${dbg//[=,]/_} env SDSPEED_VK_FLASH_DEBUG=$dbg $S check --backend vulkan --op attention \
+      --variant flash_coopmat_f16 --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 0 \
+      --csv "$R/check-flashdbg-${dbg//[=,]/_}.csv"
+    tail -n 1 "$R/check-flashdbg-${dbg//[=,]/_}.txt"
+  done
   pack
 fi
 if want flash; then

@@ -71,6 +71,10 @@ layout(constant_id = 6) const uint DC = 64;   // head dims per K staging chunk (
 layout(constant_id = 7) const uint DOC = 48;  // O columns per work-group (the host resolves DO = 0)
 layout(constant_id = 8) const uint DQC = 48;  // the head's D rounded up to CK (the host's)
 layout(constant_id = 9) const uint RT = 8;    // how far (log2 units) a block's max may pass m before m moves
+// Diagnostics (SDSPEED_VK_FLASH_DEBUG, attention_coopmat_vulkan.cpp): RM 0 rescales O in an
+// if, 1 never (wrong where m moves), 2 in a loop of 0 or 1 trips; SV 1 stages V in its own array.
+layout(constant_id = 10) const uint RM = 0;
+layout(constant_id = 11) const uint SV = 0;
 
 const uint BR = SG * CM, WGS = SG * 32u;
 const uint NSL = WGS / BR;                    // invocations (key slices) per row: 32 / CM
@@ -104,6 +108,7 @@ const float LOG2E = 1.4426950408889634;
 
 shared float16_t Qs[BR * QSTR];
 shared float16_t KVs[KVN];       // a block's K chunk, then its V tile
+shared float16_t Vs[SV == 1u ? BC * VSTR : 1u];
 shared float16_t Ps[BR * PSTR];
 shared float Ss[BR * SSTR];      // a block's S; O's round trips and the output (per subgroup)
 shared float Mr[BR], Al[BR];     // each row's reference m and this block's factor for O and l
@@ -275,11 +280,15 @@ void main() {
     }
     SD_UNROLL for (uint i = 0u; i < VL; ++i) {
       const uint e = lid + i * WGS, kk = e % BC, cc = 4u * (e / BC);
-      if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * VSTR + cc + j] = float16_t(vv[i][j]);
+      if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) {
+        if (SV == 1u) Vs[kk * VSTR + cc + j] = float16_t(vv[i][j]);
+        else KVs[kk * VSTR + cc + j] = float16_t(vv[i][j]);
+      }
     }
     // O's rows scaled by their factors where some row moved its m (uniform: Rf is shared
     // and read after the barrier that ordered its writes).
-    if (Rf != 0u) {
+    for (uint t = 0u; t < (RM == 2u ? Rf : (RM == 1u ? 0u : 1u)); ++t)
+    if (RM == 2u || Rf != 0u) {
 #if COOPMAT_EMULATE
       SD_UNROLL for (uint j = 0u; j < NO; ++j)
         SD_UNROLL for (uint r = 0u; r < CE; ++r) oacc[j][r] *= Al[sg * CM + (lane + r * 32u) % CM];
@@ -306,7 +315,7 @@ void main() {
           const uint e = lane + r * 32u, row = sg * CM + e % CM, col = j * CN + e / CM;
           float acc = 0.0;
           SD_UNROLL for (uint c = 0u; c < CK; ++c)
-            acc += float(Ps[row * PSTR + kk + c]) * float(KVs[(kk + c) * VSTR + col]);
+            acc += float(Ps[row * PSTR + kk + c]) * float(SV == 1u ? Vs[(kk + c) * VSTR + col] : KVs[(kk + c) * VSTR + col]);
           oacc[j][r] += acc;
         }
 #else
@@ -314,7 +323,8 @@ void main() {
       coopMatLoadNV(pa, Ps, sg * CM * PSTR + kk, PSTR, false);
       SD_UNROLL for (uint j = 0u; j < NO; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> vb;
-        coopMatLoadNV(vb, KVs, kk * VSTR + j * CN, VSTR, false);
+        if (SV == 1u) coopMatLoadNV(vb, Vs, kk * VSTR + j * CN, VSTR, false);
+        else coopMatLoadNV(vb, KVs, kk * VSTR + j * CN, VSTR, false);
         oacc[j] = coopMatMulAddNV(pa, vb, oacc[j]);
       }
 #endif
