@@ -312,7 +312,11 @@ if want flashdbg; then
       --variant flash_coopmat_f16 --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 0 \
       --csv "$R/check-flashdbg-${dbg//[=,]/_}.csv"
     tail -n 1 "$R/check-flashdbg-${dbg//[=,]/_}.txt"
+    # and its time at SD 1.5's 4096-token self-attention where it is accurate (bench checks first)
+    step 30 bench-flashdbg-${dbg//[=,]/_} env SDSPEED_VK_FLASH_DEBUG=$dbg $S bench --backend vulkan --arithmetic f16 \
+      --storage f16.buffer.nc4hw4 --llc-mib 60 --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16
   done
+  grep -h "^attention" "$R"/bench-flashdbg-*.txt
   pack
 fi
 if want flash; then
