@@ -305,16 +305,19 @@ if want tiles; then
   pack
 fi
 if want flashdbg; then
-  # flash_coopmat_f16's diagnostic switches (SDSPEED_VK_FLASH_DEBUG, attention_coopmat.comp):
-  # the quick problems at the defaults under each, to tell which construct a device gets wrong.
-  for dbg in RM=0 RM=1 RM=2 SV=1 RM=1,SV=1 RM=2,SV=1; do
-    step 60 check-flashdbg-${dbg//[=,]/_} env SDSPEED_VK_FLASH_DEBUG=$dbg $S check --backend vulkan --op attention \
+  # flash_coopmat_f16's diagnostic switches (SDSPEED_VK_FLASH_DEBUG, attention_coopmat.comp;
+  # OLD=1: the two-pass shader of e03a80a): the quick problems at the defaults under each,
+  # to tell which construct a device gets wrong; where all pass, the time at SD 1.5's
+  # 4096-token self-attention.
+  for dbg in OLD=1 RM=0 QE=1 PE=1 QE=1,PE=1 RM=1,SV=1,QE=1,PE=1 ${FLASHDBG_EXTRA:-}; do
+    n=${dbg//[=,]/_}
+    step 60 check-flashdbg-$n env SDSPEED_VK_FLASH_DEBUG=$dbg $S check --backend vulkan --op attention \
       --variant flash_coopmat_f16 --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 0 \
-      --csv "$R/check-flashdbg-${dbg//[=,]/_}.csv"
-    tail -n 1 "$R/check-flashdbg-${dbg//[=,]/_}.txt"
-    # and its time at SD 1.5's 4096-token self-attention where it is accurate (bench checks first)
-    step 30 bench-flashdbg-${dbg//[=,]/_} env SDSPEED_VK_FLASH_DEBUG=$dbg $S bench --backend vulkan --arithmetic f16 \
-      --storage f16.buffer.nc4hw4 --llc-mib 60 --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16
+      --csv "$R/check-flashdbg-$n.csv"
+    tail -n 1 "$R/check-flashdbg-$n.txt"
+    grep -q " 0 failed" "$R/check-flashdbg-$n.txt" && step 30 bench-flashdbg-$n env SDSPEED_VK_FLASH_DEBUG=$dbg $S bench \
+      --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60 --op attention --shape 2x320x1x4096 \
+      --attrs heads=8 --variant flash_coopmat_f16
   done
   grep -h "^attention" "$R"/bench-flashdbg-*.txt
   pack

@@ -75,6 +75,10 @@ layout(constant_id = 9) const uint RT = 8;    // how far (log2 units) a block's 
 // if, 1 never (wrong where m moves), 2 in a loop of 0 or 1 trips; SV 1 stages V in its own array.
 layout(constant_id = 10) const uint RM = 0;
 layout(constant_id = 11) const uint SV = 0;
+// QE 1 stages Q, K and V one element a load (the two-pass shader's loops); PE 1 takes P's
+// scores from Ss again rather than from registers (right only while RM = 1 keeps Ss intact).
+layout(constant_id = 12) const uint QE = 0;
+layout(constant_id = 13) const uint PE = 0;
 
 const uint BR = SG * CM, WGS = SG * 32u;
 const uint NSL = WGS / BR;                    // invocations (key slices) per row: 32 / CM
@@ -152,7 +156,21 @@ void main() {
   const uint kend = (p.flags & 1u) != 0u ? min(p.L, r0 + BR) : p.L;
 
   // Q once, scaled, zeros past D and S; m unset.
-  {
+  if (QE == 1u) {
+    const uint QLE = (BR * DQC + WGS - 1u) / WGS;
+    float qe[QLE];
+    SD_UNROLL for (uint i = 0u; i < QLE; ++i) {
+      const uint e = lid + i * WGS, row = e % BR, d = e / BR, s = r0 + row;
+      const bool ok = all(bvec3(e < BR * DQC, d < D, s < p.S));
+      const float val = float(q[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, s), p.S)]) * qscale;
+      qe[i] = ok ? val : 0.0;
+    }
+    SD_UNROLL for (uint i = 0u; i < QLE; ++i) {
+      const uint e = lid + i * WGS;
+      if (e < BR * DQC) Qs[(e % BR) * QSTR + e / BR] = float16_t(qe[i]);
+    }
+    if (lid < BR) Mr[lid] = NEG_INF;
+  } else {
     vec4 qv[QL];
     SD_UNROLL for (uint i = 0u; i < QL; ++i) {
       const uint e = lid + i * WGS, row = e % BR, d = 4u * (e / BR);
@@ -190,6 +208,20 @@ void main() {
 #endif
     for (uint d0 = 0u; d0 < DQC; d0 += KCH) {
       barrier();  // the previous chunk's (or block's) reads of KVs and Ps are done
+      if (QE == 1u) {
+        const uint KLE = (BC * KCH + WGS - 1u) / WGS;
+        float ke[KLE];
+        SD_UNROLL for (uint i = 0u; i < KLE; ++i) {
+          const uint e = lid + i * WGS, kk = e % BC, d = d0 + e / BC, key = k0 + kk;
+          const bool ok = all(bvec3(e < BC * KCH, d < D, key < p.L));
+          const float val = float(k[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, key), p.L)]);
+          ke[i] = ok ? val : 0.0;
+        }
+        SD_UNROLL for (uint i = 0u; i < KLE; ++i) {
+          const uint e = lid + i * WGS;
+          if (e < BC * KCH) KVs[(e % BC) * KSTR + e / BC] = float16_t(ke[i]);
+        }
+      } else {
       vec4 kv[KL];
       SD_UNROLL for (uint i = 0u; i < KL; ++i) {  // neighbouring invocations: neighbouring keys
         const uint e = lid + i * WGS, kk = e % BC, d = d0 + 4u * (e / BC);
@@ -198,6 +230,7 @@ void main() {
       SD_UNROLL for (uint i = 0u; i < KL; ++i) {
         const uint e = lid + i * WGS, kk = e % BC, dd = 4u * (e / BC);
         if (e < KQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * KSTR + dd + j] = float16_t(kv[i][j]);
+      }
       }
       barrier();
       SD_UNROLL for (uint kk = 0u; kk < KCH; kk += CK) {
@@ -272,12 +305,24 @@ void main() {
       const float mrow = Mr[xrow], mref = mrow == NEG_INF ? 0.0 : mrow;
       float sum = 0.0;
       SD_UNROLL for (uint i = 0u; i < XL; ++i) {
-        const float w = exp2(x[i] - mref);
+        const float w = exp2((PE == 1u ? score(b, r0, k0, xrow, xsl + i * NSL) : x[i]) - mref);
         Ps[xrow * PSTR + xsl + i * NSL] = float16_t(w);
         sum += w;
       }
       l = l * Al[xrow] + sum;
     }
+    if (QE == 1u) {
+      const uint VLE = (BC * DOC + WGS - 1u) / WGS;
+      SD_UNROLL for (uint i = 0u; i < VLE; ++i) {
+        const uint e = lid + i * WGS, kk = e % BC, d = n0 + e / BC, key = k0 + kk;
+        const bool ok = all(bvec3(e < BC * DOC, d < D, key < p.L));
+        const float val = float(v[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, key), p.L)]);
+        if (e < BC * DOC) {
+          if (SV == 1u) Vs[(e % BC) * VSTR + e / BC] = float16_t(ok ? val : 0.0);
+          else KVs[(e % BC) * VSTR + e / BC] = float16_t(ok ? val : 0.0);
+        }
+      }
+    } else
     SD_UNROLL for (uint i = 0u; i < VL; ++i) {
       const uint e = lid + i * WGS, kk = e % BC, cc = 4u * (e / BC);
       if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) {
