@@ -320,6 +320,20 @@ if want flashdbg; then
       --attrs heads=8 --variant flash_coopmat_f16
   done
   grep -h "^attention" "$R"/bench-flashdbg-*.txt
+  # The race command with attention on tensor cores under the first switch set (not OLD)
+  # whose checks passed, and its profile.
+  for dbg in RM=0 QE=1 PE=1 QE=1,PE=1; do
+    grep -q " 0 failed" "$R/check-flashdbg-${dbg//[=,]/_}.txt" 2>/dev/null || continue
+    step 100 run-vulkan-f16-flashtc env SDSPEED_VK_FLASH_DEBUG=$dbg $S run $SD --backend vulkan --arithmetic f16 \
+      --precision f16 --weights f16 --variant attention=flash_coopmat_f16 --report "$R/run-vulkan-f16-flashtc.json" \
+      -o "$R/run-vulkan-f16-flashtc.png" --save-decoded "$R/run-vulkan-f16-flashtc.safetensors"
+    sd_run run-vulkan-f16-race 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+    summarize
+    step 100 profile-vulkan-f16-flashtc env SDSPEED_VK_FLASH_DEBUG=$dbg $S run $SD --backend vulkan --arithmetic f16 \
+      --precision f16 --weights f16 --variant attention=flash_coopmat_f16 --profile --no-decode \
+      --report "$R/profile-vulkan-f16-flashtc.json"
+    break
+  done
   pack
 fi
 if want flash; then
