@@ -306,10 +306,10 @@ if want tiles; then
 fi
 if want flashdbg; then
   # flash_coopmat_f16's diagnostic switches (SDSPEED_VK_FLASH_DEBUG, attention_coopmat.comp;
-  # OLD=1: the two-pass shader of e03a80a): the quick problems at the defaults under each,
+  # OLD=1: the two-pass shader of e03a80a; EMU=1: the scalar emulation; FLASHDBG: the list): the quick problems at the defaults under each,
   # to tell which construct a device gets wrong; where all pass, the time at SD 1.5's
   # 4096-token self-attention.
-  for dbg in OLD=1 RM=0 QE=1 PE=1 QE=1,PE=1 RM=1,SV=1,QE=1,PE=1 ${FLASHDBG_EXTRA:-}; do
+  for dbg in ${FLASHDBG:-OLD=1 RM=0 QE=1 PE=1 QE=1,PE=1 RM=1,SV=1,QE=1,PE=1}; do
     n=${dbg//[=,]/_}
     step 60 check-flashdbg-$n env SDSPEED_VK_FLASH_DEBUG=$dbg $S check --backend vulkan --op attention \
       --variant flash_coopmat_f16 --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 0 \
@@ -322,7 +322,7 @@ if want flashdbg; then
   grep -h "^attention" "$R"/bench-flashdbg-*.txt
   # The race command with attention on tensor cores under the first switch set (not OLD)
   # whose checks passed, and its profile.
-  for dbg in RM=0 QE=1 PE=1 QE=1,PE=1; do
+  for dbg in RM=0 QE=1 PE=1 QE=1,PE=1 MB=1 MB=1,QE=1; do
     grep -q " 0 failed" "$R/check-flashdbg-${dbg//[=,]/_}.txt" 2>/dev/null || continue
     step 100 run-vulkan-f16-flashtc env SDSPEED_VK_FLASH_DEBUG=$dbg $S run $SD --backend vulkan --arithmetic f16 \
       --precision f16 --weights f16 --variant attention=flash_coopmat_f16 --report "$R/run-vulkan-f16-flashtc.json" \

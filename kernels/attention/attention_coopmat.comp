@@ -79,6 +79,9 @@ layout(constant_id = 11) const uint SV = 0;
 // scores from Ss again rather than from registers (right only while RM = 1 keeps Ss intact).
 layout(constant_id = 12) const uint QE = 0;
 layout(constant_id = 13) const uint PE = 0;
+// MB 1: every invocation merges its own row's max (m and the factor in registers, no
+// divergent per-row section).
+layout(constant_id = 14) const uint MB = 0;
 
 const uint BR = SG * CM, WGS = SG * 32u;
 const uint NSL = WGS / BR;                    // invocations (key slices) per row: 32 / CM
@@ -194,7 +197,7 @@ void main() {
   // This invocation's row (of its subgroup's: 32 / NSL = CM rows), key slice and the
   // slice's running sum of weights against the row's m.
   const uint xrow = lid / NSL, xsl = lid % NSL;
-  float l = 0.0;
+  float l = 0.0, mreg = NEG_INF, freg = 1.0;
 
   for (uint k0 = 0u; k0 < kend; k0 += BC) {
     // S = Q K^T (scaled, log2 units), K staged KCH head dims at a time.
@@ -281,6 +284,17 @@ void main() {
     // factor exp2(m_old - m_new) is 0 for a row with no weights yet (m_old = -inf), and
     // only rows that had weights make O take its round trip. A row whose keys so far are
     // all masked keeps m = -inf (its weights are 0, exponentiated against 0 below).
+    if (MB == 1u) {
+      float bm = NEG_INF;
+      SD_UNROLL for (uint i = 0u; i < NSL; ++i) bm = max(bm, Pm[xrow * NSL + i]);
+      const bool mv = bm > mreg + float(RT);
+      freg = mv ? exp2(mreg - bm) : 1.0;
+      const uint moved = (mv && mreg != NEG_INF) ? 1u : 0u;
+      mreg = mv ? bm : mreg;
+      Al[xrow] = freg;
+      Mr[xrow] = mreg;
+      atomicOr(Rf, moved);
+    } else
     if (lid < BR) {
       float bm = NEG_INF;
       SD_UNROLL for (uint i = 0u; i < NSL; ++i) bm = max(bm, Pm[lid * NSL + i]);
@@ -302,14 +316,14 @@ void main() {
       vv[i] = vQuad(all(bvec3(e < VQ, d < D, k0 + kk < p.L)), b, h, d, k0 + kk);
     }
     {
-      const float mrow = Mr[xrow], mref = mrow == NEG_INF ? 0.0 : mrow;
+      const float mrow = MB == 1u ? mreg : Mr[xrow], mref = mrow == NEG_INF ? 0.0 : mrow;
       float sum = 0.0;
       SD_UNROLL for (uint i = 0u; i < XL; ++i) {
         const float w = exp2((PE == 1u ? score(b, r0, k0, xrow, xsl + i * NSL) : x[i]) - mref);
         Ps[xrow * PSTR + xsl + i * NSL] = float16_t(w);
         sum += w;
       }
-      l = l * Al[xrow] + sum;
+      l = l * (MB == 1u ? freg : Al[xrow]) + sum;
     }
     if (QE == 1u) {
       const uint VLE = (BC * DOC + WGS - 1u) / WGS;

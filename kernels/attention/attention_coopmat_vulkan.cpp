@@ -39,11 +39,14 @@ std::unique_ptr<PreparedOp> lowerAttentionCoopMatVulkan(vk::VulkanBackend& be, c
   const uint32_t br = u("SG") * u("CM");
   // Bindings: q, k, v, mask, out (attention.comp's first five; no scratch).
   const auto& pipe = be.pipeline(
-      vulkanModuleFor(!module.emulated && debug("OLD") ? std::string("attention_coopmat_old") : module.name, f), 5, 8 * 4,
+      vulkanModuleFor(!module.emulated && debug("OLD") ? std::string("attention_coopmat_old")
+                      : !module.emulated && debug("EMU")   ? module.name + "_emu"
+                                                          : module.name,
+                      f), 5, 8 * 4,
       {vulkanLocalSizeX(be, u("SG") * 32u), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")), vk::specU32(3, u("CK")),
        vk::specU32(4, u("SG")), vk::specU32(5, u("BC")), vk::specU32(6, u("DC")), vk::specU32(7, cols),
        vk::specU32(8, ceilDiv(D, u("CK")) * u("CK")), vk::specU32(9, u("RT")), vk::specU32(10, debug("RM")),
-       vk::specU32(11, debug("SV")), vk::specU32(12, debug("QE")), vk::specU32(13, debug("PE"))});
+       vk::specU32(11, debug("SV")), vk::specU32(12, debug("QE")), vk::specU32(13, debug("PE")), vk::specU32(14, debug("MB"))});
   return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),
                                         std::array<uint32_t, 3>{ceilDiv(S, br), ceilDiv(D, cols), BH});
 }
