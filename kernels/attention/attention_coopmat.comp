@@ -115,12 +115,16 @@ const float LOG2E = 1.4426950408889634;
 
 shared float16_t Qs[BR * QSTR];
 shared float16_t KVs[KVN];       // a block's K chunk, then its V tile
-shared float16_t Vs[SV == 1u ? BC * VSTR : 1u];
+shared float16_t Vs[SV == 1u ? BC * VSTR : 8u];
 shared float16_t Ps[BR * PSTR];
 shared float Ss[BR * SSTR];      // a block's S; O's round trips and the output (per subgroup)
 shared float Mr[BR], Al[BR];     // each row's reference m and this block's factor for O and l
 shared float Pm[WGS];            // the slices' block max; at the end their sums
-shared uint Rf;                  // some row with earlier weights moved its m this block
+shared uint Rf[4];               // [0]: some row with earlier weights moved its m this block
+// Every shared array is a whole number of 16-byte units (Rf[4], not one uint): drivers
+// place them in an order of their own, and the coopmat loads and stores need 16-byte
+// aligned addresses. With a lone 4-byte Rf every check failed on an H100 and an H200
+// while the scalar emulation passed on both (results/vulkan/flash1/README.md).
 
 // Head dims d .. d + 3 of token t (batch b, head h) of a tensor with T tokens, as floats;
 // zeros where !ok (every load issued, at index 0 then: SD_GUARD, prelude.glsl).
@@ -269,7 +273,7 @@ void main() {
       coopMatStoreNV(sacc[j], Ss, sg * CM * SSTR + j * CN, SSTR, false);
 #endif
     }
-    if (lid == 0u) Rf = 0u;
+    if (lid == 0u) Rf[0] = 0u;
     barrier();
     // This invocation's scores of the block (its row, its key slice) and their max.
     float x[XL];
@@ -293,7 +297,7 @@ void main() {
       mreg = mv ? bm : mreg;
       Al[xrow] = freg;
       Mr[xrow] = mreg;
-      atomicOr(Rf, moved);
+      atomicOr(Rf[0], moved);
     } else
     if (lid < BR) {
       float bm = NEG_INF;
@@ -303,7 +307,7 @@ void main() {
       if (bm > mold + float(RT)) {
         f = exp2(mold - bm);
         Mr[lid] = bm;
-        if (mold != NEG_INF) Rf = 1u;
+        if (mold != NEG_INF) Rf[0] = 1u;
       }
       Al[lid] = f;
     }
@@ -346,8 +350,8 @@ void main() {
     }
     // O's rows scaled by their factors where some row moved its m (uniform: Rf is shared
     // and read after the barrier that ordered its writes).
-    for (uint t = 0u; t < (RM == 2u ? Rf : (RM == 1u ? 0u : 1u)); ++t)
-    if (RM == 2u || Rf != 0u) {
+    for (uint t = 0u; t < (RM == 2u ? Rf[0] : (RM == 1u ? 0u : 1u)); ++t)
+    if (RM == 2u || Rf[0] != 0u) {
 #if COOPMAT_EMULATE
       SD_UNROLL for (uint j = 0u; j < NO; ++j)
         SD_UNROLL for (uint r = 0u; r < CE; ++r) oacc[j][r] *= Al[sg * CM + (lane + r * 32u) % CM];
