@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flashdbg flash wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -61,8 +61,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flashdbg|flash|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flashdbg flash wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -302,38 +302,6 @@ if want tiles; then
   step 60 kernels-tiles env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op gemm \
     --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --points 0 \
     --shape 2x320x1x4096 --attrs n=320 --dump-kernels "$R/kernels-tiles"
-  pack
-fi
-if want flashdbg; then
-  # flash_coopmat_f16's diagnostic switches (SDSPEED_VK_FLASH_DEBUG, attention_coopmat.comp;
-  # OLD=1: the two-pass shader of e03a80a; EMU=1: the scalar emulation; FLASHDBG: the list): the quick problems at the defaults under each,
-  # to tell which construct a device gets wrong; where all pass, the time at SD 1.5's
-  # 4096-token self-attention.
-  for dbg in ${FLASHDBG:-OLD=1 RM=0 QE=1 PE=1 QE=1,PE=1 RM=1,SV=1,QE=1,PE=1}; do
-    n=${dbg//[=,]/_}
-    step 60 check-flashdbg-$n env SDSPEED_VK_FLASH_DEBUG=$dbg $S check --backend vulkan --op attention \
-      --variant flash_coopmat_f16 --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 0 \
-      --csv "$R/check-flashdbg-$n.csv"
-    tail -n 1 "$R/check-flashdbg-$n.txt"
-    grep -q " 0 failed" "$R/check-flashdbg-$n.txt" && step 30 bench-flashdbg-$n env SDSPEED_VK_FLASH_DEBUG=$dbg $S bench \
-      --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60 --op attention --shape 2x320x1x4096 \
-      --attrs heads=8 --variant flash_coopmat_f16
-  done
-  grep -h "^attention" "$R"/bench-flashdbg-*.txt
-  # The race command with attention on tensor cores under the first switch set (not OLD)
-  # whose checks passed, and its profile.
-  for dbg in RM=0 QE=1 PE=1 QE=1,PE=1 MB=1 MB=1,QE=1; do
-    grep -q " 0 failed" "$R/check-flashdbg-${dbg//[=,]/_}.txt" 2>/dev/null || continue
-    step 100 run-vulkan-f16-flashtc env SDSPEED_VK_FLASH_DEBUG=$dbg $S run $SD --backend vulkan --arithmetic f16 \
-      --precision f16 --weights f16 --variant attention=flash_coopmat_f16 --report "$R/run-vulkan-f16-flashtc.json" \
-      -o "$R/run-vulkan-f16-flashtc.png" --save-decoded "$R/run-vulkan-f16-flashtc.safetensors"
-    sd_run run-vulkan-f16-race 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
-    summarize
-    step 100 profile-vulkan-f16-flashtc env SDSPEED_VK_FLASH_DEBUG=$dbg $S run $SD --backend vulkan --arithmetic f16 \
-      --precision f16 --weights f16 --variant attention=flash_coopmat_f16 --profile --no-decode \
-      --report "$R/profile-vulkan-f16-flashtc.json"
-    break
-  done
   pack
 fi
 if want flash; then

@@ -72,8 +72,8 @@ TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
             "flash_coopmat_f16 needs 32 O accumulators per subgroup at D = 512, at most 16 (a DO splits the head)");
   // DO = 128 alone: Q's 64 x 520 halves take 66560 bytes by themselves.
   EXPECT_EQ(fam.unsupportedReason(v, v.parsePoint("DO=128"), *vae, f, dev),
-            "flash_coopmat_f16 tiles need 90656 bytes of shared memory at D = 512, device has 49152");
-  // Halving the rows: 32 of them still take 49696 bytes, 16 fit.
+            "flash_coopmat_f16 tiles need 90640 bytes of shared memory at D = 512, device has 49152");
+  // Halving the rows: 32 of them still take 49680 bytes, 16 fit.
   EXPECT_GT(AttentionFamily::coopMatLocalBytes(v.parsePoint("DO=128,SG=2"), 512), 49152u);
   const ParamPoint fitted = v.defaultsFor(*vae);
   EXPECT_EQ(fitted, v.parsePoint("DO=128,SG=1"));
@@ -84,9 +84,9 @@ TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
   EXPECT_EQ(fam.unsupportedReason(v, borrowed, *vae, f, dev), "");
   // The bytes as attention_coopmat.comp declares them, at D = 40 and the defaults (BR = 64,
   // BC = 32, DQC = DOC = 48, K chunk 48): Qs, KVs (K and V share it), Ps (f16); Ss, Mr + Al,
-  // Pm (f32) and the rescale flag.
+  // Pm (f32) and the rescale flag (16 bytes).
   EXPECT_EQ(AttentionFamily::coopMatLocalBytes(v.defaults(), 40),
-            2u * (64 * 56 + 32 * 56 + 64 * 40 + 8) + 4u * (64 * 36 + 2 * 64 + 128 + 4));
+            2u * (64 * 56 + 32 * 56 + 64 * 40) + 4u * (64 * 36 + 2 * 64 + 128 + 4));
   EXPECT_EQ(AttentionFamily::coopMatColumns(v.defaults(), 40), 48);  // D rounded up to CN
   EXPECT_EQ(AttentionFamily::coopMatColumns(v.parsePoint("DO=64"), 512), 64);
 }

@@ -31,7 +31,7 @@
 //   takes its slice's scores into registers, their max into Pm; a row's max merged (one
 //   invocation a row) into the reference m (Mr) and the row's factor (Al: 1 unless m
 //   moved); then the V tile staged, P = exp2(S - m) in f16 into Ps, the slices' sums
-//   l = l * factor + sum P (f32); O rescaled if any row of the work-group moved (Rf);
+//   l = l * factor + sum P (f32); O rescaled if any row of the work-group moved (Rf[0]);
 //   O += P V. K and V share one staging buffer (K is done with before V is stored).
 // Staging reads 4 head dims of one token per load (NC4HW4: one quad; NCHW: 4 loads a
 // token apart), neighbouring invocations neighbouring tokens.
@@ -71,17 +71,6 @@ layout(constant_id = 6) const uint DC = 64;   // head dims per K staging chunk (
 layout(constant_id = 7) const uint DOC = 48;  // O columns per work-group (the host resolves DO = 0)
 layout(constant_id = 8) const uint DQC = 48;  // the head's D rounded up to CK (the host's)
 layout(constant_id = 9) const uint RT = 8;    // how far (log2 units) a block's max may pass m before m moves
-// Diagnostics (SDSPEED_VK_FLASH_DEBUG, attention_coopmat_vulkan.cpp): RM 0 rescales O in an
-// if, 1 never (wrong where m moves), 2 in a loop of 0 or 1 trips; SV 1 stages V in its own array.
-layout(constant_id = 10) const uint RM = 0;
-layout(constant_id = 11) const uint SV = 0;
-// QE 1 stages Q, K and V one element a load (the two-pass shader's loops); PE 1 takes P's
-// scores from Ss again rather than from registers (right only while RM = 1 keeps Ss intact).
-layout(constant_id = 12) const uint QE = 0;
-layout(constant_id = 13) const uint PE = 0;
-// MB 1: every invocation merges its own row's max (m and the factor in registers, no
-// divergent per-row section).
-layout(constant_id = 14) const uint MB = 0;
 
 const uint BR = SG * CM, WGS = SG * 32u;
 const uint NSL = WGS / BR;                    // invocations (key slices) per row: 32 / CM
@@ -115,16 +104,15 @@ const float LOG2E = 1.4426950408889634;
 
 shared float16_t Qs[BR * QSTR];
 shared float16_t KVs[KVN];       // a block's K chunk, then its V tile
-shared float16_t Vs[SV == 1u ? BC * VSTR : 8u];
 shared float16_t Ps[BR * PSTR];
 shared float Ss[BR * SSTR];      // a block's S; O's round trips and the output (per subgroup)
 shared float Mr[BR], Al[BR];     // each row's reference m and this block's factor for O and l
 shared float Pm[WGS];            // the slices' block max; at the end their sums
 shared uint Rf[4];               // [0]: some row with earlier weights moved its m this block
 // Every shared array is a whole number of 16-byte units (Rf[4], not one uint): drivers
-// place them in an order of their own, and the coopmat loads and stores need 16-byte
-// aligned addresses. With a lone 4-byte Rf every check failed on an H100 and an H200
-// while the scalar emulation passed on both (results/vulkan/flash1/README.md).
+// place shared variables in an order of their own, and the coopmat loads and stores need
+// 16-byte aligned addresses. With a lone 4-byte Rf every check failed on an H100 and an
+// H200 while the scalar emulation passed on both (results/vulkan/flash1/README.md).
 
 // Head dims d .. d + 3 of token t (batch b, head h) of a tensor with T tokens, as floats;
 // zeros where !ok (every load issued, at index 0 then: SD_GUARD, prelude.glsl).
@@ -163,21 +151,7 @@ void main() {
   const uint kend = (p.flags & 1u) != 0u ? min(p.L, r0 + BR) : p.L;
 
   // Q once, scaled, zeros past D and S; m unset.
-  if (QE == 1u) {
-    const uint QLE = (BR * DQC + WGS - 1u) / WGS;
-    float qe[QLE];
-    SD_UNROLL for (uint i = 0u; i < QLE; ++i) {
-      const uint e = lid + i * WGS, row = e % BR, d = e / BR, s = r0 + row;
-      const bool ok = all(bvec3(e < BR * DQC, d < D, s < p.S));
-      const float val = float(q[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, s), p.S)]) * qscale;
-      qe[i] = ok ? val : 0.0;
-    }
-    SD_UNROLL for (uint i = 0u; i < QLE; ++i) {
-      const uint e = lid + i * WGS;
-      if (e < BR * DQC) Qs[(e % BR) * QSTR + e / BR] = float16_t(qe[i]);
-    }
-    if (lid < BR) Mr[lid] = NEG_INF;
-  } else {
+  {
     vec4 qv[QL];
     SD_UNROLL for (uint i = 0u; i < QL; ++i) {
       const uint e = lid + i * WGS, row = e % BR, d = 4u * (e / BR);
@@ -201,7 +175,7 @@ void main() {
   // This invocation's row (of its subgroup's: 32 / NSL = CM rows), key slice and the
   // slice's running sum of weights against the row's m.
   const uint xrow = lid / NSL, xsl = lid % NSL;
-  float l = 0.0, mreg = NEG_INF, freg = 1.0;
+  float l = 0.0;
 
   for (uint k0 = 0u; k0 < kend; k0 += BC) {
     // S = Q K^T (scaled, log2 units), K staged KCH head dims at a time.
@@ -215,20 +189,6 @@ void main() {
 #endif
     for (uint d0 = 0u; d0 < DQC; d0 += KCH) {
       barrier();  // the previous chunk's (or block's) reads of KVs and Ps are done
-      if (QE == 1u) {
-        const uint KLE = (BC * KCH + WGS - 1u) / WGS;
-        float ke[KLE];
-        SD_UNROLL for (uint i = 0u; i < KLE; ++i) {
-          const uint e = lid + i * WGS, kk = e % BC, d = d0 + e / BC, key = k0 + kk;
-          const bool ok = all(bvec3(e < BC * KCH, d < D, key < p.L));
-          const float val = float(k[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, key), p.L)]);
-          ke[i] = ok ? val : 0.0;
-        }
-        SD_UNROLL for (uint i = 0u; i < KLE; ++i) {
-          const uint e = lid + i * WGS;
-          if (e < BC * KCH) KVs[(e % BC) * KSTR + e / BC] = float16_t(ke[i]);
-        }
-      } else {
       vec4 kv[KL];
       SD_UNROLL for (uint i = 0u; i < KL; ++i) {  // neighbouring invocations: neighbouring keys
         const uint e = lid + i * WGS, kk = e % BC, d = d0 + 4u * (e / BC);
@@ -237,7 +197,6 @@ void main() {
       SD_UNROLL for (uint i = 0u; i < KL; ++i) {
         const uint e = lid + i * WGS, kk = e % BC, dd = 4u * (e / BC);
         if (e < KQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * KSTR + dd + j] = float16_t(kv[i][j]);
-      }
       }
       barrier();
       SD_UNROLL for (uint kk = 0u; kk < KCH; kk += CK) {
@@ -288,17 +247,6 @@ void main() {
     // factor exp2(m_old - m_new) is 0 for a row with no weights yet (m_old = -inf), and
     // only rows that had weights make O take its round trip. A row whose keys so far are
     // all masked keeps m = -inf (its weights are 0, exponentiated against 0 below).
-    if (MB == 1u) {
-      float bm = NEG_INF;
-      SD_UNROLL for (uint i = 0u; i < NSL; ++i) bm = max(bm, Pm[xrow * NSL + i]);
-      const bool mv = bm > mreg + float(RT);
-      freg = mv ? exp2(mreg - bm) : 1.0;
-      const uint moved = (mv && mreg != NEG_INF) ? 1u : 0u;
-      mreg = mv ? bm : mreg;
-      Al[xrow] = freg;
-      Mr[xrow] = mreg;
-      atomicOr(Rf[0], moved);
-    } else
     if (lid < BR) {
       float bm = NEG_INF;
       SD_UNROLL for (uint i = 0u; i < NSL; ++i) bm = max(bm, Pm[lid * NSL + i]);
@@ -320,38 +268,22 @@ void main() {
       vv[i] = vQuad(all(bvec3(e < VQ, d < D, k0 + kk < p.L)), b, h, d, k0 + kk);
     }
     {
-      const float mrow = MB == 1u ? mreg : Mr[xrow], mref = mrow == NEG_INF ? 0.0 : mrow;
+      const float mrow = Mr[xrow], mref = mrow == NEG_INF ? 0.0 : mrow;
       float sum = 0.0;
       SD_UNROLL for (uint i = 0u; i < XL; ++i) {
-        const float w = exp2((PE == 1u ? score(b, r0, k0, xrow, xsl + i * NSL) : x[i]) - mref);
+        const float w = exp2(x[i] - mref);
         Ps[xrow * PSTR + xsl + i * NSL] = float16_t(w);
         sum += w;
       }
-      l = l * (MB == 1u ? freg : Al[xrow]) + sum;
+      l = l * Al[xrow] + sum;
     }
-    if (QE == 1u) {
-      const uint VLE = (BC * DOC + WGS - 1u) / WGS;
-      SD_UNROLL for (uint i = 0u; i < VLE; ++i) {
-        const uint e = lid + i * WGS, kk = e % BC, d = n0 + e / BC, key = k0 + kk;
-        const bool ok = all(bvec3(e < BC * DOC, d < D, key < p.L));
-        const float val = float(v[at(b, h, SD_GUARD(ok, d), SD_GUARD(ok, key), p.L)]);
-        if (e < BC * DOC) {
-          if (SV == 1u) Vs[(e % BC) * VSTR + e / BC] = float16_t(ok ? val : 0.0);
-          else KVs[(e % BC) * VSTR + e / BC] = float16_t(ok ? val : 0.0);
-        }
-      }
-    } else
     SD_UNROLL for (uint i = 0u; i < VL; ++i) {
       const uint e = lid + i * WGS, kk = e % BC, cc = 4u * (e / BC);
-      if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) {
-        if (SV == 1u) Vs[kk * VSTR + cc + j] = float16_t(vv[i][j]);
-        else KVs[kk * VSTR + cc + j] = float16_t(vv[i][j]);
-      }
+      if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * VSTR + cc + j] = float16_t(vv[i][j]);
     }
-    // O's rows scaled by their factors where some row moved its m (uniform: Rf is shared
+    // O's rows scaled by their factors where some row moved its m (uniform: Rf[0] is shared
     // and read after the barrier that ordered its writes).
-    for (uint t = 0u; t < (RM == 2u ? Rf[0] : (RM == 1u ? 0u : 1u)); ++t)
-    if (RM == 2u || Rf[0] != 0u) {
+    if (Rf[0] != 0u) {
 #if COOPMAT_EMULATE
       SD_UNROLL for (uint j = 0u; j < NO; ++j)
         SD_UNROLL for (uint r = 0u; r < CE; ++r) oacc[j][r] *= Al[sg * CM + (lane + r * 32u) % CM];
@@ -378,7 +310,7 @@ void main() {
           const uint e = lane + r * 32u, row = sg * CM + e % CM, col = j * CN + e / CM;
           float acc = 0.0;
           SD_UNROLL for (uint c = 0u; c < CK; ++c)
-            acc += float(Ps[row * PSTR + kk + c]) * float(SV == 1u ? Vs[(kk + c) * VSTR + col] : KVs[(kk + c) * VSTR + col]);
+            acc += float(Ps[row * PSTR + kk + c]) * float(KVs[(kk + c) * VSTR + col]);
           oacc[j][r] += acc;
         }
 #else
@@ -386,8 +318,7 @@ void main() {
       coopMatLoadNV(pa, Ps, sg * CM * PSTR + kk, PSTR, false);
       SD_UNROLL for (uint j = 0u; j < NO; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> vb;
-        if (SV == 1u) coopMatLoadNV(vb, Vs, kk * VSTR + j * CN, VSTR, false);
-        else coopMatLoadNV(vb, KVs, kk * VSTR + j * CN, VSTR, false);
+        coopMatLoadNV(vb, KVs, kk * VSTR + j * CN, VSTR, false);
         oacc[j] = coopMatMulAddNV(pa, vb, oacc[j]);
       }
 #endif

@@ -4,9 +4,7 @@
 // rows x DO columns of O per (batch, head). Refused in one line where the build's glslc
 // made no module (no GL_NV_cooperative_matrix) or the device did not enable the
 // extension; the family's device rule has already checked the device's shape list.
-#include <cstdlib>
 #include <cstring>
-#include <string>
 
 #include "kernels/attention/attention_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
@@ -27,26 +25,14 @@ std::unique_ptr<PreparedOp> lowerAttentionCoopMatVulkan(vk::VulkanBackend& be, c
   // attention.comp's push constants (the same Push block).
   std::vector<uint32_t> push = {u32(a.heads), BH, S, u32(a.keys), D / 4, vulkanLayoutCode(f), flags, scaleBits};
   auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
-  // SDSPEED_VK_FLASH_DEBUG="RM=1,SV=1": the shader's diagnostic switches (attention_coopmat.comp).
-  auto debug = [](const char* k) -> uint32_t {
-    const char* e = std::getenv("SDSPEED_VK_FLASH_DEBUG");
-    if (!e) return 0;
-    const std::string s = e, key = std::string(k) + "=";
-    const size_t at = s.find(key);
-    return at == std::string::npos ? 0u : static_cast<uint32_t>(std::atoi(s.c_str() + at + key.size()));
-  };
   const uint32_t cols = static_cast<uint32_t>(AttentionFamily::coopMatColumns(p, a.headDim));
   const uint32_t br = u("SG") * u("CM");
   // Bindings: q, k, v, mask, out (attention.comp's first five; no scratch).
   const auto& pipe = be.pipeline(
-      vulkanModuleFor(!module.emulated && debug("OLD") ? std::string("attention_coopmat_old")
-                      : !module.emulated && debug("EMU")   ? module.name + "_emu"
-                                                          : module.name,
-                      f), 5, 8 * 4,
+      vulkanModuleFor(module.name, f), 5, 8 * 4,
       {vulkanLocalSizeX(be, u("SG") * 32u), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")), vk::specU32(3, u("CK")),
        vk::specU32(4, u("SG")), vk::specU32(5, u("BC")), vk::specU32(6, u("DC")), vk::specU32(7, cols),
-       vk::specU32(8, ceilDiv(D, u("CK")) * u("CK")), vk::specU32(9, u("RT")), vk::specU32(10, debug("RM")),
-       vk::specU32(11, debug("SV")), vk::specU32(12, debug("QE")), vk::specU32(13, debug("PE")), vk::specU32(14, debug("MB"))});
+       vk::specU32(8, ceilDiv(D, u("CK")) * u("CK")), vk::specU32(9, u("RT"))});
   return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),
                                         std::array<uint32_t, 3>{ceilDiv(S, br), ceilDiv(D, cols), BH});
 }

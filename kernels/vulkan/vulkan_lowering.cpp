@@ -21,7 +21,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"gemm", &lowerGemmVulkan, "gemm gemm_tiled gemm_coopmat gemm_coopmat_reduce"},
       {"conv", &lowerConvVulkan, "conv conv_winograd conv_coopmat conv_coopmat_reduce conv_coopmat_weights"},
       {"timestep", &lowerTimestepVulkan, "timestep"},
-      {"attention", &lowerAttentionVulkan, "attention attention_coopmat attention_coopmat_old"},
+      {"attention", &lowerAttentionVulkan, "attention attention_coopmat"},
   };
   for (const auto& l : table)
     if (family == l.family) return &l;
