@@ -338,7 +338,7 @@ if want flash; then
     "$R/run-vulkan-f16-race.json" "$R/run-vulkan-f16-flashtc.json" 2>/dev/null || echo 0)
   [ "$faster" = 1 ] && attn=(--variant attention=flash_coopmat_f16) || attn=()
   step 150 steps20-vulkan-f16 $S run ${SD/--steps 5/--steps 20} --backend vulkan --arithmetic f16 --precision f16 \
-    --weights f16 "${attn[@]}" --report "$R/steps20-vulkan-f16.json" -o "$R/steps20-vulkan-f16.png"
+    --weights f16 ${attn[@]+"${attn[@]}"} --report "$R/steps20-vulkan-f16.json" -o "$R/steps20-vulkan-f16.png"
   grep -E "UNet / step|total \(device\)|VAE decoder  " "$R/steps20-vulkan-f16.txt"
   pack
 fi

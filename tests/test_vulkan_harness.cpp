@@ -790,7 +790,7 @@ TEST(VulkanHarnessCoverage, AttentionCoopMatEmulatedMatchesReference) {
   size_t declared = 0;
   for (const auto& param : v.params) declared += param.values.size();
   EXPECT_EQ(values.size(), declared) << "some parameter value is run by no point";
-  EXPECT_GE(ok, 27);
+  EXPECT_GE(ok, 28);  // every case that fits lavapipe's 32 KiB: none refused for another reason
   std::cout << "[   NOTE   ] flash_coopmat_f16 emulated: " << ok << " cases ok\n";
 }
 

@@ -15,18 +15,20 @@
 // H100) and the second made two passes (statistics, then P V: Q K^T computed twice; still
 // 2.5x slower, results/vulkan/splitk-flash/). Here each row keeps a reference m, and its
 // weights are P = exp2(S - m). m moves only when a key block's max exceeds it by more than
-// RT (log2 units), so weights stay <= 2^RT (f16 holds them; the f32 sums too) and O leaves
-// its registers only then: stored to shared memory, its rows scaled by exp2(m_old - m_new),
-// loaded back. With RT = 8 that is the first block of a row and, for scores as SD's, almost
-// never after; RT = 0 moves m at every new max, as textbook flash attention does. O and the
+// RT (log2 units), so weights stay <= 2^RT (f16 holds them; the f32 sums too). m is set at
+// a row's first block with weights (O is still zero then: nothing to rescale); after that,
+// each move takes O out of its registers: stored to shared memory, its rows scaled by
+// exp2(m_old - m_new), loaded back. With RT = 8 and scores as SD's that almost never
+// happens; RT = 0 moves m at every new max, as textbook flash attention does. O and the
 // sums share m, so out = O / L whatever m ends as.
 //
 // A work-group owns BR = SG * CM query rows of one (batch, head) and DOC columns of O
 // (DO = 0: the whole head, D rounded up to CN; a smaller DO splits the head's columns
 // across work-groups, each recomputing Q K^T: what keeps D = 512's O accumulators in
-// registers). Subgroup sg owns rows sg * CM .. sg * CM + CM - 1 in both products, and its
-// 32 invocations hold those rows' statistics (NSL = 32 / CM invocations a row, each a
-// slice of the block's keys: c = slice mod NSL). Per block of BC keys:
+// registers). Subgroup sg owns rows sg * CM .. sg * CM + CM - 1 in both products; the
+// statistics are held by invocation lid for row lid / NSL (NSL = 32 / CM invocations a row,
+// each a slice of the block's keys: c = slice mod NSL) and pass through shared memory behind
+// barriers, so nothing assumes which subgroup an invocation is in. Per block of BC keys:
 //   S = Q K^T (K staged KCH = min(DC, DQC) head dims at a time) into Ss; each invocation
 //   takes its slice's scores into registers, their max into Pm; a row's max merged (one
 //   invocation a row) into the reference m (Mr) and the row's factor (Al: 1 unless m
@@ -172,8 +174,8 @@ void main() {
   fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> oacc[NO];
   SD_UNROLL for (uint j = 0u; j < NO; ++j) oacc[j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
-  // This invocation's row (of its subgroup's: 32 / NSL = CM rows), key slice and the
-  // slice's running sum of weights against the row's m.
+  // This invocation's row, key slice and the slice's running sum of weights against the
+  // row's m.
   const uint xrow = lid / NSL, xsl = lid % NSL;
   float l = 0.0;
 

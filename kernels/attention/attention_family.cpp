@@ -260,13 +260,13 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
   const auto& p = asAttention(prob);
   if (p.headDim % 4) return "head size " + std::to_string(p.headDim) + " is not a multiple of 4 (heads are float4 slices)";
   if (v.name == kCoopMatVariant) {
-    // O's accumulators stay in registers through the second pass (attention_coopmat.cpp):
+    // O's accumulators stay in registers across the key loop (attention_coopmat.comp):
     // at D = 512 only a DO that splits the head's columns keeps them there.
     if (const int acc = coopMatAccumulators(pt, p.headDim); acc > kCoopMatMaxAccumulators)
       return "flash_coopmat_f16 needs " + std::to_string(acc) + " O accumulators per subgroup at D = " +
              std::to_string(p.headDim) + ", at most " + std::to_string(kCoopMatMaxAccumulators) +
              " (a DO splits the head)";
-    // The Q tile (BR x D), K, V, S and P tiles in shared memory (attention_coopmat.comp).
+    // The Q tile (BR x D), the shared K/V buffer, S and P tiles in shared memory (attention_coopmat.comp).
     const size_t local = coopMatLocalBytes(pt, p.headDim);
     if (local > dev.localMemBytes)
       return "flash_coopmat_f16 tiles need " + std::to_string(local) + " bytes of shared memory at D = " +

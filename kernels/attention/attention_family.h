@@ -68,7 +68,7 @@ class AttentionFamily : public Family {
   static constexpr const char* kCoopMatVariant = "flash_coopmat_f16";
   static int coopMatColumns(const ParamPoint& p, int64_t headDim);
   static size_t coopMatLocalBytes(const ParamPoint& p, int64_t headDim);
-  // O's accumulators per subgroup (registers for the whole second pass).
+  // O's accumulators per subgroup (in registers across the whole key loop).
   static int coopMatAccumulators(const ParamPoint& p, int64_t headDim);
   static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev);
   static Tolerance coopMatTolerance();
