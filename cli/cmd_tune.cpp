@@ -268,17 +268,30 @@ int cmdTune(const std::vector<std::string>& argv) {
                   << dtypeName(inst.format.arithmetic) << "\n";
         continue;
       }
-      const size_t budget = parseBudget(args.get("budget"), space.size());
-      std::cout << inst.text() << ": " << strategyName << ", " << budget << " of " << space.size() << " points"
+      // Only the variants that compute in the instance's arithmetic, as the whole-model
+      // tune does (tune_model.cpp): under --arithmetic f16 the f32 variants would spend the
+      // budget on points that can only answer "computes in f32 only".
+      std::vector<Candidate> instSpace;
+      for (const auto& c : space) {
+        const auto& ar = c.variant->arithmetic;
+        if (std::find(ar.begin(), ar.end(), inst.format.arithmetic) != ar.end()) instSpace.push_back(c);
+      }
+      if (instSpace.empty()) {
+        std::cout << "skipped: " << inst.text() << ": no chosen " << fam.name() << " variant computes in "
+                  << dtypeName(inst.format.arithmetic) << "\n";
+        continue;
+      }
+      const size_t budget = parseBudget(args.get("budget"), instSpace.size());
+      std::cout << inst.text() << ": " << strategyName << ", " << budget << " of " << instSpace.size() << " points"
                 << std::endl;
       const ProblemPtr prob = inst.problem(fam);
-      auto strategy = makeStrategy(strategyName, space, budget, seed, prob.get());
-      DeviceEvaluator eval(ctx, fam, inst, space, cache, policy, seed);
+      auto strategy = makeStrategy(strategyName, instSpace, budget, seed, prob.get());
+      DeviceEvaluator eval(ctx, fam, inst, instSpace, cache, policy, seed);
       // Exhaustive and random search know their order: build the budget's points ahead.
       std::vector<size_t> order = strategy->plannedOrder();
       if (order.size() > budget) order.resize(budget);
       if (!order.empty()) eval.prebuild(order, threads);
-      SearchResult res = runSearch(space, *strategy, budget, seconds,
+      SearchResult res = runSearch(instSpace, *strategy, budget, seconds,
                                    [&](size_t i, bool& reused) { return eval(i, reused); }, progressPrinter());
       failures += res.failed;
       // The instance's entry is rebuilt from everything measured for it on this device

@@ -184,5 +184,30 @@ TEST_F(Cli, WholeModelUnderF16ArithmeticTunesHalfVariants) {
   EXPECT_TRUE(std::regex_search(r.out, std::regex("text_encoder +7 +6 "))) << r.out;
 }
 
+// The same for one op's instances (`tune --op`): under --arithmetic f16 the points go to the
+// half variants only. Before, the f32 variants stayed in the space, and a small budget went
+// to rows that could only say "computes in f32 only" (groupnorm's two_pass_f16 never ran
+// in 3 points a GroupNorm of the tiny model).
+TEST_F(Cli, OneOpUnderF16ArithmeticTunesHalfVariants) {
+  const Result devices = run({"devices", "--device", "vulkan:0"});
+  if (devices.exitCode != 0) GTEST_SKIP() << "no Vulkan device: " << devices.describe();
+  TempDir d;
+  const Result r = run({"tune", "--op", "groupnorm", "--shape", "1x16x4x4", "--attrs", "g=4", "--backend", "vulkan",
+                        "--arithmetic", "f16", "--storage", "f16.buffer.nc4hw4", "--strategy", "random", "--budget",
+                        "4", "--seed", "5", "--min-ms", "1", "--threads", "1", "--sweep-dir", d.path() + "/sweeps",
+                        "--db-dir", d.path() + "/tuned"});
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  std::istringstream in(slurp(only(d.path() + "/sweeps", "groupnorm.csv")));
+  std::string line;
+  std::getline(in, line);  // header
+  size_t rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    EXPECT_EQ(line.find("computes in f32 only"), std::string::npos) << line;
+    EXPECT_NE(line.find("_f16,"), std::string::npos) << line;
+  }
+  EXPECT_EQ(rows, 4u) << r.out;
+}
+
 }  // namespace
 }  // namespace sdspeed_test
