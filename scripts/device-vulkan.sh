@@ -333,6 +333,11 @@ if want flash; then
   summarize
   step 120 profile-vulkan-f16-flashtc $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --variant attention=flash_coopmat_f16 --profile --no-decode --report "$R/profile-vulkan-f16-flashtc.json"
+  # Both f16 attention pipelines' driver statistics (registers, spills) at SD 1.5's
+  # 4096-token self-attention: what limits flash_coopmat_f16's occupancy there.
+  step 90 kernels-attention env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op attention \
+    --variant flash_coopmat_f16,flash_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --points 0 \
+    --shape 2x320x1x4096 --attrs heads=8 --dump-kernels "$R/kernels-attention"
   # #22's 20-step target with the faster attention of the two runs above.
   faster=$(python3 -c "import json,sys; t=[json.load(open(f))['time_ms']['unet_median'] for f in sys.argv[1:]]; print(int(t[1] < t[0]))" \
     "$R/run-vulkan-f16-race.json" "$R/run-vulkan-f16-flashtc.json" 2>/dev/null || echo 0)
@@ -555,13 +560,26 @@ if want tune; then
   # a cold machine) in all; resumable (the same sweep folder).
   # Then the race command with that database. The database and sweeps come back in db/,
   # to check in as configs/tuned/<its device key>.yaml and results/sweeps/.
+  # TUNE_OPS="attention groupnorm" instead: only those families' SD 1.5 instances,
+  # TUNE_POINTS (default 12) model-guided points each, extending the checked-in database
+  # (copied in first), for a family whose kernels changed since the last whole-model tune.
   DB=build-dev/tuned-vk SW=build-dev/sweeps-vk
   mkdir -p $DB $SW
-  step $(( ${TUNE_SECONDS:-240} + 120 )) tune $S tune --model configs/models/sd15 --width 512 --height 512 --batch 2 \
-    --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
-    --total-seconds ${TUNE_SECONDS:-240} --db-dir $DB --sweep-dir $SW --devices-dir configs/devices
+  if [ -n "${TUNE_OPS:-}" ]; then
+    cp configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
+    for op in $TUNE_OPS; do
+      step 300 tune-$op $S tune --op $op --model configs/models/sd15 --width 512 --height 512 --batch 2 \
+        --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
+        --budget ${TUNE_POINTS:-12} --db-dir $DB --sweep-dir $SW
+      grep -E "measured|skipped" "$R/tune-$op.txt" | tail -20
+    done
+  else
+    step $(( ${TUNE_SECONDS:-240} + 120 )) tune $S tune --model configs/models/sd15 --width 512 --height 512 --batch 2 \
+      --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
+      --total-seconds ${TUNE_SECONDS:-240} --db-dir $DB --sweep-dir $SW --devices-dir configs/devices
+    tail -8 "$R/tune.txt"
+  fi
   mkdir -p "$R/db" && cp -r $DB $SW "$R/db/"
-  tail -8 "$R/tune.txt"
   sd_run run-vulkan-f16-tuned 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16 --db-dir $DB
   summarize
   # Where the tuned run's time goes, op by op (last: the per-op timestamps may cost a little).
