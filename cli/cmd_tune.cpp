@@ -268,14 +268,8 @@ int cmdTune(const std::vector<std::string>& argv) {
                   << dtypeName(inst.format.arithmetic) << "\n";
         continue;
       }
-      // Only the variants that compute in the instance's arithmetic, as the whole-model
-      // tune does (tune_model.cpp): under --arithmetic f16 the f32 variants would spend the
-      // budget on points that can only answer "computes in f32 only".
-      std::vector<Candidate> instSpace;
-      for (const auto& c : space) {
-        const auto& ar = c.variant->arithmetic;
-        if (std::find(ar.begin(), ar.end(), inst.format.arithmetic) != ar.end()) instSpace.push_back(c);
-      }
+      // Only the variants that compute in the instance's arithmetic, as the whole-model tune.
+      const std::vector<Candidate> instSpace = computingIn(space, inst.format.arithmetic);
       if (instSpace.empty()) {
         std::cout << "skipped: " << inst.text() << ": no chosen " << fam.name() << " variant computes in "
                   << dtypeName(inst.format.arithmetic) << "\n";

@@ -158,17 +158,12 @@ int tuneModel(const Args& args) {
   // unsharded one, which shards only read): the baseline of the gain summary.
   const TunedChooser before(dbDir, key, dev);
   // One space per family and arithmetic: only the variants that compute in the
-  // instance's arithmetic (under --arithmetic f16 the f32 variants would spend the budget
-  // on points that can only answer "computes in f32 only").
+  // instance's arithmetic (computingIn).
   std::map<std::string, std::vector<Candidate>> spaces;
   auto spaceOf = [&](const ModelInstance& m) -> std::vector<Candidate>& {
     const DType a = m.inst.format.arithmetic;
     auto& space = spaces[m.fam->name() + "/" + dtypeName(a)];
-    if (space.empty())
-      for (auto& c : tuningSpace(*m.fam, dev)) {
-        const auto& ar = c.variant->arithmetic;
-        if (std::find(ar.begin(), ar.end(), a) != ar.end()) space.push_back(std::move(c));
-      }
+    if (space.empty()) space = computingIn(tuningSpace(*m.fam, dev), a);
     return space;
   };
   std::vector<TunedChoice> prior;

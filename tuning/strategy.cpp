@@ -21,6 +21,15 @@ std::vector<Candidate> tuningSpace(const Family& fam, const DeviceCaps& dev, con
   return out;
 }
 
+std::vector<Candidate> computingIn(const std::vector<Candidate>& space, DType arithmetic) {
+  std::vector<Candidate> out;
+  for (const auto& c : space) {
+    const auto& ar = c.variant->arithmetic;
+    if (std::find(ar.begin(), ar.end(), arithmetic) != ar.end()) out.push_back(c);
+  }
+  return out;
+}
+
 std::vector<int> ascendingValues(const ParamDef& p) {
   std::vector<int> values = p.values;
   std::sort(values.begin(), values.end());

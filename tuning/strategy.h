@@ -26,6 +26,10 @@ struct Candidate {
 // limits, variants in declaration order (all, or those named).
 std::vector<Candidate> tuningSpace(const Family& fam, const DeviceCaps& dev,
                                    const std::vector<std::string>& variants = {});
+// The candidates whose variant computes in `arithmetic` (VariantDef::arithmetic): under
+// --arithmetic f16 the f32 variants would spend a budget on points that can only answer
+// "computes in f32 only". Both tune paths (one op, the whole model) search this.
+std::vector<Candidate> computingIn(const std::vector<Candidate>& space, DType arithmetic);
 
 constexpr double kFailedCost = std::numeric_limits<double>::infinity();
 

@@ -116,23 +116,21 @@ shared uint Rf[4];               // [0]: some row with earlier weights moved its
 // 16-byte aligned addresses. With a lone 4-byte Rf every check failed on an H100 and an
 // H200 while the scalar emulation passed on both (results/vulkan/flash1/README.md).
 
+uint at(uint b, uint h, uint d, uint t, uint T) { return sd_index(p.layout_, b, h * p.D4 * 4u + d, t, p.H * p.D4 * 4u, T); }
+
 // Head dims d .. d + 3 of token t (batch b, head h) of a tensor with T tokens, as floats;
-// zeros where !ok (every load issued, at index 0 then: SD_GUARD, prelude.glsl).
-#define SD_QUAD(buf, buf4, ok, b, h, d, t, T)                                                        \
-  vec4 r;                                                                                           \
-  if (p.layout_ == SD_NC4HW4) {                                                                     \
-    const uint i4 = ((b * p.H + h) * p.D4 + d / 4u) * T + t, g4 = SD_GUARD(ok, i4);                \
-    r = vec4(buf4[g4]);                                                                             \
-  } else {                                                                                          \
-    const uint i1 = ((b * p.H + h) * p.D4 * 4u + d) * T + t, g1 = SD_GUARD(ok, i1);                \
-    r = vec4(float(buf[g1]), float(buf[g1 + T]), float(buf[g1 + 2u * T]), float(buf[g1 + 3u * T])); \
-  }                                                                                                 \
+// zeros where !ok (every load issued, at index 0 then: SD_GUARD, prelude.glsl). d % 4 == 0,
+// so under NC4HW4 the first element opens a quad (its index / 4); under NCHW the four lie
+// T apart.
+#define SD_QUAD(buf, buf4, ok, b, h, d, t, T)                                                \
+  const uint i0 = at(b, h, d, t, T), g = SD_GUARD(ok, i0);                                  \
+  vec4 r;                                                                                   \
+  if (p.layout_ == SD_NC4HW4) r = vec4(buf4[g / 4u]);                                       \
+  else r = vec4(float(buf[g]), float(buf[g + T]), float(buf[g + 2u * T]), float(buf[g + 3u * T])); \
   return ok ? r : vec4(0.0);
 vec4 qQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(q, q4, ok, b, h, d, t, p.S) }
 vec4 kQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(k, k4, ok, b, h, d, t, p.L) }
 vec4 vQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(v, v4, ok, b, h, d, t, p.L) }
-
-uint at(uint b, uint h, uint d, uint t, uint T) { return sd_index(p.layout_, b, h * p.D4 * 4u + d, t, p.H * p.D4 * 4u, T); }
 
 // Row `row`'s score of key k0 + c in log2 units (Ss holds Q K^T already scaled): the mask
 // added, keys past L and (causal) past the row's token at -inf.

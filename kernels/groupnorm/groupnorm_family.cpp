@@ -191,20 +191,28 @@ ProblemPtr GroupNormFamily::problem(Shape s, int groups, double eps, bool silu, 
   return p;
 }
 
+namespace {
+
+// two_pass's half twin, ranked first: untuned f16 runs take it where it exists (Vulkan;
+// OpenCL refuses it and falls to one_pass_f16). one_pass gives a whole (image, group) to one
+// work-group, 32 of them for the VAE's single image, and on an H100 its defaults took 3.0 ms
+// at 1x128x512x512 against two_pass_f16's 0.29 ms; it wins only at 8x8 (10.9 against
+// 13.4 us) (results/vulkan/gn/README.md). The f32 variants keep their declaration order.
+VariantDef twoPassHalf() {
+  VariantDef v = halfVariant(twoPass(), "two_pass computing in half after its f32 statistics (Vulkan only)");
+  v.defaultRank = 1;
+  return v;
+}
+
+}  // namespace
+
 GroupNormFamily::GroupNormFamily()
     : variants_{twoPass(), onePass(), split(),
                 halfVariant(onePass(), "one_pass computing in half (cl_khr_fp16); statistics in f32"),
                 // Vulkan only (groupnorm_two_pass.comp): groupnorm.cl's two_pass has no half
                 // body, so OpenCL refuses it (unsupportedReason) rather than run f32 code under
                 // a half variant's name.
-                halfVariant(twoPass(), "two_pass computing in half after its f32 statistics (Vulkan only)")} {
-  // Untuned f16 runs take two_pass_f16 first where it exists (Vulkan; OpenCL refuses it and
-  // falls to one_pass_f16): one_pass gives a whole (image, group) to one work-group, 32 of
-  // them for the VAE's single image, and on an H100 its defaults took 3.0 ms at
-  // 1x128x512x512 against two_pass_f16's 0.29 ms; it wins only at 8x8 (10.9 against 13.4 us)
-  // (results/vulkan/gn/README.md). The f32 variants keep their declaration order.
-  variants_.back().defaultRank = 1;
-}
+                twoPassHalf()} {}
 
 std::vector<TensorSlot> GroupNormFamily::slots() const {
   return {{"x", Access::Read, true},
