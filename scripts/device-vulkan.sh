@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -61,8 +61,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -345,6 +345,43 @@ if want flash; then
   step 150 steps20-vulkan-f16 $S run ${SD/--steps 5/--steps 20} --backend vulkan --arithmetic f16 --precision f16 \
     --weights f16 ${attn[@]+"${attn[@]}"} --report "$R/steps20-vulkan-f16.json" -o "$R/steps20-vulkan-f16.png"
   grep -E "UNet / step|total \(device\)|VAE decoder  " "$R/steps20-vulkan-f16.txt"
+  pack
+fi
+if want flash2; then
+  # Session 40: flash_coopmat_f16's staging software-pipelined through registers (each K
+  # chunk's or V tile's successor loaded right after it is stored; LAYOUT a constant):
+  # checked on tensor cores, benched against flash_f16 at SD 1.5's attention shapes, its
+  # driver statistics at the 4096-token self-attention.
+  step 100 check-flash $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
+    --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 --csv "$R/check-flash.csv"
+  step 120 check-flash-full $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --points 0 --full --csv "$R/check-flash-full.csv"
+  tail -qn 1 "$R"/check-flash*.txt
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60"
+  step 120 flash-4096 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 6
+  step 30 flash-cross $B --op attention --shape 2x320x1x4096 --attrs heads=8,kv=77 --variant flash_coopmat_f16,flash_f16
+  step 60 flash-1024 $B --op attention --shape 2x640x1x1024 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 4
+  step 60 flash-256 $B --op attention --shape 2x1280x1x256 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 4
+  step 120 flash-vae $B --op attention --shape 1x512x1x4096 --attrs heads=1 --variant flash_coopmat_f16,flash_f16 --points 4
+  grep -hE "^attention " "$R"/flash-*.txt > "$R/flash.txt"; cat "$R/flash.txt"
+  step 90 kernels-attention env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op attention \
+    --variant flash_coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --points 0 \
+    --shape 2x320x1x4096 --attrs heads=8 --dump-kernels "$R/kernels-attention"
+  pack
+fi
+if want ksweep; then
+  # Where gemm coopmat_f16's time goes: the same 2x4096-position, n = 320 GEMM at K = 8
+  # (one K step: launch, tile setup and the epilogue), 64, 320, 1280 and 2560 (the slope is
+  # a K step's cost), at the default point and at KS = 64; plus its driver statistics.
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --variant coopmat_f16"
+  for k in 8 64 320 1280 2560; do
+    step 30 ksweep-$k $B --op gemm --shape 2x${k}x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --params SK=1
+    step 30 ksweep64-$k $B --op gemm --shape 2x${k}x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --params SK=1,KS=64
+  done
+  grep -hE "^gemm " "$R"/ksweep*.txt > "$R/ksweep.txt"; cat "$R/ksweep.txt"
+  step 90 kernels-gemm env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op gemm \
+    --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --points 0 \
+    --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --dump-kernels "$R/kernels-gemm"
   pack
 fi
 if want wide; then

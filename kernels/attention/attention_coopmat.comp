@@ -73,6 +73,10 @@ layout(constant_id = 6) const uint DC = 64;   // head dims per K staging chunk (
 layout(constant_id = 7) const uint DOC = 48;  // O columns per work-group (the host resolves DO = 0)
 layout(constant_id = 8) const uint DQC = 48;  // the head's D rounded up to CK (the host's)
 layout(constant_id = 9) const uint RT = 8;    // how far (log2 units) a block's max may pass m before m moves
+// The layout (SD_NCHW or SD_NC4HW4, the push constant layout_'s value) as a constant too:
+// sd_index's select and the quad loads' branch are folded when the pipeline is made, so no
+// branch stands between a staging load and its use (gemm_coopmat.comp's LAYOUT).
+layout(constant_id = 10) const uint LAYOUT = 0;
 
 const uint BR = SG * CM, WGS = SG * 32u;
 const uint NSL = WGS / BR;                    // invocations (key slices) per row: 32 / CM
@@ -116,21 +120,18 @@ shared uint Rf[4];               // [0]: some row with earlier weights moved its
 // 16-byte aligned addresses. With a lone 4-byte Rf every check failed on an H100 and an
 // H200 while the scalar emulation passed on both (results/vulkan/flash1/README.md).
 
-uint at(uint b, uint h, uint d, uint t, uint T) { return sd_index(p.layout_, b, h * p.D4 * 4u + d, t, p.H * p.D4 * 4u, T); }
+uint at(uint b, uint h, uint d, uint t, uint T) { return sd_index(LAYOUT, b, h * p.D4 * 4u + d, t, p.H * p.D4 * 4u, T); }
 
-// Head dims d .. d + 3 of token t (batch b, head h) of a tensor with T tokens, as floats;
-// zeros where !ok (every load issued, at index 0 then: SD_GUARD, prelude.glsl). d % 4 == 0,
-// so under NC4HW4 the first element opens a quad (its index / 4); under NCHW the four lie
-// T apart.
-#define SD_QUAD(buf, buf4, ok, b, h, d, t, T)                                                \
-  const uint i0 = at(b, h, d, t, T), g = SD_GUARD(ok, i0);                                  \
-  vec4 r;                                                                                   \
-  if (p.layout_ == SD_NC4HW4) r = vec4(buf4[g / 4u]);                                       \
-  else r = vec4(float(buf[g]), float(buf[g + T]), float(buf[g + 2u * T]), float(buf[g + 3u * T])); \
+// Head dims d .. d + 3 of query t (batch b, head h) as floats; zeros where !ok (every load
+// issued, at index 0 then: SD_GUARD, prelude.glsl). d % 4 == 0, so under NC4HW4 the first
+// element opens a quad (its index / 4); under NCHW the four lie S apart.
+vec4 qQuad(bool ok, uint b, uint h, uint d, uint t) {
+  const uint g = SD_GUARD(ok, at(b, h, d, t, p.S)), T = p.S;
+  vec4 r;
+  if (LAYOUT == SD_NC4HW4) r = vec4(q4[g / 4u]);
+  else r = vec4(float(q[g]), float(q[g + T]), float(q[g + 2u * T]), float(q[g + 3u * T]));
   return ok ? r : vec4(0.0);
-vec4 qQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(q, q4, ok, b, h, d, t, p.S) }
-vec4 kQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(k, k4, ok, b, h, d, t, p.L) }
-vec4 vQuad(bool ok, uint b, uint h, uint d, uint t) { SD_QUAD(v, v4, ok, b, h, d, t, p.L) }
+}
 
 // Row `row`'s score of key k0 + c in log2 units (Ss holds Q K^T already scaled): the mask
 // added, keys past L and (causal) past the row's token at -inf.
@@ -140,6 +141,60 @@ float score(uint b, uint r0, uint k0, uint row, uint c) {
   if ((p.flags & 2u) != 0u && s < p.S && key < p.L) x += mask[(b * p.S + s) * p.L + key] * LOG2E;
   if (key >= p.L || ((p.flags & 1u) != 0u && key > s)) x = NEG_INF;
   return x;
+}
+
+// The staging registers: one K chunk (KL quads an invocation) or one V tile (VL), in f16
+// (what shared memory holds), as loaded, and which of them are inside the problem (stin);
+// zeros replace the others when they are stored, so between a load and its store nothing
+// uses the value (a select on it would wait for the load where it is issued).
+const uint SL = KL > VL ? KL : VL;
+f16vec4 st[SL];
+bool stin[SL];
+
+// Head dims d .. d + 3 of token t of k or v (the staging's raw loads; index 0 where !ok).
+#define SD_RAW(buf, buf4, ok, b, h, d, t)                                                    \
+  const uint g = SD_GUARD(ok, at(b, h, d, t, p.L));                                          \
+  if (LAYOUT == SD_NC4HW4) return f16vec4(buf4[g / 4u]);                                    \
+  return f16vec4(buf[g], buf[g + p.L], buf[g + 2u * p.L], buf[g + 3u * p.L]);
+f16vec4 kRaw(bool ok, uint b, uint h, uint d, uint t) { SD_RAW(k, k4, ok, b, h, d, t) }
+f16vec4 vRaw(bool ok, uint b, uint h, uint d, uint t) { SD_RAW(v, v4, ok, b, h, d, t) }
+
+// K's head dims d0 .. d0 + KCH - 1 of keys k0 .. k0 + BC - 1 into st; neighbouring
+// invocations: neighbouring keys. Past kend the keys are past L: index 0, never stored.
+void stageK(uint b, uint h, uint k0, uint d0) {
+  const uint lid = gl_LocalInvocationID.x, D = p.D4 * 4u;
+  SD_UNROLL for (uint i = 0u; i < KL; ++i) {
+    const uint e = lid + i * WGS, kk = e % BC, d = d0 + 4u * (e / BC);
+    const bool inside = all(bvec3(e < KQ, d < D, k0 + kk < p.L));
+    st[i] = kRaw(inside, b, h, d, k0 + kk);
+    stin[i] = inside;
+  }
+}
+void storeK() {
+  const uint lid = gl_LocalInvocationID.x;
+  SD_UNROLL for (uint i = 0u; i < KL; ++i) {
+    const uint e = lid + i * WGS, kk = e % BC, dd = 4u * (e / BC);
+    const f16vec4 q = stin[i] ? st[i] : f16vec4(0.0);
+    if (e < KQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * KSTR + dd + j] = q[j];
+  }
+}
+// V's columns n0 .. n0 + DOC - 1 of keys k0 .. into st.
+void stageV(uint b, uint h, uint k0, uint n0) {
+  const uint lid = gl_LocalInvocationID.x, D = p.D4 * 4u;
+  SD_UNROLL for (uint i = 0u; i < VL; ++i) {
+    const uint e = lid + i * WGS, kk = e % BC, d = n0 + 4u * (e / BC);
+    const bool inside = all(bvec3(e < VQ, d < D, k0 + kk < p.L));
+    st[i] = vRaw(inside, b, h, d, k0 + kk);
+    stin[i] = inside;
+  }
+}
+void storeV() {
+  const uint lid = gl_LocalInvocationID.x;
+  SD_UNROLL for (uint i = 0u; i < VL; ++i) {
+    const uint e = lid + i * WGS, kk = e % BC, cc = 4u * (e / BC);
+    const f16vec4 q = stin[i] ? st[i] : f16vec4(0.0);
+    if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * VSTR + cc + j] = q[j];
+  }
 }
 
 void main() {
@@ -177,6 +232,12 @@ void main() {
   const uint xrow = lid / NSL, xsl = lid % NSL;
   float l = 0.0;
 
+  // The staging of K chunks and V tiles is software-pipelined through registers (st):
+  // each staged tile's successor is loaded right after it is stored, so the loads are in
+  // flight during the products and the statistics that follow (V's during Q K^T and the
+  // softmax, the next block's first K chunk during P V) instead of each costing a memory
+  // latency of its own between two barriers.
+  stageK(b, h, 0u, 0u);  // block 0's first chunk (nothing past kend is used)
   for (uint k0 = 0u; k0 < kend; k0 += BC) {
     // S = Q K^T (scaled, log2 units), K staged KCH head dims at a time.
 #if COOPMAT_EMULATE
@@ -189,15 +250,10 @@ void main() {
 #endif
     for (uint d0 = 0u; d0 < DQC; d0 += KCH) {
       barrier();  // the previous chunk's (or block's) reads of KVs and Ps are done
-      vec4 kv[KL];
-      SD_UNROLL for (uint i = 0u; i < KL; ++i) {  // neighbouring invocations: neighbouring keys
-        const uint e = lid + i * WGS, kk = e % BC, d = d0 + 4u * (e / BC);
-        kv[i] = kQuad(all(bvec3(e < KQ, d < D, k0 + kk < p.L)), b, h, d, k0 + kk);
-      }
-      SD_UNROLL for (uint i = 0u; i < KL; ++i) {
-        const uint e = lid + i * WGS, kk = e % BC, dd = 4u * (e / BC);
-        if (e < KQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * KSTR + dd + j] = float16_t(kv[i][j]);
-      }
+      storeK();
+      // Uniform: the next chunk of this block's K, or after its last chunk this block's V.
+      if (d0 + KCH < DQC) stageK(b, h, k0, d0 + KCH);
+      else stageV(b, h, k0, n0);
       barrier();
       SD_UNROLL for (uint kk = 0u; kk < KCH; kk += CK) {
         if (d0 + kk < DQC) {  // uniform: the last chunk may be partial
@@ -260,13 +316,9 @@ void main() {
       Al[lid] = f;
     }
     barrier();
-    // The V tile's loads first, then P = exp2(S - m) in f16 (every weight <= 2^RT) and the
-    // slice's sum, then V into the staging buffer (K's reads are done: barrier above).
-    vec4 vv[VL];
-    SD_UNROLL for (uint i = 0u; i < VL; ++i) {
-      const uint e = lid + i * WGS, kk = e % BC, d = n0 + 4u * (e / BC);
-      vv[i] = vQuad(all(bvec3(e < VQ, d < D, k0 + kk < p.L)), b, h, d, k0 + kk);
-    }
+    // P = exp2(S - m) in f16 (every weight <= 2^RT) and the slice's sum, then V (in
+    // flight since K's last chunk was stored) into the staging buffer (K's reads are done:
+    // barrier above), and the next block's first K chunk on its way.
     {
       const float mrow = Mr[xrow], mref = mrow == NEG_INF ? 0.0 : mrow;
       float sum = 0.0;
@@ -277,10 +329,8 @@ void main() {
       }
       l = l * Al[xrow] + sum;
     }
-    SD_UNROLL for (uint i = 0u; i < VL; ++i) {
-      const uint e = lid + i * WGS, kk = e % BC, cc = 4u * (e / BC);
-      if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * VSTR + cc + j] = float16_t(vv[i][j]);
-    }
+    storeV();
+    stageK(b, h, k0 + BC, 0u);  // after the last block: keys past L, loads of index 0, never stored
     // O's rows scaled by their factors where some row moved its m (uniform: Rf[0] is shared
     // and read after the barrier that ordered its writes).
     if (Rf[0] != 0u) {

@@ -1,6 +1,6 @@
 // The Vulkan lowering of attention flash_coopmat_f16 (attention_coopmat.comp): the point's
 // coopmat shape, subgroups, key block, Q K^T step, O columns and RT as specialization
-// constants (and the head rounded up to CK), attention.comp's push constants, one dispatch of a work-group per BR query
+// constants (and the head rounded up to CK, and the layout), attention.comp's push constants, one dispatch of a work-group per BR query
 // rows x DO columns of O per (batch, head). Refused in one line where the build's glslc
 // made no module (no GL_NV_cooperative_matrix) or the device did not enable the
 // extension; the family's device rule has already checked the device's shape list.
@@ -32,7 +32,8 @@ std::unique_ptr<PreparedOp> lowerAttentionCoopMatVulkan(vk::VulkanBackend& be, c
       vulkanModuleFor(module.name, f), 5, 8 * 4,
       {vulkanLocalSizeX(be, u("SG") * 32u), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")), vk::specU32(3, u("CK")),
        vk::specU32(4, u("SG")), vk::specU32(5, u("BC")), vk::specU32(6, u("DC")), vk::specU32(7, cols),
-       vk::specU32(8, ceilDiv(D, u("CK")) * u("CK")), vk::specU32(9, u("RT"))});
+       vk::specU32(8, ceilDiv(D, u("CK")) * u("CK")), vk::specU32(9, u("RT")),
+       vk::specU32(10, vulkanLayoutCode(f))});
   return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),
                                         std::array<uint32_t, 3>{ceilDiv(S, br), ceilDiv(D, cols), BH});
 }
