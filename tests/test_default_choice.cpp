@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fake_vulkan_caps.h"
+#include "kernels/attention/attention_family.h"
 #include "kernels/common/half_variant.h"
 #include "kernels/conv/conv_family.h"
 #include "kernels/registry.h"
@@ -140,6 +141,26 @@ TEST(DefaultChoice, UntunedF16ConvRunsTheTensorCoresWhereTheDeviceHasThem) {
   // The 1x1 convolutions likewise: the tensor cores, else the first twin that runs k = 1.
   Case one{findFamily("conv"), ConvFamily::problem({2, 64, 16, 16}, 32, 1, 1, true, false, false)};
   EXPECT_EQ(one.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "coopmat_f16");
+}
+
+// attention flash_coopmat_f16 is ranked first: an untuned f16 attention runs the tensor
+// cores where the device lists a shape, flash_f16 elsewhere (and under f32, flash's order
+// is unchanged: the coopmat variant computes in f16 only).
+TEST(DefaultChoice, UntunedF16AttentionRunsTheTensorCoresWhereTheDeviceHasThem) {
+  sdspeed_test::TempDir dir;
+  Case k{findFamily("attention"), AttentionFamily::problem(2, 8, 40, 4096, 4096)};
+  k.format = StorageFormat::parse("f16.buffer.nc4hw4").withArithmetic(DType::F16);
+  const NodeChoice onH200 = k.choose(TunedChooser(dir.path(), kKey, h200()), h200());
+  EXPECT_EQ(onH200.variant, "flash_coopmat_f16") << onH200.source;
+  const NodeChoice onLavapipe = k.choose(TunedChooser(dir.path(), kKey, lavapipe()), lavapipe());
+  EXPECT_EQ(onLavapipe.variant, "flash_f16") << onLavapipe.source;
+  EXPECT_NE(onLavapipe.source.find("device lacks cooperative matrices"), std::string::npos) << onLavapipe.source;
+  // The VAE's single head of 512: the fitted point (O split in columns) runs.
+  Case vae{findFamily("attention"), AttentionFamily::problem(1, 1, 512, 4096, 4096)};
+  vae.format = k.format;
+  EXPECT_EQ(vae.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "flash_coopmat_f16");
+  k.format = k.format.withArithmetic(DType::F32);
+  EXPECT_NE(k.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "flash_coopmat_f16");
 }
 
 // Untuned, conv coopmat_f16's split-K is sized to the problem (VariantDef::fitDefaults,
