@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -61,8 +61,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -382,6 +382,37 @@ if want ksweep; then
   step 90 kernels-gemm env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op gemm \
     --variant coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --points 0 \
     --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --dump-kernels "$R/kernels-gemm"
+  pack
+fi
+if want epi; then
+  # Session 40: the coopmat GEMM's and convolution's epilogue through a work-group C tile in
+  # shared memory (over the staging tiles, in passes where it does not fit), 4 channels of a
+  # position an invocation under NC4HW4. Checked on tensor cores (every storage, f16 and
+  # int8 weights, sampled points; SD 1.5's Linear sizes; the conv quick problems and split-K),
+  # then benched at the ksweep GEMMs and SD 1.5's heaviest conv and GEMM shapes.
+  step 150 check-epi-gemm $S check --backend vulkan --op gemm --variant coopmat_f16 --arithmetic f16 \
+    --storage f32.buffer.nchw,f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16,int8 --points 4 --csv "$R/check-epi-gemm.csv"
+  step 150 check-epi-gemm-wide $S check --backend vulkan --op gemm --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --weights f16 --params WM=4,WN=4 --csv "$R/check-epi-gemm-wide.csv"
+  step 150 check-epi-conv $S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nchw,f16.buffer.nc4hw4 --weights f16,int8 --points 3 --csv "$R/check-epi-conv.csv"
+  step 150 check-epi-conv-wide $S check --backend vulkan --op conv --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --weights f16 --params WM=4,WN=4,SK=2 --csv "$R/check-epi-conv-wide.csv"
+  step 240 check-epi-gemm-full $S check --backend vulkan --op gemm --variant coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --weights f16 --points 0 --full --csv "$R/check-epi-gemm-full.csv"
+  tail -qn 1 "$R"/check-epi-*.txt
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --variant coopmat_f16"
+  for k in 8 320 1280; do
+    step 30 epi-k$k $B --op gemm --shape 2x${k}x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --params SK=1
+  done
+  step 30 epi-tiny $B --op gemm --shape 1x8x1x1 --attrs n=16,epilogue=none,bias=0,residual=0 --params SK=1
+  step 40 epi-geglu $B --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0
+  step 40 epi-res $B --op gemm --shape 2x1280x1x4096 --attrs n=320,epilogue=none,bias=1,residual=1
+  step 40 epi-conv320 $B --op conv --shape 2x320x64x64 --attrs cout=320,residual=1
+  step 40 epi-conv640 $B --op conv --shape 2x640x32x32 --attrs cout=640,residual=1
+  step 40 epi-conv1280 $B --op conv --shape 2x1280x16x16 --attrs cout=1280,residual=1
+  step 60 epi-convvae $B --op conv --shape 1x128x512x512 --attrs cout=128,residual=1
+  grep -hE "^(gemm|conv) " "$R"/epi-*.txt > "$R/epi.txt"; cat "$R/epi.txt"
   pack
 fi
 if want wide; then

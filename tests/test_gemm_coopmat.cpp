@@ -137,11 +137,20 @@ TEST(GemmCoopMat, NoCooperativeMatricesRejectsEveryPoint) {
 
 TEST(GemmCoopMat, SharedMemoryAsTheShaderDeclaresIt) {
   // Defaults: BM = BN = 2 * 2 * 16 = 64, KS = 32, two stages. As: 64 rows of 32 + 8
-  // halves (5 uvec4s), Bs: 64 rows likewise (x2 under GEGLU), per stage; the scratch: 4
-  // subgroups x 256 floats (x2 under GEGLU).
+  // halves (5 uvec4s), Bs: 64 rows likewise (x2 under GEGLU), per stage; the epilogue's C
+  // tile over them: 64 channels (x2 under GEGLU) of 64 + 4 floats.
   const ParamPoint d = coopmat().defaults();
-  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, false), 2u * 2 * (64 * 40 + 64 * 40) + 4u * 4 * 256);
-  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, true), 2u * 2 * (64 * 40 + 2 * 64 * 40) + 4u * 4 * 2 * 256);
+  // The staging tiles, or the C tile's share over them where it is larger: GEGLU's two of
+  // 64 x 68 floats (34816 bytes) exceed its staging (30720) and go in two passes of 17408.
+  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, false), 2u * 2 * (64 * 40 + 64 * 40));
+  EXPECT_EQ(GemmFamily::coopMatLocalBytes(d, true), 2u * 2 * (64 * 40 + 2 * 64 * 40));
+  // A 128 x 128 tile: 67584 bytes of C tile in two passes (33792) over 40960 of staging.
+  const ParamPoint big = coopmat().parsePoint("WM=4,WN=4,SGM=2,SGN=2");
+  EXPECT_EQ(GemmFamily::coopMatLocalBytes(big, false), 2u * 2 * (128 * 40 + 128 * 40));
+  // One stage of 16-deep steps (DB = 0, KS = 16: 6144 bytes of staging): the 64 x 64 C
+  // tile (17408) goes in WN = 2 passes of 8704, still the larger.
+  const ParamPoint thin = coopmat().parsePoint("DB=0,KS=16");
+  EXPECT_EQ(GemmFamily::coopMatLocalBytes(thin, false), 17408u / 2);
   EXPECT_EQ(coopmat().localMemBytes(d), GemmFamily::coopMatLocalBytes(d, false));
   // GEGLU's larger tiles are checked where the problem is known.
   const Family& gemm = findFamily("gemm");

@@ -72,6 +72,14 @@ const uint AC = BM * KC, BC = BN * KC;       // one stage's chunks
 const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per invocation
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;   // one accumulator's elements
+// The epilogue's C tile over the staging tiles in NPASS passes, as gemm_coopmat.comp's:
+// element (local channel cl, tile position tl) at float cl * LDC + tl.
+const uint LDC = BM + 4u, STU = STAGES * (AT + BT);
+const uint CTF = BN * LDC / 4u;  // the whole C tile in uvec4s
+const uint NPASS = (CTF <= STU || WN == 1u) ? 1u : ((CTF <= 2u * STU || WN == 2u) ? 2u : 4u);
+const uint EPJ = WN / NPASS, PBN = BN / NPASS, CTU = CTF / NPASS;
+const uint SMN = STU > CTU ? STU : CTU;
+const uint BOFF = STAGES * AT;  // Bs's first uvec4 (As at 0)
 const uint CE = CT / 32u;  // of which one lane holds (COOPMAT_EMULATE)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
@@ -83,15 +91,18 @@ layout(std430, binding = 7) readonly buffer WD { uvec4 wd[]; };  // tap-major f1
 layout(std430, binding = 3) readonly buffer Temb { sfp temb[]; };
 layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
 layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
+// The residual and y again as NC4HW4 quads (the epilogue's 4 channels of a position).
+layout(std430, binding = 4) readonly buffer ResQ { sfp4 resq[]; };
+layout(std430, binding = 5) writeonly buffer YQ { sfp4 yq[]; };
 // Split-K's partial sums (SK > 1; at SK = 1 the lowering binds y here, never written).
 layout(std430, binding = 6) writeonly buffer Part { float part[]; };
 layout(push_constant) uniform Push {
   uint Cin, H, W, Cout, Ho, Wo, flags;  // conv.comp's but the layout: flags 1 bias, 2 temb, 4 residual
 } p;
 
-shared uvec4 As[STAGES * AT];
-shared uvec4 Bs[STAGES * BT];
-shared float Cs[SGM * SGN * CT];  // per subgroup: one accumulator for the epilogue
+// As (STAGES x AT) then Bs (STAGES x BT) while K is walked, then the C tile (one array:
+// GLSL cannot alias two).
+shared uvec4 Sm[SMN];
 
 // This invocation's share of the next step, as loaded (gemm_coopmat.comp says why the
 // masking and packing wait for storeShared): the gathered x elements and which are
@@ -199,14 +210,34 @@ void storeShared(uint stage) {
       h[j / 4u][j % 4u] = on ? v : float16_t(0.0);
     }
     const uint e = lid + i * WGS;
-    if (e < AC) As[stage * AT + (e % BM) * RS + e / BM] = sd_pack8(h[0], h[1]);
+    if (e < AC) Sm[stage * AT + (e % BM) * RS + e / BM] = sd_pack8(h[0], h[1]);
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
     uvec4 v = bc[i];
     if (BVEC == 1u || TAPS == 1u) v = mix(uvec4(0u), bw[i], bvec4(bok[i]));
     const uint e = lid + i * WGS;
-    if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = v;
+    if (e < BC) Sm[BOFF + stage * BT + (e / KC) * RS + e % KC] = v;
   }
+}
+
+// The C tile's element (local channel cl of this pass, tile position tl).
+float ctile(uint cl, uint tl) {
+  const uint f = cl * LDC + tl;
+  return uintBitsToFloat(Sm[f / 4u][f % 4u]);
+}
+
+// Pass pi's local channel cl as a tile channel (gemm_coopmat.comp's tileChannel).
+uint tileChannel(uint cl, uint pi) {
+  const uint sgn = cl / (EPJ * CN), rest = cl % (EPJ * CN);
+  return (sgn * WN + pi * EPJ) * CN + rest;
+}
+
+// One output before the residual: the sum v of channel co of sample b with the bias and
+// the time embedding.
+float finish(float v, uint b, uint co) {
+  if ((p.flags & 1u) != 0u) v += wbias_p(co);
+  if ((p.flags & 2u) != 0u) v += float(temb[sd_index(LAYOUT, b, co, 0u, p.Cout, 1u)]);
+  return v;
 }
 
 void main() {
@@ -258,13 +289,13 @@ void main() {
       // kk.., row-major in As; B rows kk.., columns (sgn * WN + j) * CN.., column-major in Bs.
 #if COOPMAT_EMULATE
       [[unroll]] for (uint j = 0u; j < WN; ++j) {
-        const uint bm = stage * BT + (sgn * WN + j) * CN * RS + kk / 8u;  // in uvec4s
+        const uint bm = BOFF + stage * BT + (sgn * WN + j) * CN * RS + kk / 8u;  // in uvec4s
         [[unroll]] for (uint i = 0u; i < WM; ++i) {
           const uint am = stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, a = i * WN + j;
           [[unroll]] for (uint r = 0u; r < CE; ++r) {
             const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
             float sum = 0.0;
-            [[unroll]] for (uint c = 0u; c < CK / 8u; ++c) sum += sd_dot8(As[am + row * RS + c], Bs[bm + col * RS + c]);
+            [[unroll]] for (uint c = 0u; c < CK / 8u; ++c) sum += sd_dot8(Sm[am + row * RS + c], Sm[bm + col * RS + c]);
             acc[a][r] += sum;
           }
         }
@@ -272,10 +303,10 @@ void main() {
 #else
       fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
       [[unroll]] for (uint i = 0u; i < WM; ++i)
-        coopMatLoadNV(am[i], As, stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, RS, false);
+        coopMatLoadNV(am[i], Sm, stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, RS, false);
       [[unroll]] for (uint j = 0u; j < WN; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
-        coopMatLoadNV(bm, Bs, stage * BT + (sgn * WN + j) * CN * RS + kk / 8u, RS, true);
+        coopMatLoadNV(bm, Sm, BOFF + stage * BT + (sgn * WN + j) * CN * RS + kk / 8u, RS, true);
         [[unroll]] for (uint i = 0u; i < WM; ++i) acc[i * WN + j] = coopMatMulAddNV(am[i], bm, acc[i * WN + j]);
       }
 #endif
@@ -288,38 +319,57 @@ void main() {
     }
   }
 
-  // Epilogue, per element in conv.cl's order (bias, temb, residual): each subgroup stores
-  // one accumulator at a time (column-major: neighbouring lanes hold neighbouring
-  // positions, coalesced NCHW stores) to its own scratch; channels from Cout up to the
-  // stored ones (NC4HW4's pad lanes) are written 0, positions past Ho * Wo skipped.
-  // Split-K stores the raw sums instead, positions contiguous: part[ks][b][co][n].
+  // Epilogue in conv.cl's order (bias, temb, residual), as gemm_coopmat.comp's: every
+  // accumulator into the C tile (column-major: positions contiguous), then 4 channels of a
+  // position an invocation under NC4HW4 (vector residual load and store), one element under
+  // NCHW; channels from Cout up to the stored ones (NC4HW4's pad lanes) written 0,
+  // positions past Ho * Wo skipped. Split-K stores the raw sums instead, positions
+  // contiguous: part[ks][b][co][n].
   const uint stored = sd_stored_channels(LAYOUT, p.Cout), coutP = (p.Cout + 3u) / 4u * 4u;
-  const uint lane = SG_LANE, scratch = sg * CT;
-  [[unroll]] for (uint i = 0u; i < WM; ++i)
-    [[unroll]] for (uint j = 0u; j < WN; ++j) {
+  const uint lid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint pi = 0u; pi < NPASS; ++pi) {
+    barrier();  // the stages' (or the previous pass's) reads are done
+    [[unroll]] for (uint i = 0u; i < WM; ++i)
+      [[unroll]] for (uint jj = 0u; jj < EPJ; ++jj) {
+        const uint a = i * WN + pi * EPJ + jj;
+        const uint off = (sgn * EPJ + jj) * CN * LDC + (sgm * WM + i) * CM;  // floats, a multiple of 4
 #if COOPMAT_EMULATE
-      [[unroll]] for (uint r = 0u; r < CE; ++r) Cs[scratch + lane + r * 32u] = acc[i * WN + j][r];
+        [[unroll]] for (uint r = 0u; r < CE; ++r) {
+          const uint e = SG_LANE + r * 32u, f = off + (e / CM) * LDC + e % CM;
+          Sm[f / 4u][f % 4u] = floatBitsToUint(acc[a][r]);
+        }
 #else
-      coopMatStoreNV(acc[i * WN + j], Cs, scratch, CM, true);
+        coopMatStoreNV(acc[a], Sm, off / 4u, LDC / 4u, true);
 #endif
-      barrier();  // the subgroup's stores are visible to its lanes (uniform: every subgroup runs WM x WN)
-      const uint t0 = m0 + (sgm * WM + i) * CM, o0 = n0 + (sgn * WN + j) * CN;
-      for (uint e = lane; e < CT; e += SGSIZE) {
-        const uint n = t0 + e % CM, co = o0 + e / CM;  // column-major: e % CM is the position
+      }
+    barrier();
+    if (LAYOUT == SD_NC4HW4 && SK == 1u) {
+      for (uint e = lid; e < BM * (PBN / 4u); e += WGS) {
+        const uint tl = e % BM, cl = 4u * (e / BM), n = m0 + tl, co = n0 + tileChannel(cl, pi);
+        if (n >= HoWo || co >= stored) continue;  // stored % 4 == 0: a quad is whole or past it
+        const bvec4 real = lessThan(uvec4(co) + uvec4(0u, 1u, 2u, 3u), uvec4(p.Cout));  // not padding
+        vec4 v = vec4(0.0);
+        [[unroll]] for (uint j = 0u; j < 4u; ++j)
+          if (real[j]) v[j] = finish(ctile(cl + j, tl), b, co + j);
+        const uint qi = sd_index(LAYOUT, b, co, n, p.Cout, HoWo) / 4u;
+        if ((p.flags & 4u) != 0u) v += mix(vec4(0.0), vec4(resq[qi]), real);
+        yq[qi] = sfp4(v);
+      }
+    } else {
+      for (uint e = lid; e < BM * PBN; e += WGS) {
+        const uint tl = e % BM, cl = e / BM, n = m0 + tl, co = n0 + tileChannel(cl, pi);
         if (n >= HoWo || co >= stored) continue;
         if (SK > 1u) {  // the pad channels' sums are 0 (their w reads 0); the reduce writes them 0
-          part[((ks * N + b) * coutP + co) * HoWo + n] = Cs[scratch + e];
+          part[((ks * N + b) * coutP + co) * HoWo + n] = ctile(cl, tl);
           continue;
         }
         float v = 0.0;
         if (co < p.Cout) {
-          v = Cs[scratch + e];
-          if ((p.flags & 1u) != 0u) v += wbias_p(co);
-          if ((p.flags & 2u) != 0u) v += float(temb[sd_index(LAYOUT, b, co, 0u, p.Cout, 1u)]);
+          v = finish(ctile(cl, tl), b, co);
           if ((p.flags & 4u) != 0u) v += float(res[sd_index(LAYOUT, b, co, n, p.Cout, HoWo)]);
         }
         y[sd_index(LAYOUT, b, co, n, p.Cout, HoWo)] = sfp(v);
       }
-      barrier();  // read before the next accumulator overwrites the scratch
     }
+  }
 }

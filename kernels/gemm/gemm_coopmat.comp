@@ -46,11 +46,12 @@
 // serial K steps were their whole time, a memory latency each.
 // Bindings start at multiples of 16 bytes (VulkanBackend's arena alignment), so the
 // vector loads are aligned.
-// Epilogue: each subgroup stores one accumulator at a time (CM x CN f32, column-major:
-// neighbouring lanes then hold neighbouring positions, coalesced stores in NCHW) to its
-// own shared scratch, and its lanes apply bias, activation (GEGLU: hidden * gelu(gate)),
-// residual and the store per element, skipping positions past HW and writing 0 to the
-// NC4HW4 padding channels, as gemm_tiled.comp does.
+// Epilogue: every accumulator stored (f32, column-major: positions contiguous) into the
+// work-group's C tile in shared memory, over the staging tiles; then the work-group's
+// invocations apply bias, activation (GEGLU: hidden * gelu(gate)), residual and the store,
+// 4 channels of a position each under NC4HW4 (one vector load and store), one element
+// under NCHW, skipping positions past HW and writing 0 to the NC4HW4 padding channels, as
+// gemm_tiled.comp does.
 // Needs: shaderFloat16 (f16 in shared memory and in the matrices), 32-invocation
 // subgroups (the device rule in gemm_coopmat.cpp: gl_SubgroupID picks the warp tile, the
 // work-group is SGM * SGN * 32), and the NV shape CM x CN x CK with A = B = f16, C = D =
@@ -95,6 +96,19 @@ const uint AC = BM * KC, BC = PAIRS * BN * KC;    // one stage's chunks
 const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per invocation
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;                          // one accumulator's elements
+// The epilogue's C tile, over the staging tiles (their last reads are done by then), in
+// NPASS passes over the accumulator columns: the fewest of 1, 2, 4 (dividing WN) whose
+// share of the tile fits in the staging tiles' space (GEGLU's 64x64 tile: 2; a 128x128
+// one: 2). Pass pi holds the accumulator columns j in [pi * EPJ, (pi + 1) * EPJ) of every
+// subgroup: PBN tile channels, local channel cl for tile channel tileChannel(cl, pi). Pair
+// q's element (cl, tile position tl) at float (q * PBN + cl) * LDC + tl, columns padded by
+// 4 floats (16-byte aligned for the coopmat stores, banks skewed between columns).
+const uint LDC = BM + 4u, STU = STAGES * (AT + BT);
+const uint CTF = PAIRS * BN * LDC / 4u;  // the whole C tile in uvec4s
+const uint NPASS = (CTF <= STU || WN == 1u) ? 1u : ((CTF <= 2u * STU || WN == 2u) ? 2u : 4u);
+const uint EPJ = WN / NPASS, PBN = BN / NPASS, CTU = CTF / NPASS;
+const uint SMN = STU > CTU ? STU : CTU;
+const uint BOFF = STAGES * AT;                    // Bs's first uvec4 (As at 0)
 const uint CE = CT / 32u;                         // of which one lane holds (COOPMAT_EMULATE)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
@@ -104,15 +118,18 @@ layout(std430, binding = 0) readonly buffer XQ { sfp4 xq[]; };   // x again, as 
 layout(std430, binding = 1) readonly buffer WO { uvec4 wo[]; };  // w again, as 8-half chunks (BVEC = 1)
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
+// The residual and y again as NC4HW4 quads (the epilogue's 4 channels of a position).
+layout(std430, binding = 3) readonly buffer RQ { sfp4 resq[]; };
+layout(std430, binding = 4) writeonly buffer YQ { sfp4 yq[]; };
 // Split-K's partial sums (SK > 1; at SK = 1 the lowering binds y here, never written).
 layout(std430, binding = 5) writeonly buffer Part { float part[]; };
 layout(push_constant) uniform Push {
   uint K, F, HW, epi, flags;  // flags: 1 bias, 2 residual
 } p;
 
-shared uvec4 As[STAGES * AT];
-shared uvec4 Bs[STAGES * BT];
-shared float Cs[SGM * SGN * PAIRS * CT];  // per subgroup: its hidden (and gate) accumulator
+// As (STAGES x AT) then Bs (STAGES x BT) while K is walked, then the C tile: one array,
+// since GLSL cannot alias two (GEGLU's 64x64 tile would need 65 KiB apart).
+shared uvec4 Sm[SMN];
 
 // This invocation's share of the next step, as loaded: each load's first use is in
 // storeShared, after this step's products, so the loads are in flight during them. (Masked
@@ -196,14 +213,35 @@ void storeShared(uint stage) {
       }
     }
     const uint e = lid + i * WGS;
-    if (e < AC) As[stage * AT + (e % BM) * RS + e / BM] = sd_pack8(h[0], h[1]);
+    if (e < AC) Sm[stage * AT + (e % BM) * RS + e / BM] = sd_pack8(h[0], h[1]);
   }
   [[unroll]] for (uint i = 0u; i < BCL; ++i) {
     uvec4 v = bc[i];
     if (BVEC == 1u) v = mix(uvec4(0u), bw[i], bvec4(bok[i]));
     const uint e = lid + i * WGS;
-    if (e < BC) Bs[stage * BT + (e / KC) * RS + e % KC] = v;
+    if (e < BC) Sm[BOFF + stage * BT + (e / KC) * RS + e % KC] = v;
   }
+}
+
+// The C tile's element (pair q, local channel cl of this pass, tile position tl).
+float ctile(uint q, uint cl, uint tl) {
+  const uint f = (q * PBN + cl) * LDC + tl;
+  return uintBitsToFloat(Sm[f / 4u][f % 4u]);
+}
+
+// Pass pi's local channel cl as a tile channel: subgroup column sgn's accumulator columns
+// pi * EPJ .. of CN channels each.
+uint tileChannel(uint cl, uint pi) {
+  const uint sgn = cl / (EPJ * CN), rest = cl % (EPJ * CN);
+  return (sgn * WN + pi * EPJ) * CN + rest;
+}
+
+// One output before the residual: the sum h of channel o (and its gate g under GEGLU) with
+// the bias and the activation, the activation in afp as direct_f16's.
+float finish(float h, float g, uint o, bool hasBias) {
+  h += hasBias ? wbias_p(o) : 0.0;
+  if (PAIRS == 2u) return h * float(gelu(afp(g + (hasBias ? wbias_p(p.F + o) : 0.0))));
+  return p.epi == 0u ? h : float(apply(afp(h), p.epi - 1u));
 }
 
 void main() {
@@ -255,13 +293,13 @@ void main() {
       [[unroll]] for (uint i = 0u; i < WM; ++i) am[i] = stage * AT + (sgm * WM + i) * CM * RS + kk / 8u;
       [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
         [[unroll]] for (uint j = 0u; j < WN; ++j) {
-          const uint bm = stage * BT + (q * BN + (sgn * WN + j) * CN) * RS + kk / 8u;
+          const uint bm = BOFF + stage * BT + (q * BN + (sgn * WN + j) * CN) * RS + kk / 8u;
           [[unroll]] for (uint i = 0u; i < WM; ++i) {
             const uint a = (q * WM + i) * WN + j;
             [[unroll]] for (uint r = 0u; r < CE; ++r) {
               const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
               float sum = 0.0;
-              [[unroll]] for (uint c = 0u; c < CK / 8u; ++c) sum += sd_dot8(As[am[i] + row * RS + c], Bs[bm + col * RS + c]);
+              [[unroll]] for (uint c = 0u; c < CK / 8u; ++c) sum += sd_dot8(Sm[am[i] + row * RS + c], Sm[bm + col * RS + c]);
               acc[a][r] += sum;
             }
           }
@@ -269,11 +307,11 @@ void main() {
 #else
       fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
       [[unroll]] for (uint i = 0u; i < WM; ++i)
-        coopMatLoadNV(am[i], As, stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, RS, false);
+        coopMatLoadNV(am[i], Sm, stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, RS, false);
       [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
         [[unroll]] for (uint j = 0u; j < WN; ++j) {
           fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
-          coopMatLoadNV(bm, Bs, stage * BT + (q * BN + (sgn * WN + j) * CN) * RS + kk / 8u, RS, true);
+          coopMatLoadNV(bm, Sm, BOFF + stage * BT + (q * BN + (sgn * WN + j) * CN) * RS + kk / 8u, RS, true);
           [[unroll]] for (uint i = 0u; i < WM; ++i) {
             const uint a = (q * WM + i) * WN + j;
             acc[a] = coopMatMulAddNV(am[i], bm, acc[a]);
@@ -289,43 +327,66 @@ void main() {
     }
   }
 
+  // Epilogue. The accumulators go to the C tile in shared memory (column-major: positions
+  // contiguous), then the work-group's invocations finish it: bias, activation (GEGLU:
+  // hidden * gelu(gate)), residual, the store, skipping positions past HW and writing 0 to
+  // NC4HW4's padding channels. Under NC4HW4 an invocation takes 4 channels of a position
+  // (one 8- or 16-byte load of the residual and store of y, neighbouring invocations
+  // neighbouring positions); under NCHW and for split-K's raw sums one element (positions
+  // contiguous either way); in NPASS passes where the whole tile does not fit over the
+  // staging tiles. Before (session 40): one accumulator at a time through a
+  // per-subgroup scratch, two barriers each, 2-byte stores 8 bytes apart under NC4HW4.
   const bool hasBias = (p.flags & 1u) != 0u, hasRes = (p.flags & 2u) != 0u;
-  const uint stored = sd_stored_channels(LAYOUT, p.F);
-  const uint lane = SG_LANE, scratch = sg * PAIRS * CT;
-  [[unroll]] for (uint i = 0u; i < WM; ++i)
-    [[unroll]] for (uint j = 0u; j < WN; ++j) {
-      [[unroll]] for (uint q = 0u; q < PAIRS; ++q) {
+  const uint stored = sd_stored_channels(LAYOUT, p.F), lid = gl_LocalInvocationID.x;
+  [[unroll]] for (uint pi = 0u; pi < NPASS; ++pi) {
+    // Before the first pass: every subgroup's products have read the stages (DB = 0 has
+    // no barrier after the last); before the others: the previous pass's reads are done.
+    barrier();
+    [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
+      [[unroll]] for (uint i = 0u; i < WM; ++i)
+        [[unroll]] for (uint jj = 0u; jj < EPJ; ++jj) {
+          const uint a = (q * WM + i) * WN + pi * EPJ + jj;
+          const uint off = (q * PBN + (sgn * EPJ + jj) * CN) * LDC + (sgm * WM + i) * CM;  // floats, a multiple of 4
 #if COOPMAT_EMULATE
-        [[unroll]] for (uint r = 0u; r < CE; ++r) Cs[scratch + q * CT + lane + r * 32u] = acc[(q * WM + i) * WN + j][r];
+          [[unroll]] for (uint r = 0u; r < CE; ++r) {
+            const uint e = SG_LANE + r * 32u, f = off + (e / CM) * LDC + e % CM;
+            Sm[f / 4u][f % 4u] = floatBitsToUint(acc[a][r]);
+          }
 #else
-        coopMatStoreNV(acc[(q * WM + i) * WN + j], Cs, scratch + q * CT, CM, true);
+          coopMatStoreNV(acc[a], Sm, off / 4u, LDC / 4u, true);
 #endif
+        }
+    barrier();
+    if (LAYOUT == SD_NC4HW4 && SK == 1u) {
+      for (uint e = lid; e < BM * (PBN / 4u); e += WGS) {
+        const uint tl = e % BM, cl = 4u * (e / BM), t = m0 + tl, o = n0 + tileChannel(cl, pi);
+        if (t >= p.HW || o >= stored) continue;  // stored % 4 == 0: a quad is whole or past it
+        const bvec4 real = lessThan(uvec4(o) + uvec4(0u, 1u, 2u, 3u), uvec4(p.F));  // not padding
+        vec4 v = vec4(0.0);
+        [[unroll]] for (uint j = 0u; j < 4u; ++j)
+          if (real[j]) v[j] = finish(ctile(0u, cl + j, tl), PAIRS == 2u ? ctile(1u, cl + j, tl) : 0.0, o + j, hasBias);
+        const uint qi = sd_index(LAYOUT, b, o, t, p.F, p.HW) / 4u;
+        if (hasRes) v += mix(vec4(0.0), vec4(resq[qi]), real);
+        yq[qi] = sfp4(v);
       }
-      barrier();  // the subgroup's stores are visible to its lanes (uniform: every subgroup runs WM x WN)
-      const uint t0 = m0 + (sgm * WM + i) * CM, o0 = n0 + (sgn * WN + j) * CN;
-      for (uint e = lane; e < CT; e += SGSIZE) {
-        const uint t = t0 + e % CM, o = o0 + e / CM;  // column-major: e % CM is the position
+    } else {
+      for (uint e = lid; e < BM * PBN; e += WGS) {
+        const uint tl = e % BM, cl = e / BM, t = m0 + tl, o = n0 + tileChannel(cl, pi);
         if (t >= p.HW || o >= stored) continue;
         if (SK > 1u) {  // raw sums of the weight rows o (and F + o); the reduce writes the pad channels
           if (o < p.F) {
             [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
-              part[((ks * N + b) * PAIRS * p.F + q * p.F + o) * p.HW + t] = Cs[scratch + q * CT + e];
+              part[((ks * N + b) * PAIRS * p.F + q * p.F + o) * p.HW + t] = ctile(q, cl, tl);
           }
           continue;
         }
         float out_ = 0.0;
         if (o < p.F) {
-          const float h = Cs[scratch + e] + (hasBias ? wbias_p(o) : 0.0);
-          if (PAIRS == 2u) {
-            const float g = Cs[scratch + CT + e] + (hasBias ? wbias_p(p.F + o) : 0.0);
-            out_ = h * float(gelu(afp(g)));
-          } else {
-            out_ = p.epi == 0u ? h : float(apply(afp(h), p.epi - 1u));
-          }
+          out_ = finish(ctile(0u, cl, tl), PAIRS == 2u ? ctile(1u, cl, tl) : 0.0, o, hasBias);
           if (hasRes) out_ += float(res[sd_index(LAYOUT, b, o, t, p.F, p.HW)]);
         }
         y[sd_index(LAYOUT, b, o, t, p.F, p.HW)] = sfp(out_);
       }
-      barrier();  // read before the next accumulator overwrites the scratch
     }
+  }
 }

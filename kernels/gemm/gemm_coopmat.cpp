@@ -3,6 +3,7 @@
 // tolerance. API-neutral: the shader is kernels/gemm/gemm_coopmat.comp, its Vulkan
 // lowering gemm_coopmat_vulkan.cpp; OpenCL has no kernel for it (cooperative matrices are
 // a Vulkan extension) and says so.
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -88,11 +89,15 @@ size_t GemmFamily::coopMatLocalBytes(const ParamPoint& p, bool geglu) {
   const size_t pairs = geglu ? 2 : 1, stages = p["DB"] ? 2 : 1;
   const size_t bm = static_cast<size_t>(p["SGM"] * p["WM"] * p["CM"]), bn = static_cast<size_t>(p["SGN"] * p["WN"] * p["CN"]);
   const size_t ks = static_cast<size_t>(p["KS"]);
-  // As (BM rows) and Bs (pairs * BN rows) of KS + 8 halves per stage, as gemm_coopmat.comp
-  // and conv_coopmat.comp declare them, and each subgroup's f32 accumulator scratch.
+  // As (BM rows) and Bs (pairs * BN rows) of KS + 8 halves per stage while K is walked,
+  // then, over them, the epilogue's f32 C tile (pairs * BN columns of BM + 4 floats) in
+  // passes: the fewest of 1, 2, 4 (dividing WN) whose share fits in the staging tiles'
+  // bytes. One shared array as gemm_coopmat.comp and conv_coopmat.comp declare it (NPASS),
+  // its size the larger.
   const size_t tiles = 2 * stages * (bm + pairs * bn) * (ks + 8);
-  const size_t scratch = 4 * static_cast<size_t>(p["SGM"] * p["SGN"]) * pairs * static_cast<size_t>(p["CM"] * p["CN"]);
-  return tiles + scratch;
+  const size_t whole = 4 * pairs * bn * (bm + 4), wn = static_cast<size_t>(p["WN"]);
+  const size_t passes = (whole <= tiles || wn == 1) ? 1 : ((whole <= 2 * tiles || wn == 2) ? 2 : 4);
+  return std::max(tiles, whole / passes);
 }
 
 int GemmFamily::coopMatSplitK(const ParamPoint& p) { return p.values().count("SK") ? p["SK"] : 1; }
