@@ -105,7 +105,8 @@ AblationMeasurement runRow(Backend& ctx, const RunSetup& setup, const AblationRo
     req.condIds = setup.condIds;
     req.uncondIds = setup.uncondIds;
     req.initLatents = setup.initLatents;
-    req.keepResident = !m.released;  // each component warms up once before its timed run either way
+    req.keepResident = !m.released;  // each component warms up before its timed run either way
+    req.warmUpMinMs = 500;            // as `run` does: rows compare at the clocks under load
     const DiffusionResult r = runDiffusion(pipe, *sched, req);
     const TimingStats unet = summarize(r.unetMs);  // steps >= 1: never empty
     m.unetMedianMs = unet.medianMs;

@@ -32,13 +32,15 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "       [--precision f32|f16] [--weights f32|f16|int8|int4[,KEY=FORMAT..]] [--layout nc4hw4|nchw] [--planner none|naive|equality|greedy-in-order|greedy-by-size]\n"
            "       [--variant FAMILY=VARIANT,..] [--db-dir configs/tuned] [--report report.json] [--profile]\n"
            "       [--input-ids F:T] [--uncond-input-ids F:T] [--init-latents F:T] [--save-latents F] [--save-decoded F]\n"
-           "       [--no-decode] [--no-warmup] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
+           "       [--no-decode] [--no-warmup] [--warmup-ms MS] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
            "       [--memory-budget SIZE] [--derived-weights resident|per-call] [--scratch planned|own]\n"
            "       [--arena-binding offsets|sub-buffers] [--stream-staging ring|pageable] [--vae-tile N] [--check-finite]\n"
            "       [--allow-extra-weights]\n"
            "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n"
            "Each component is loaded and warmed up just before it first runs and freed once its output exists\n"
            "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n"
+           "The warm-up runs each component on zero inputs until --warmup-ms of wall time passed (default 500,\n"
+           "at most 50 runs; 0: one run), so the timed steps start at the clocks the GPU runs at under load.\n"
            "--weights: the weights' storage (f16 halves weight memory; arithmetic stays f32). KEY is a component\n"
            "(text_encoder, unet, vae_decoder), a layer kind (conv, attn, ff, proj, time_embed) or COMPONENT.KIND,\n"
            "e.g. --weights f16,vae_decoder=f32 or --weights int4,conv=int8,unet.attn=f16; the most specific wins\n"
@@ -53,12 +55,15 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
     return 0;
   }
   auto options = runSetupOptions();
-  options.insert({"output", "report", "save-latents", "save-decoded"});
+  options.insert({"output", "report", "save-latents", "save-decoded", "warmup-ms"});
   options.insert(kDeviceOptions.begin(), kDeviceOptions.end());
   auto flags = runSetupFlags();
   flags.insert({"profile", "no-decode", "no-warmup", "keep-resident"});
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
+  // Flags first: a bad one fails before a model is opened.
+  const int warmUpMs = a.getInt("warmup-ms", 500);
+  if (warmUpMs < 0) throw Error("--warmup-ms must not be negative (0: one warm-up run per component)");
   std::unique_ptr<Backend> backend = backendFromArgs(a);
   Backend& ctx = *backend;
   const RunSetup s = runSetup(a, &ctx.caps());
@@ -80,6 +85,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   // Load, warm-up and release happen inside runDiffusion, timed as setup apart from the
   // totals (--no-warmup: the first calls pay the one-time costs).
   req.warmUp = !a.has("no-warmup");
+  req.warmUpMinMs = warmUpMs;
   req.keepResident = a.has("keep-resident");
   if (req.keepResident && a.has("memory-budget"))
     throw Error("--memory-budget holds one component at a time to the budget: it needs released components "

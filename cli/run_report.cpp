@@ -154,10 +154,10 @@ void RunReport::print(std::ostream& os) const {
   os << "total (device) " << ms(deviceTotalMs()) << "   (text encoder + every UNet call + VAE decoder)\n";
   os << "total (wall)   " << ms(r.totalMs) << "   (the same on the host clock, scheduler and transfers included)\n";
   os << "setup (wall)   " << ms(setupTotalMs())
-     << "   (per component below: weights loaded and uploaded, programs built, one warm-up run; not in the totals)\n";
+     << "   (per component below: weights loaded and uploaded, programs built, warm-up runs; not in the totals)\n";
   for (const auto& c : components)
     os << "  " << std::left << std::setw(13) << c.name << "setup " << ms(c.setup.setupMs()) << " ms (load "
-       << ms(c.setup.loadMs) << ", warm-up " << ms(c.setup.warmUpMs) << ")"
+       << ms(c.setup.loadMs) << ", warm-up " << ms(c.setup.warmUpMs) << " in " << c.setup.warmUpRuns << " runs)"
        << (r.keptResident ? "" : ", release " + ms(c.setup.releaseMs)) << "\n";
   os << "\n";
   os << "memory         weights           scratch     activations (" << exec.planner
@@ -331,6 +331,7 @@ nlohmann::json RunReport::json() const {
     j["setup_ms"][c.name] = {{"setup", c.setup.setupMs()},
                              {"load", c.setup.loadMs},
                              {"warm_up", c.setup.warmUpMs},
+                             {"warm_up_runs", c.setup.warmUpRuns},
                              {"release", c.setup.releaseMs}};
     j["variants"][c.name] = c.variants;
     j["param_sources"][c.name] = c.sources;

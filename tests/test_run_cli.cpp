@@ -78,6 +78,14 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
     EXPECT_GT(m.at("weights_bytes").get<uint64_t>(), 0u);
   }
   EXPECT_FALSE(j.at("unet_profile").empty());
+  // The default warm-up: runs until 500 ms passed, at most 50 (SdPipeline::kMaxWarmUpRuns).
+  for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {
+    const auto& s = j.at("setup_ms").at(c);
+    const int runs = s.at("warm_up_runs").get<int>();
+    EXPECT_GE(runs, 1) << c;
+    EXPECT_LE(runs, 50) << c;
+    if (runs < 50) EXPECT_GE(s.at("warm_up").get<double>(), 500.0) << c;
+  }
   // Ops whose chosen point could not run here are named once, in one stderr line, with why
   // (issue #19), as many as the report counts.
   int fallbacks = 0, notes = 0;
@@ -195,6 +203,8 @@ TEST_F(RunCli, BadInputIsOneLine) {
   expectOneLineError({"run", "--model", kA, "--variant", "attention=bogus", "--variant", "conv=direct"}, {"bogus"});
   expectOneLineError({"run", "--model", kA + "/single_file/model.safetensors"}, {"--config"});
   expectOneLineError({"run", "--model", kA, "--keep-resident=yes"}, {"--keep-resident", "takes no value"});
+  expectOneLineError({"run", "--model", kA, "--warmup-ms", "-1"}, {"--warmup-ms", "negative"});
+  expectOneLineError({"run", "--model", kA, "--warmup-ms", "soon"}, {"--warmup-ms", "soon"});
   expectOneLineError({"run", "--model", kA, "--keep-resident", "yes"}, {"'yes'", "--keep-resident", "takes no value"});
   expectOneLineError({"run", "--model", kA, "--input-ids", kRef + ":no_such", "--uncond-input-ids",
                       kRef + ":input_ids_uncond"},

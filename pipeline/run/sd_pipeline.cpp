@@ -1,6 +1,7 @@
 #include "pipeline/run/sd_pipeline.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -277,11 +278,18 @@ void SdPipeline::closeWindow() {
 
 GraphExecutor& SdPipeline::executor(const std::string& component) { return *part(component).exec; }
 
-void SdPipeline::warmUp(const std::string& component) {
+int SdPipeline::warmUp(const std::string& component, double minMs) {
   Part& p = part(component);
-  if (p.warmedUp) return;
-  p.exec->warmUp();
+  if (p.warmedUp) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  int runs = 0;
+  do {
+    p.exec->warmUp();
+    ++runs;
+  } while (runs < kMaxWarmUpRuns &&
+           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < minMs);
   p.warmedUp = true;
+  return runs;
 }
 
 void SdPipeline::release(const std::string& component) {

@@ -107,8 +107,11 @@ class SdPipeline {
   GraphExecutor& executor(const std::string& component);
   // Its graph, executor and weights upload, if not resident.
   void load(const std::string& component) { part(component); }
-  // One run on zero inputs (GraphExecutor::warmUp), once per build: loads it first.
-  void warmUp(const std::string& component);
+  // One run on zero inputs (GraphExecutor::warmUp), once per build: loads it first; then
+  // more until minMs of wall time has passed since the first began (at most
+  // kMaxWarmUpRuns in all). Returns the runs made (0: warmed up already).
+  int warmUp(const std::string& component, double minMs = 0);
+  static constexpr int kMaxWarmUpRuns = 50;
   // Frees the component's executor and graph: weights, activation arena, scratch and
   // kernels leave the device (and the context's live count). Its stats stay readable;
   // nothing happens if it is not resident.

@@ -53,7 +53,7 @@ void prepare(SdPipeline& pipe, const std::string& component, const DiffusionRequ
   s.loadMs += msSince(t);
   if (!req.warmUp) return;
   t = std::chrono::steady_clock::now();
-  pipe.warmUp(component);
+  s.warmUpRuns += pipe.warmUp(component, req.warmUpMinMs);
   s.warmUpMs += msSince(t);
 }
 

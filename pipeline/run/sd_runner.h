@@ -32,6 +32,13 @@ struct DiffusionRequest {
   // One run on zero inputs of each component after it loads, so the timed runs do not
   // pay one-time costs (Winograd weight transforms, first touch of memory).
   bool warmUp = true;
+  // And more of them until this much wall time has passed (at most
+  // SdPipeline::kMaxWarmUpRuns): a GPU whose clocks dropped while the component loaded
+  // (seconds of host work) ran the first timed steps 2x to 3x slower after a single
+  // warm-up run (an H100, session 40: UNet steps 104.9, 69.1, then 31.7 ms, so about
+  // 350 ms of work brought the clocks up; `run` asks for 500, where bench's timed warm-up
+  // takes 1000 per op: three components' seconds would count against setup).
+  double warmUpMinMs = 0;
   // Called after each loop iteration with its index and the latents.
   std::function<void(int, const std::vector<float>&)> onStep;
 };
@@ -48,7 +55,8 @@ struct OpProfile {
 // Wall time outside the timed totals, per component.
 struct ComponentSetup {
   double loadMs = 0;     // graph, executor (programs, plan, buffers), weights upload
-  double warmUpMs = 0;   // the warm-up run
+  double warmUpMs = 0;   // the warm-up runs
+  int warmUpRuns = 0;    // how many
   double releaseMs = 0;  // freeing its executor
   double setupMs() const { return loadMs + warmUpMs; }
 };
