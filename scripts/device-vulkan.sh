@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -61,8 +61,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -415,6 +415,26 @@ if want epi; then
   grep -hE "^(gemm|conv) " "$R"/epi-*.txt > "$R/epi.txt"; cat "$R/epi.txt"
   pack
 fi
+if want tiles2; then
+  # Session 40: larger work-group tiles at the 64x64-tile defaults' register count (WM = WN
+  # = 2): 64x64 tiles re-read A and B from L2 at ~3.3 TB/s aggregate in the ksweep GEMM
+  # (8 KB a 32-deep step per work-group, results/vulkan/flash2/). 128 x 64, 64 x 128 and
+  # 128 x 128 against the defaults at SD 1.5's heaviest GEMM and conv shapes (each point
+  # checked first).
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --variant coopmat_f16"
+  i=0
+  for pt in SGM=2,SGN=2 SGM=4,SGN=2 SGM=2,SGN=4 SGM=4,SGN=4; do
+    i=$((i + 1))
+    step 40 tiles2-conv320-$i $B --op conv --shape 2x320x64x64 --attrs cout=320,residual=1 --params $pt,SK=1
+    step 40 tiles2-conv640-$i $B --op conv --shape 2x640x32x32 --attrs cout=640,residual=1 --params $pt,SK=1
+    step 40 tiles2-conv1280-$i $B --op conv --shape 2x1280x16x16 --attrs cout=1280,residual=1 --params $pt,SK=2
+    step 40 tiles2-gemm-$i $B --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --params $pt,SK=1
+    step 40 tiles2-geglu-$i $B --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 --params $pt,SK=1
+    step 40 tiles2-ff-$i $B --op gemm --shape 2x5120x1x256 --attrs n=1280,epilogue=none,bias=1,residual=1 --params $pt,SK=1
+  done
+  grep -hE "^(gemm|conv) " "$R"/tiles2-*.txt > "$R/tiles2.txt"; cat "$R/tiles2.txt"
+  pack
+fi
 if want wide; then
   # The coopmat warp tiles past 32x32 (WM * WN up to 16: a 64x64 warp tile), checked on
   # tensor cores over the check problems (edges, both layouts, f16 and int8 weights), then
@@ -674,14 +694,14 @@ with open(sys.argv[1], "wb") as f:
     f.write(struct.pack("<Q", len(head)) + head + struct.pack("<154q", *(cond + uncond)))
 PY
   FROM_FILE="--model $F16 -W 512 -H 512 --scheduler ddim --steps 2 --input-ids $R/ids.safetensors:cond
-    --uncond-input-ids $R/ids.safetensors:uncond --backend vulkan --variant attention=flash_f16
+    --uncond-input-ids $R/ids.safetensors:uncond --backend vulkan
     --arithmetic f16 --precision f16 --weights f16"
   step 150 setup-cold $S run $FROM_FILE --report "$R/setup-cold.json" -o "$R/setup-cold.png"
   step 120 setup-warm $S run $FROM_FILE --report "$R/setup-warm.json" -o "$R/setup-warm.png"
   python3 - "$R" > "$R/setup.txt" 2>&1 <<'PY'
 import json, os, sys
 r = sys.argv[1]
-print("setup (ms): load = graph, executor, pipelines, weights read and uploaded; warm-up = one run")
+print("setup (ms): load = graph, executor, pipelines, weights read and uploaded; warm-up = runs until 500 ms passed")
 for n in ["setup-cold", "setup-warm"]:
     p = os.path.join(r, n + ".json")
     if not os.path.exists(p): print(f"{n}: no report (see {n}.txt)"); continue
