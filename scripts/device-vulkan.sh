@@ -304,21 +304,17 @@ if want tiles; then
     --shape 2x320x1x4096 --attrs n=320 --dump-kernels "$R/kernels-tiles"
   pack
 fi
-if want flash; then
-  # attention flash_coopmat_f16's one-pass shader (session 39: O in registers, rescaled only
-  # when a row's reference max moves past RT): checked on tensor cores (quick problems at
-  # sampled points, SD 1.5's sizes at the declared defaults, the VAE's D = 512 at fitted
-  # points), benched against flash_f16 at SD 1.5's attention shapes (defaults and sampled
-  # points), then the race command with attention on tensor cores beside the default
-  # order, OpenCL f32 for both PSNRs, and the tensor-core run's profile.
+# attention flash_coopmat_f16 on tensor cores: the quick problems at sampled points in both
+# storage formats, and SD 1.5's sizes at the declared defaults (stages flash, flash2).
+flash_checks() {
   step 100 check-flash $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
     --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 --csv "$R/check-flash.csv"
   step 120 check-flash-full $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
     --storage f16.buffer.nc4hw4 --points 0 --full --csv "$R/check-flash-full.csv"
-  step 100 check-flash-vae $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
-    --storage f16.buffer.nc4hw4 --points 0 --params DO=128,SG=1 --shape 1x512x1x4096 --attrs heads=1 --csv "$R/check-flash-vae.csv"
-  tail -qn 1 "$R"/check-flash*.txt
-  # One bench a shape (each computes its reference once): both variants, sampled points of the new one.
+}
+# Both f16 attention variants at SD 1.5's attention shapes, one bench a shape (each computes
+# its reference once), sampled points of both: flash.txt.
+flash_benches() {
   B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60"
   step 120 flash-4096 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 6
   step 30 flash-cross $B --op attention --shape 2x320x1x4096 --attrs heads=8,kv=77 --variant flash_coopmat_f16,flash_f16
@@ -326,6 +322,19 @@ if want flash; then
   step 60 flash-256 $B --op attention --shape 2x1280x1x256 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 4
   step 120 flash-vae $B --op attention --shape 1x512x1x4096 --attrs heads=1 --variant flash_coopmat_f16,flash_f16 --points 4
   grep -hE "^attention " "$R"/flash-*.txt > "$R/flash.txt"; cat "$R/flash.txt"
+}
+if want flash; then
+  # attention flash_coopmat_f16's one-pass shader (session 39: O in registers, rescaled only
+  # when a row's reference max moves past RT): checked on tensor cores (quick problems at
+  # sampled points, SD 1.5's sizes at the declared defaults, the VAE's D = 512 at fitted
+  # points), benched against flash_f16 at SD 1.5's attention shapes (defaults and sampled
+  # points), then the race command with attention on tensor cores beside the default
+  # order, OpenCL f32 for both PSNRs, and the tensor-core run's profile.
+  flash_checks
+  step 100 check-flash-vae $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --points 0 --params DO=128,SG=1 --shape 1x512x1x4096 --attrs heads=1 --csv "$R/check-flash-vae.csv"
+  tail -qn 1 "$R"/check-flash*.txt
+  flash_benches
   [ "${FLASH_OPENCL:-1}" = 1 ] && sd_run run-opencl-f32 150
   sd_run run-vulkan-f16-race 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   sd_run run-vulkan-f16-flashtc 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
@@ -352,18 +361,9 @@ if want flash2; then
   # chunk's or V tile's successor loaded right after it is stored; LAYOUT a constant):
   # checked on tensor cores, benched against flash_f16 at SD 1.5's attention shapes, its
   # driver statistics at the 4096-token self-attention.
-  step 100 check-flash $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
-    --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 --csv "$R/check-flash.csv"
-  step 120 check-flash-full $S check --backend vulkan --op attention --variant flash_coopmat_f16 --arithmetic f16 \
-    --storage f16.buffer.nc4hw4 --points 0 --full --csv "$R/check-flash-full.csv"
+  flash_checks
   tail -qn 1 "$R"/check-flash*.txt
-  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --llc-mib 60"
-  step 120 flash-4096 $B --op attention --shape 2x320x1x4096 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 6
-  step 30 flash-cross $B --op attention --shape 2x320x1x4096 --attrs heads=8,kv=77 --variant flash_coopmat_f16,flash_f16
-  step 60 flash-1024 $B --op attention --shape 2x640x1x1024 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 4
-  step 60 flash-256 $B --op attention --shape 2x1280x1x256 --attrs heads=8 --variant flash_coopmat_f16,flash_f16 --points 4
-  step 120 flash-vae $B --op attention --shape 1x512x1x4096 --attrs heads=1 --variant flash_coopmat_f16,flash_f16 --points 4
-  grep -hE "^attention " "$R"/flash-*.txt > "$R/flash.txt"; cat "$R/flash.txt"
+  flash_benches
   step 90 kernels-attention env SDSPEED_VK_PIPELINE_STATS=1 $S check --backend vulkan --op attention \
     --variant flash_coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 --points 0 \
     --shape 2x320x1x4096 --attrs heads=8 --dump-kernels "$R/kernels-attention"
