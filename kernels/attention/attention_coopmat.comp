@@ -126,7 +126,7 @@ uint at(uint b, uint h, uint d, uint t, uint T) { return sd_index(LAYOUT, b, h *
 // issued, at index 0 then: SD_GUARD, prelude.glsl). d % 4 == 0, so under NC4HW4 the first
 // element opens a quad (its index / 4); under NCHW the four lie S apart.
 vec4 qQuad(bool ok, uint b, uint h, uint d, uint t) {
-  const uint g = SD_GUARD(ok, at(b, h, d, t, p.S)), T = p.S;
+  const uint i0 = at(b, h, d, t, p.S), g = SD_GUARD(ok, i0), T = p.S;  // a named index: a select, not a branch
   vec4 r;
   if (LAYOUT == SD_NC4HW4) r = vec4(q4[g / 4u]);
   else r = vec4(float(q[g]), float(q[g + T]), float(q[g + 2u * T]), float(q[g + 3u * T]));
@@ -153,7 +153,7 @@ bool stin[SL];
 
 // Head dims d .. d + 3 of token t of k or v (the staging's raw loads; index 0 where !ok).
 #define SD_RAW(buf, buf4, ok, b, h, d, t)                                                    \
-  const uint g = SD_GUARD(ok, at(b, h, d, t, p.L));                                          \
+  const uint i0 = at(b, h, d, t, p.L), g = SD_GUARD(ok, i0);                                 \
   if (LAYOUT == SD_NC4HW4) return f16vec4(buf4[g / 4u]);                                    \
   return f16vec4(buf[g], buf[g + p.L], buf[g + 2u * p.L], buf[g + 3u * p.L]);
 f16vec4 kRaw(bool ok, uint b, uint h, uint d, uint t) { SD_RAW(k, k4, ok, b, h, d, t) }
