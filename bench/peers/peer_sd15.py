@@ -1,4 +1,4 @@
-"""(A copy of ../shared/peers/peer_sd15_h200.py, so the device script can run it: scripts/device-memory.sh a.)
+"""(From ../shared/peers/peer_sd15_h200.py, so the device script can run it: scripts/device-memory.sh a; since session 40 its warm-up is timed, bench() says why.)
 PyTorch + diffusers SD 1.5 (random weights, built from configs/models/sd15) on a CUDA GPU: UNet
 batch 2 (CFG) per iteration, VAE decode, text encoder, and a 21-call loop like PNDM's 20 steps, fp32
 (TF32 off) and fp16, eager; optionally fp16 torch.compile for the UNet (PEER_COMPILE=1).
@@ -17,9 +17,18 @@ R = {'device': torch.cuda.get_device_name(0), 'torch': torch.__version__}
 def put(k, v):
     R[k] = v; print(k, v, flush=True)
 
+WARM_S = float(os.environ.get('PEER_WARMUP_S', '1.0'))
+
 def bench(fn, iters=10, warm=3):
-    for _ in range(warm): fn()
-    torch.cuda.synchronize(); ts = []
+    # At least `warm` runs and WARM_S seconds of them (PEER_WARMUP_S, default 1): after the
+    # model builds or torch.compile's warm-up the GPU idled, and its clocks take ~0.8 s of
+    # work to come back (runtime/timing.h; sdspeed run warms up 500 ms per component). With
+    # 3 runs only, an H100 call of session 40 timed eager fp16 at 55.2 ms and compiled at
+    # 30.5, where earlier calls on the same kind of card gave 39.0 and 16.5.
+    t0 = time.time(); n = 0
+    while n < warm or time.time() - t0 < WARM_S:
+        fn(); torch.cuda.synchronize(); n += 1
+    ts = []
     for _ in range(iters):
         s = torch.cuda.Event(enable_timing=True); e = torch.cuda.Event(enable_timing=True)
         s.record(); fn(); e.record(); torch.cuda.synchronize(); ts.append(s.elapsed_time(e))
