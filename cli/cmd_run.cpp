@@ -64,6 +64,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   // Flags first: a bad one fails before a model is opened.
   const int warmUpMs = a.getInt("warmup-ms", 500);
   if (warmUpMs < 0) throw Error("--warmup-ms must not be negative (0: one warm-up run per component)");
+  if (a.has("warmup-ms") && a.has("no-warmup")) throw Error("--warmup-ms and --no-warmup contradict each other: give one");
   std::unique_ptr<Backend> backend = backendFromArgs(a);
   Backend& ctx = *backend;
   const RunSetup s = runSetup(a, &ctx.caps());

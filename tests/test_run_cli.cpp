@@ -205,6 +205,7 @@ TEST_F(RunCli, BadInputIsOneLine) {
   expectOneLineError({"run", "--model", kA, "--keep-resident=yes"}, {"--keep-resident", "takes no value"});
   expectOneLineError({"run", "--model", kA, "--warmup-ms", "-1"}, {"--warmup-ms", "negative"});
   expectOneLineError({"run", "--model", kA, "--warmup-ms", "soon"}, {"--warmup-ms", "soon"});
+  expectOneLineError({"run", "--model", kA, "--warmup-ms", "100", "--no-warmup"}, {"--warmup-ms", "--no-warmup"});
   expectOneLineError({"run", "--model", kA, "--keep-resident", "yes"}, {"'yes'", "--keep-resident", "takes no value"});
   expectOneLineError({"run", "--model", kA, "--input-ids", kRef + ":no_such", "--uncond-input-ids",
                       kRef + ":input_ids_uncond"},

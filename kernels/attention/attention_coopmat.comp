@@ -2,7 +2,8 @@
 // FlashAttention on tensor cores through VK_NV_cooperative_matrix (issue #22), the
 // flash_coopmat_f16 variant (kernels/attention/README.md):
 //   out = softmax(Q K^T * scale + mask) V, per (batch, head), heads interleaved in the
-//   channels as attention.comp reads them (NCHW or NC4HW4, a push constant).
+//   channels as attention.comp reads them (NCHW or NC4HW4: the push constant layout_, and
+//   the specialization constant LAYOUT the staging is compiled for).
 // Q K^T and P V are products of f16 values (q pre-scaled by scale * log2 e, K, V and the
 // weights P rounded to f16 once each, on their way into shared memory) accumulated in f32
 // (the NV shape with A = B = f16, C = D = f32). The softmax statistics, the exponentials
@@ -32,9 +33,11 @@
 //   S = Q K^T (K staged KCH = min(DC, DQC) head dims at a time) into Ss; each invocation
 //   takes its slice's scores into registers, their max into Pm; a row's max merged (one
 //   invocation a row) into the reference m (Mr) and the row's factor (Al: 1 unless m
-//   moved); then the V tile staged, P = exp2(S - m) in f16 into Ps, the slices' sums
-//   l = l * factor + sum P (f32); O rescaled if any row of the work-group moved (Rf[0]);
-//   O += P V. K and V share one staging buffer (K is done with before V is stored).
+//   moved); then P = exp2(S - m) in f16 into Ps, the slices' sums l = l * factor + sum P
+//   (f32), the V tile stored; O rescaled if any row of the work-group moved (Rf[0]);
+//   O += P V. K and V share one staging buffer (K is done with before V is stored). The
+//   staging runs one tile ahead through registers: V's loads are issued when K's last
+//   chunk is stored, the next block's first K chunk's when V is stored (stageK, stageV).
 // Staging reads 4 head dims of one token per load (NC4HW4: one quad; NCHW: 4 loads a
 // token apart), neighbouring invocations neighbouring tokens.
 // Shared layouts (rows padded: the coopmat loads' 16-byte alignment, and a skew):
@@ -160,7 +163,9 @@ f16vec4 kRaw(bool ok, uint b, uint h, uint d, uint t) { SD_RAW(k, k4, ok, b, h, 
 f16vec4 vRaw(bool ok, uint b, uint h, uint d, uint t) { SD_RAW(v, v4, ok, b, h, d, t) }
 
 // K's head dims d0 .. d0 + KCH - 1 of keys k0 .. k0 + BC - 1 into st; neighbouring
-// invocations: neighbouring keys. Past kend the keys are past L: index 0, never stored.
+// invocations: neighbouring keys. After the last block it is called once more (the
+// loop's look-ahead): keys past kend, past L (index 0) or, under a causal mask, real keys
+// no row of this work-group attends; loaded, never stored.
 void stageK(uint b, uint h, uint k0, uint d0) {
   const uint lid = gl_LocalInvocationID.x, D = p.D4 * 4u;
   SD_UNROLL for (uint i = 0u; i < KL; ++i) {
@@ -330,7 +335,7 @@ void main() {
       l = l * Al[xrow] + sum;
     }
     storeV();
-    stageK(b, h, k0 + BC, 0u);  // after the last block: keys past L, loads of index 0, never stored
+    stageK(b, h, k0 + BC, 0u);  // after the last block: keys past kend, loaded but never stored
     // O's rows scaled by their factors where some row moved its m (uniform: Rf[0] is shared
     // and read after the barrier that ordered its writes).
     if (Rf[0] != 0u) {

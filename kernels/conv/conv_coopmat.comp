@@ -9,8 +9,8 @@
 // The tiling, staging and coopmat operations are gemm_coopmat.comp's (its comment has the
 // shared layouts, the double buffering and the emulation), with GEGLU's pairing left out;
 // what differs is the A tile (gathered from x through the window, zeros in the padding)
-// and the epilogue (conv.comp's storeY, per element: bias, temb, residual; NC4HW4's pad
-// channels written 0). Products of f16 values (x and w rounded to f16 once, on their way
+// and the epilogue (conv.comp's storeY in its order: bias, temb, residual; NC4HW4's pad
+// channels written 0; 4 channels of a position an invocation under NC4HW4). Products of f16 values (x and w rounded to f16 once, on their way
 // into shared memory) accumulated in f32: no f16 rounding grows with K = Cin * KSIZE^2.
 // Needs what gemm coopmat_f16 needs (shaderFloat16, 32-invocation subgroups, the NV shape
 // CM x CN x CK, f16 x f16 + f32): the device rule in kernels/gemm/gemm_coopmat.cpp.
@@ -72,6 +72,7 @@ const uint AC = BM * KC, BC = BN * KC;       // one stage's chunks
 const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per invocation
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;   // one accumulator's elements
+const uint CE = CT / 32u;  // of which one lane holds (COOPMAT_EMULATE)
 // The epilogue's C tile over the staging tiles in NPASS passes, as gemm_coopmat.comp's:
 // element (local channel cl, tile position tl) at float cl * LDC + tl.
 const uint LDC = BM + 4u, STU = STAGES * (AT + BT);
@@ -80,7 +81,6 @@ const uint NPASS = (CTF <= STU || WN == 1u) ? 1u : ((CTF <= 2u * STU || WN == 2u
 const uint EPJ = WN / NPASS, PBN = BN / NPASS, CTU = CTF / NPASS;
 const uint SMN = STU > CTU ? STU : CTU;
 const uint BOFF = STAGES * AT;  // Bs's first uvec4 (As at 0)
-const uint CE = CT / 32u;  // of which one lane holds (COOPMAT_EMULATE)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, Wt, w)        // [Cout][Cin * KSIZE^2] in SD_WFMT (weights.glsl)

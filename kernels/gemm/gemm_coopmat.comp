@@ -17,7 +17,8 @@
 // step's tile is read into registers while this step multiplies, and written to the
 // other of two shared buffers: one barrier per step instead of two.
 // Shared tiles (kernels/common/coopmat_tiles.glsl): f16 values packed 8 to a uvec4,
-// every row k-contiguous and padded by one uvec4 (RS = KS / 8 + 1 uvec4s a row):
+// every row k-contiguous and padded by one uvec4 (RS = KS / 8 + 1 uvec4s a row), in one
+// shared array Sm (As from 0, Bs from BOFF; the epilogue's C tile over both after K):
 //   As: BM rows, one per position: A is loaded row-major, row t at As[t * RS];
 //   Bs: PAIRS * BN rows, one per channel (k contiguous as in w's rows): B is loaded
 //       column-major, column o at Bs[o * RS].
@@ -96,6 +97,7 @@ const uint AC = BM * KC, BC = PAIRS * BN * KC;    // one stage's chunks
 const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per invocation
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;                          // one accumulator's elements
+const uint CE = CT / 32u;                         // of which one lane holds (COOPMAT_EMULATE)
 // The epilogue's C tile, over the staging tiles (their last reads are done by then), in
 // NPASS passes over the accumulator columns: the fewest of 1, 2, 4 (dividing WN) whose
 // share of the tile fits in the staging tiles' space (GEGLU's 64x64 tile: 2; a 128x128
@@ -109,7 +111,6 @@ const uint NPASS = (CTF <= STU || WN == 1u) ? 1u : ((CTF <= 2u * STU || WN == 2u
 const uint EPJ = WN / NPASS, PBN = BN / NPASS, CTU = CTF / NPASS;
 const uint SMN = STU > CTU ? STU : CTU;
 const uint BOFF = STAGES * AT;                    // Bs's first uvec4 (As at 0)
-const uint CE = CT / 32u;                         // of which one lane holds (COOPMAT_EMULATE)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, W, w)         // in SD_WFMT (weights.glsl)
@@ -128,7 +129,7 @@ layout(push_constant) uniform Push {
 } p;
 
 // As (STAGES x AT) then Bs (STAGES x BT) while K is walked, then the C tile: one array,
-// since GLSL cannot alias two (GEGLU's 64x64 tile would need 65 KiB apart).
+// since GLSL cannot alias two (GEGLU's 64x64 tile would need 64 KiB apart: 30720 + 34816 bytes).
 shared uvec4 Sm[SMN];
 
 // This invocation's share of the next step, as loaded: each load's first use is in
