@@ -378,7 +378,7 @@ int cmdAblate(const std::vector<std::string>& rawArgv) {
   Backend& ctx = backendOf("");
   const DeviceCaps& dev = ctx.caps();
   const RunSetup setup = runSetup(a, &dev);
-  noteMissingDatabase("ablate", setup.exec, ctx);
+  noteDatabase("ablate", setup.exec, ctx);
   const std::string out = a.get("out", "results/ablation/" + ctx.deviceKey());
   checkWritable(out + "/ablation.json", "--out");  // before the runs, not after them
   fs::create_directories(out);

@@ -72,7 +72,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   for (const char* opt : {"output", "report", "save-latents", "save-decoded"})
     if (a.has(opt)) checkWritable(a.get(opt), std::string(opt == std::string("output") ? "-o" : "--") + (opt == std::string("output") ? "" : opt));
   auto scheduler = loadScheduler(s.schedulerName, s.schedulerPath);
-  noteMissingDatabase("run", s.exec, ctx);
+  noteDatabase("run", s.exec, ctx);
   SdPipeline pipe(ctx, s.src, s.exec, s.latentH, s.latentW, s.batch);
   RunReport report;
   report.source = s.src.describe();

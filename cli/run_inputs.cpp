@@ -8,6 +8,7 @@
 #include <iostream>
 #include <random>
 
+#include "kernels/lowering.h"
 #include "kernels/registry.h"
 #include "pipeline/clip_tokenizer.h"
 #include "pipeline/finite.h"
@@ -17,6 +18,7 @@
 #include "pipeline/safetensors.h"
 #include "pipeline/torch_rng.h"
 #include "runtime/opencl/cl_error.h"
+#include "tuning/database.h"
 
 namespace sdspeed {
 namespace {
@@ -250,15 +252,39 @@ RunSetup runSetup(const Args& a, const DeviceCaps* device) {
   return s;
 }
 
-void noteMissingDatabase(const std::string& verb, const ExecOptions& exec, const Backend& device) {
+void noteDatabase(const std::string& verb, const ExecOptions& exec, Backend& device) {
   const std::string key = device.deviceKey();
   const fs::path db = fs::path(exec.dbDir) / (key + ".yaml");
   std::error_code ec;
-  if (fs::exists(db, ec)) return;
   const std::string where = fs::absolute(db, ec).lexically_normal().string();
-  std::cerr << "sdspeed " << verb << ": note: no tuning database for " << device.caps().name << " (key " << key
-            << "): " << where << (fs::is_directory(exec.dbDir, ec) ? " does not exist" : " (no such --db-dir folder)")
-            << "; ops run vendor or generic default points, often several times slower (sdspeed tune makes one)\n";
+  if (!fs::exists(db, ec)) {
+    std::cerr << "sdspeed " << verb << ": note: no tuning database for " << device.caps().name << " (key " << key
+              << "): " << where << (fs::is_directory(exec.dbDir, ec) ? " does not exist" : " (no such --db-dir folder)")
+              << "; ops run vendor or generic default points, often several times slower (sdspeed tune makes one)\n";
+    return;
+  }
+  // Families whose entries were tuned against other kernels than this build's (the
+  // database's source_hashes against familySourceHash): their points still run, but the
+  // times that ranked the variants were another kernel's. In session 40 the H100 database
+  // kept attention on flash_f16 after flash_coopmat_f16 had become 1.2x to 3.2x faster.
+  TuningDatabase d;
+  try {
+    d = TuningDatabase::load(db.string());
+  } catch (const Error&) {
+    return;  // the chooser reports a malformed database itself
+  }
+  std::string stale;
+  for (const auto& [family, hash] : d.sourceHashes) {
+    try {
+      if (familySourceHash(device, findFamily(family)) != hash) stale += (stale.empty() ? "" : ", ") + family;
+    } catch (const Error&) {
+      // A family this build or backend has no kernels for: nothing to compare.
+    }
+  }
+  if (!stale.empty())
+    std::cerr << "sdspeed " << verb << ": note: " << where << ": the " << stale
+              << " entries were tuned against other kernel sources than this build's; their points run as recorded, "
+                 "but the times that chose them may have changed (sdspeed tune --op FAMILY re-tunes one)\n";
 }
 
 void printProgress(int done, int total, double unetMs) {

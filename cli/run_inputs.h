@@ -38,8 +38,10 @@ std::set<std::string> runSetupFlags();
 RunSetup runSetup(const Args& a, const DeviceCaps* device = nullptr);
 // One stderr line when the device has no tuning database under exec.dbDir (saying where
 // it looked): every op then runs a fallback point (vendor or generic defaults), often
-// several times slower, which the report alone said before.
-void noteMissingDatabase(const std::string& verb, const ExecOptions& exec, const Backend& device);
+// several times slower, which the report alone said before. One line, too, naming the
+// families whose entries were tuned against other kernels than this build's (the
+// database's recorded source hashes).
+void noteDatabase(const std::string& verb, const ExecOptions& exec, Backend& device);
 // A one-line progress bar on a terminal, a line per step otherwise.
 void printProgress(int done, int total, double unetMs);
 

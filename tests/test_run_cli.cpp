@@ -101,6 +101,35 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
   EXPECT_NE(r.out.find("UNet profile per iteration"), std::string::npos) << r.out;
 }
 
+// A database whose recorded kernel source hash differs from this build's (here conv's,
+// set to zeros in a copy of the checked-in databases) gets one note naming the family and
+// the file; the checked-in ones, which record no hashes for the CI devices, get none.
+TEST_F(RunCli, StaleDatabaseFamiliesAreNamed) {
+  TempDir db;
+  for (const auto& e : fs::directory_iterator(std::string(SDSPEED_SOURCE_DIR) + "/configs/tuned")) {
+    if (e.path().extension() != ".yaml") continue;
+    std::string text = slurp(e.path().string());
+    if (e.path().filename().string().rfind("opencl-pocl-", 0) == 0) text += "source_hashes: {conv: 000000000000}\n";
+    std::ofstream(db.path() + "/" + e.path().filename().string()) << text;
+  }
+  const std::string stale = "tuned against other kernel sources";
+  for (const bool edited : {true, false}) {
+    auto args = fixtureArgs(kA);
+    for (const auto& a : {"--steps", "1", "--no-decode", "--warmup-ms", "0"}) args.push_back(a);
+    if (edited) *(std::find(args.begin(), args.end(), "--db-dir") + 1) = db.path();
+    const Result r = run(args);
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+    int notes = 0;
+    for (const std::string& l : r.errLines())
+      if (l.find(stale) != std::string::npos) {
+        ++notes;
+        EXPECT_NE(l.find("the conv entries"), std::string::npos) << l;
+        EXPECT_NE(l.find(db.path()), std::string::npos) << l;
+      }
+    EXPECT_EQ(notes, edited ? 1 : 0) << r.err;
+  }
+}
+
 // Released components (the default) and --keep-resident compute the same pixels; the
 // report says which policy ran, each component's setup apart from the totals, and the
 // peak in GB and GiB, lower when released.
