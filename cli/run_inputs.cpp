@@ -284,7 +284,7 @@ void noteDatabase(const std::string& verb, const ExecOptions& exec, Backend& dev
   if (!stale.empty())
     std::cerr << "sdspeed " << verb << ": note: " << where << ": the " << stale
               << " entries were tuned against other kernel sources than this build's; their points run as recorded, "
-                 "but the times that chose them may have changed (sdspeed tune --op FAMILY re-tunes one)\n";
+                 "but the times that chose them may have changed (sdspeed tune --op FAMILY --model DIR re-tunes a family)\n";
 }
 
 void printProgress(int done, int total, double unetMs) {
