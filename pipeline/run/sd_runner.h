@@ -36,8 +36,8 @@ struct DiffusionRequest {
   // SdPipeline::kMaxWarmUpRuns): a GPU whose clocks dropped while the component loaded
   // (seconds of host work) ran the first timed steps 2x to 3x slower after a single
   // warm-up run (an H100, session 40: UNet steps 104.9, 69.1, then 31.7 ms, so about
-  // 350 ms of work brought the clocks up; `run` asks for 500, where bench's timed warm-up
-  // takes 1000 per op: three components' seconds would count against setup).
+  // 350 ms of work brought the clocks up; `run` asks for 500 on GPUs, where bench's timed
+  // warm-up takes 1000 per op: three components' seconds would count against setup).
   double warmUpMinMs = 0;
   // Called after each loop iteration with its index and the latents.
   std::function<void(int, const std::vector<float>&)> onStep;
