@@ -73,14 +73,6 @@ const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per inv
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;   // one accumulator's elements
 const uint CE = CT / 32u;  // of which one lane holds (COOPMAT_EMULATE)
-// The epilogue's C tile over the staging tiles in NPASS passes, as gemm_coopmat.comp's:
-// element (local channel cl, tile position tl) at float cl * LDC + tl.
-const uint LDC = BM + 4u, STU = STAGES * (AT + BT);
-const uint CTF = BN * LDC / 4u;  // the whole C tile in uvec4s
-const uint NPASS = (CTF <= STU || WN == 1u) ? 1u : ((CTF <= 2u * STU || WN == 2u) ? 2u : 4u);
-const uint EPJ = WN / NPASS, PBN = BN / NPASS, CTU = CTF / NPASS;
-const uint SMN = STU > CTU ? STU : CTU;
-const uint BOFF = STAGES * AT;  // Bs's first uvec4 (As at 0)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, Wt, w)        // [Cout][Cin * KSIZE^2] in SD_WFMT (weights.glsl)
@@ -100,9 +92,9 @@ layout(push_constant) uniform Push {
   uint Cin, H, W, Cout, Ho, Wo, flags;  // conv.comp's but the layout: flags 1 bias, 2 temb, 4 residual
 } p;
 
-// As (STAGES x AT) then Bs (STAGES x BT) while K is walked, then the C tile (one array:
-// GLSL cannot alias two).
-shared uvec4 Sm[SMN];
+// Sm: the staging tiles, then the epilogue's C tile (coopmat_ctile.glsl; no GEGLU pairs).
+const uint PAIRS = 1u;
+#include "../common/coopmat_ctile.glsl"
 
 // This invocation's share of the next step, as loaded (gemm_coopmat.comp says why the
 // masking and packing wait for storeShared): the gathered x elements and which are
@@ -218,18 +210,6 @@ void storeShared(uint stage) {
     const uint e = lid + i * WGS;
     if (e < BC) Sm[BOFF + stage * BT + (e / KC) * RS + e % KC] = v;
   }
-}
-
-// The C tile's element (local channel cl of this pass, tile position tl).
-float ctile(uint cl, uint tl) {
-  const uint f = cl * LDC + tl;
-  return uintBitsToFloat(Sm[f / 4u][f % 4u]);
-}
-
-// Pass pi's local channel cl as a tile channel (gemm_coopmat.comp's tileChannel).
-uint tileChannel(uint cl, uint pi) {
-  const uint sgn = cl / (EPJ * CN), rest = cl % (EPJ * CN);
-  return (sgn * WN + pi * EPJ) * CN + rest;
 }
 
 // One output before the residual: the sum v of channel co of sample b with the bias and
@@ -350,7 +330,7 @@ void main() {
         const bvec4 real = lessThan(uvec4(co) + uvec4(0u, 1u, 2u, 3u), uvec4(p.Cout));  // not padding
         vec4 v = vec4(0.0);
         [[unroll]] for (uint j = 0u; j < 4u; ++j)
-          if (real[j]) v[j] = finish(ctile(cl + j, tl), b, co + j);
+          if (real[j]) v[j] = finish(ctile(0u, cl + j, tl), b, co + j);
         const uint qi = sd_index(LAYOUT, b, co, n, p.Cout, HoWo) / 4u;
         if ((p.flags & 4u) != 0u) v += mix(vec4(0.0), vec4(resq[qi]), real);
         yq[qi] = sfp4(v);
@@ -360,12 +340,12 @@ void main() {
         const uint tl = e % BM, cl = e / BM, n = m0 + tl, co = n0 + tileChannel(cl, pi);
         if (n >= HoWo || co >= stored) continue;
         if (SK > 1u) {  // the pad channels' sums are 0 (their w reads 0); the reduce writes them 0
-          part[((ks * N + b) * coutP + co) * HoWo + n] = ctile(cl, tl);
+          part[((ks * N + b) * coutP + co) * HoWo + n] = ctile(0u, cl, tl);
           continue;
         }
         float v = 0.0;
         if (co < p.Cout) {
-          v = finish(ctile(cl, tl), b, co);
+          v = finish(ctile(0u, cl, tl), b, co);
           if ((p.flags & 4u) != 0u) v += float(res[sd_index(LAYOUT, b, co, n, p.Cout, HoWo)]);
         }
         y[sd_index(LAYOUT, b, co, n, p.Cout, HoWo)] = sfp(v);

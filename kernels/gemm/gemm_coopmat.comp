@@ -98,19 +98,6 @@ const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per inv
 const uint STAGES = DB == 1u ? 2u : 1u;
 const uint CT = CM * CN;                          // one accumulator's elements
 const uint CE = CT / 32u;                         // of which one lane holds (COOPMAT_EMULATE)
-// The epilogue's C tile, over the staging tiles (their last reads are done by then), in
-// NPASS passes over the accumulator columns: the fewest of 1, 2, 4 (dividing WN) whose
-// share of the tile fits in the staging tiles' space (GEGLU's 64x64 tile: 2; a 128x128
-// one: 2). Pass pi holds the accumulator columns j in [pi * EPJ, (pi + 1) * EPJ) of every
-// subgroup: PBN tile channels, local channel cl for tile channel tileChannel(cl, pi). Pair
-// q's element (cl, tile position tl) at float (q * PBN + cl) * LDC + tl, columns padded by
-// 4 floats (16-byte aligned for the coopmat stores, banks skewed between columns).
-const uint LDC = BM + 4u, STU = STAGES * (AT + BT);
-const uint CTF = PAIRS * BN * LDC / 4u;  // the whole C tile in uvec4s
-const uint NPASS = (CTF <= STU || WN == 1u) ? 1u : ((CTF <= 2u * STU || WN == 2u) ? 2u : 4u);
-const uint EPJ = WN / NPASS, PBN = BN / NPASS, CTU = CTF / NPASS;
-const uint SMN = STU > CTU ? STU : CTU;
-const uint BOFF = STAGES * AT;                    // Bs's first uvec4 (As at 0)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, W, w)         // in SD_WFMT (weights.glsl)
@@ -128,9 +115,8 @@ layout(push_constant) uniform Push {
   uint K, F, HW, epi, flags;  // flags: 1 bias, 2 residual
 } p;
 
-// As (STAGES x AT) then Bs (STAGES x BT) while K is walked, then the C tile: one array,
-// since GLSL cannot alias two (GEGLU's 64x64 tile would need 64 KiB apart: 30720 + 34816 bytes).
-shared uvec4 Sm[SMN];
+// Sm: the staging tiles, then the epilogue's C tile (coopmat_ctile.glsl).
+#include "../common/coopmat_ctile.glsl"
 
 // This invocation's share of the next step, as loaded: each load's first use is in
 // storeShared, after this step's products, so the loads are in flight during them. (Masked
@@ -222,19 +208,6 @@ void storeShared(uint stage) {
     const uint e = lid + i * WGS;
     if (e < BC) Sm[BOFF + stage * BT + (e / KC) * RS + e % KC] = v;
   }
-}
-
-// The C tile's element (pair q, local channel cl of this pass, tile position tl).
-float ctile(uint q, uint cl, uint tl) {
-  const uint f = (q * PBN + cl) * LDC + tl;
-  return uintBitsToFloat(Sm[f / 4u][f % 4u]);
-}
-
-// Pass pi's local channel cl as a tile channel: subgroup column sgn's accumulator columns
-// pi * EPJ .. of CN channels each.
-uint tileChannel(uint cl, uint pi) {
-  const uint sgn = cl / (EPJ * CN), rest = cl % (EPJ * CN);
-  return (sgn * WN + pi * EPJ) * CN + rest;
 }
 
 // One output before the residual: the sum h of channel o (and its gate g under GEGLU) with

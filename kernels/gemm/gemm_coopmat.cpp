@@ -92,8 +92,8 @@ size_t GemmFamily::coopMatLocalBytes(const ParamPoint& p, bool geglu) {
   // As (BM rows) and Bs (pairs * BN rows) of KS + 8 halves per stage while K is walked,
   // then, over them, the epilogue's f32 C tile (pairs * BN columns of BM + 4 floats) in
   // passes: the fewest of 1, 2, 4 (dividing WN) whose share fits in the staging tiles'
-  // bytes. One shared array as gemm_coopmat.comp and conv_coopmat.comp declare it (NPASS),
-  // its size the larger.
+  // bytes. One shared array as kernels/common/coopmat_ctile.glsl declares it for both
+  // gemm_coopmat.comp and conv_coopmat.comp (NPASS), its size the larger.
   const size_t tiles = 2 * stages * (bm + pairs * bn) * (ks + 8);
   const size_t whole = 4 * pairs * bn * (bm + 4), wn = static_cast<size_t>(p["WN"]);
   const size_t passes = (whole <= tiles || wn == 1) ? 1 : ((whole <= 2 * tiles || wn == 2) ? 2 : 4);
