@@ -106,7 +106,7 @@ AblationMeasurement runRow(Backend& ctx, const RunSetup& setup, const AblationRo
     req.uncondIds = setup.uncondIds;
     req.initLatents = setup.initLatents;
     req.keepResident = !m.released;  // each component warms up before its timed run either way
-    req.warmUpMinMs = ctx.caps().isCpu() ? 0 : 500;  // as `run` does: rows compare at the clocks under load
+    req.warmUpMinMs = defaultWarmUpMs(ctx.caps());  // as `run`'s: rows compare at the clocks under load
     const DiffusionResult r = runDiffusion(pipe, *sched, req);
     const TimingStats unet = summarize(r.unetMs);  // steps >= 1: never empty
     m.unetMedianMs = unet.medianMs;

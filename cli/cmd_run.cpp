@@ -63,7 +63,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   flags.insert(kDeviceFlags.begin(), kDeviceFlags.end());
   const Args a(expandShortOptions(rawArgv), options, flags);
   // Flags first: a bad one fails before a model is opened.
-  const int warmUpMs = a.getInt("warmup-ms", 500);
+  const int warmUpMs = a.getInt("warmup-ms", 0);
   if (warmUpMs < 0) throw Error("--warmup-ms must not be negative (0: one warm-up run per component)");
   if (a.has("warmup-ms") && a.has("no-warmup")) throw Error("--warmup-ms and --no-warmup contradict each other: give one");
   std::unique_ptr<Backend> backend = backendFromArgs(a);
@@ -87,9 +87,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
   // Load, warm-up and release happen inside runDiffusion, timed as setup apart from the
   // totals (--no-warmup: the first calls pay the one-time costs).
   req.warmUp = !a.has("no-warmup");
-  // CPU devices (PoCL, lavapipe) have no clocks to bring up: one run unless --warmup-ms is
-  // given, as bench's timed warm-up skips them (runtime/timing.h), which keeps CI's runs short.
-  req.warmUpMinMs = ctx.caps().isCpu() && !a.has("warmup-ms") ? 0 : warmUpMs;
+  req.warmUpMinMs = a.has("warmup-ms") ? warmUpMs : defaultWarmUpMs(ctx.caps());
   req.keepResident = a.has("keep-resident");
   if (req.keepResident && a.has("memory-budget"))
     throw Error("--memory-budget holds one component at a time to the budget: it needs released components "

@@ -14,8 +14,14 @@
 
 #include "pipeline/run/sd_pipeline.h"
 #include "pipeline/schedulers/scheduler.h"
+#include "runtime/device_caps.h"
 
 namespace sdspeed {
+
+// The timed warm-up's default for `run` and `ablate` (DiffusionRequest::warmUpMinMs): 500 ms
+// on a GPU; one run on a CPU device (PoCL, lavapipe), which has no clocks to bring up, as
+// bench's timed warm-up skips them (runtime/timing.h), so CI's runs stay short.
+inline double defaultWarmUpMs(const DeviceCaps& dev) { return dev.isCpu() ? 0 : 500; }
 
 struct DiffusionRequest {
   std::vector<int64_t> condIds, uncondIds;  // tokens() ids each
@@ -38,7 +44,7 @@ struct DiffusionRequest {
   // warm-up run (an H100, session 40: UNet steps 104.9, 69.1, then 31.7 ms, so about
   // 350 ms of work brought the clocks up; `run` asks for 500 on GPUs, where bench's timed
   // warm-up takes 1000 per op: three components' seconds would count against setup).
-  double warmUpMinMs = 0;
+  double warmUpMinMs = 0;  // run and ablate: defaultWarmUpMs unless --warmup-ms says
   // Called after each loop iteration with its index and the latents.
   std::function<void(int, const std::vector<float>&)> onStep;
 };
