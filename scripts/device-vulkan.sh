@@ -423,7 +423,8 @@ if want tiles2; then
   # checked first).
   B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --variant coopmat_f16"
   i=0
-  for pt in SGM=2,SGN=2 SGM=4,SGN=2 SGM=2,SGN=4 SGM=4,SGN=4; do
+  # TILES2_POINTS: the points (default: the four SGM x SGN below at 32x32 warp tiles).
+  for pt in ${TILES2_POINTS:-SGM=2,SGN=2 SGM=4,SGN=2 SGM=2,SGN=4 SGM=4,SGN=4}; do
     i=$((i + 1))
     step 40 tiles2-conv320-$i $B --op conv --shape 2x320x64x64 --attrs cout=320,residual=1 --params $pt,SK=1
     step 40 tiles2-conv640-$i $B --op conv --shape 2x640x32x32 --attrs cout=640,residual=1 --params $pt,SK=1
@@ -431,6 +432,9 @@ if want tiles2; then
     step 40 tiles2-gemm-$i $B --op gemm --shape 2x320x1x4096 --attrs n=320,epilogue=none,bias=0,residual=0 --params $pt,SK=1
     step 40 tiles2-geglu-$i $B --op gemm --shape 2x320x1x4096 --attrs n=2560,epilogue=geglu,bias=1,residual=0 --params $pt,SK=1
     step 40 tiles2-ff-$i $B --op gemm --shape 2x5120x1x256 --attrs n=1280,epilogue=none,bias=1,residual=1 --params $pt,SK=1
+    # The VAE decoder's heaviest convolutions (512x512 and 256x256 at 128 / 256 channels).
+    step 60 tiles2-vae128-$i $B --op conv --shape 1x128x512x512 --attrs cout=128,residual=1 --params $pt,SK=1
+    step 60 tiles2-vae256-$i $B --op conv --shape 1x256x256x256 --attrs cout=256,residual=1 --params $pt,SK=1
   done
   grep -hE "^(gemm|conv) " "$R"/tiles2-*.txt > "$R/tiles2.txt"; cat "$R/tiles2.txt"
   pack
