@@ -654,15 +654,17 @@ if want tune; then
   # to check in as configs/tuned/<its device key>.yaml and results/sweeps/.
   # TUNE_OPS="attention groupnorm" instead: only those families' SD 1.5 instances,
   # TUNE_POINTS (default 12) model-guided points each, extending the checked-in database
-  # (copied in first), for a family whose kernels changed since the last whole-model tune.
+  # (copied in first), for a family whose kernels changed since the last whole-model tune;
+  # TUNE_VARIANT=coopmat_f16 spends those points on that variant alone, TUNE_CAP (default
+  # 300) caps each family's step in seconds.
   DB=build-dev/tuned-vk SW=build-dev/sweeps-vk
   mkdir -p $DB $SW
   if [ -n "${TUNE_OPS:-}" ]; then
     cp configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
     for op in $TUNE_OPS; do
-      step 300 tune-$op $S tune --op $op --model configs/models/sd15 --width 512 --height 512 --batch 2 \
+      step ${TUNE_CAP:-300} tune-$op $S tune --op $op --model configs/models/sd15 --width 512 --height 512 --batch 2 \
         --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
-        --budget ${TUNE_POINTS:-12} --db-dir $DB --sweep-dir $SW
+        --budget ${TUNE_POINTS:-12} --db-dir $DB --sweep-dir $SW ${TUNE_VARIANT:+--variant $TUNE_VARIANT}
       grep -E "measured|skipped" "$R/tune-$op.txt" | tail -20
     done
   else

@@ -178,11 +178,17 @@ TEST(DefaultChoice, ConvCoopMatSplitKFitsTheProblemUntuned) {
     EXPECT_EQ(d["SK"], ConvFamily::coopMatDefaultSplitK(v.defaults(), dynamic_cast<const ConvProblem&>(*p).dims));
     return d["SK"];
   };
-  EXPECT_EQ(sk({2, 1280, 8, 8}, 1280), 16);    // 40 tiles, 360 steps
+  // The defaults' 64x128 tiles of 8 subgroups: the target is 256 work-groups.
+  EXPECT_EQ(v.defaults()["SGM"] * v.defaults()["SGN"], 8);
+  EXPECT_EQ(sk({2, 1280, 8, 8}, 1280), 16);    // 20 tiles, 360 steps: 320 groups at the cap
   EXPECT_EQ(sk({2, 2560, 8, 8}, 1280), 16);
-  EXPECT_EQ(sk({2, 1280, 16, 16}, 1280), 4);   // 160 tiles
-  EXPECT_EQ(sk({2, 640, 32, 32}, 640), 2);     // 320 tiles
-  EXPECT_EQ(sk({2, 320, 64, 64}, 320), 1);     // 640 tiles: the GPU is full
+  EXPECT_EQ(sk({2, 1280, 16, 16}, 1280), 4);   // 80 tiles
+  EXPECT_EQ(sk({2, 640, 32, 32}, 640), 2);     // 160 tiles
+  EXPECT_EQ(sk({2, 320, 64, 64}, 320), 1);     // 384 tiles of 8 subgroups: the GPU is full
+  // 64x64 tiles (4 subgroups) keep the rule's 512 groups: 160 tiles of the 1280-channel
+  // conv split 4 ways there as 80 of 64x128 do here.
+  const ProblemPtr p1280 = ConvFamily::problem({2, 1280, 16, 16}, 1280, 3);
+  EXPECT_EQ(ConvFamily::coopMatDefaultSplitK(v.parsePoint("SGN=2"), dynamic_cast<const ConvProblem&>(*p1280).dims), 4);
   EXPECT_EQ(sk({2, 1280, 8, 8}, 1280, 1), 2);  // 1x1: 40 steps, a split of 20 but not of 10
   EXPECT_EQ(sk({1, 5, 7, 9}, 7), 1);           // K = 45: two steps, nothing to split
 

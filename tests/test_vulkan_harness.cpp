@@ -518,11 +518,11 @@ TEST(VulkanHarnessCoverage, ConvCoopMatEmulatedMatchesReference) {
       // The epilogue's C tile in passes (one 16-deep stage is smaller than it): 2 passes
       // over both subgroup columns in each layout (the quad and the element path), 4 passes.
       {"KS=16,DB=0", "f16.buffer.nc4hw4", DType::F16, false},
-      {"KS=16,DB=0", "f32.buffer.nchw", DType::F16, false},
+      {"KS=16,DB=0,SGN=2", "f32.buffer.nchw", DType::F16, false},
       {"WN=4,SGN=1,KS=16,DB=0", "f16.buffer.nc4hw4", DType::F16, false},
   };
   std::set<std::string> values;  // every parameter value some case ran
-  // The quick problems have Cout <= 12: one channel tile. Two more with several (BN is 64
+  // The quick problems have Cout <= 12: one channel tile. Two more with several (BN is 128
   // at the defaults, 32 at the other point), the last one's NC4HW4 pad channels in it.
   auto problems = conv.checkProblems(false);
   problems.push_back(ConvFamily::problem({1, 20, 6, 7}, 40, 3, 1, true, true, true));

@@ -18,14 +18,23 @@ VariantDef ConvFamily::coopMatVariant() {
   // GEMM's constraints as they are: they leave GEGLU's doubled tiles and accumulators (conv
   // has no pairs) to GemmFamily::unsupportedReason.
   c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) { return GemmFamily::coopMatDeviceRule(p, dev, "conv"); };
+  // 64 x 128 tiles by default (SGN = 4 first; GEMM keeps 64 x 64): each K step's A tile (the
+  // im2col gather, the costly half) then feeds twice the output channels. On an H100
+  // (results/vulkan/tiles2/, median us, 64x64 -> 64x128 at the 32x32 warp tiles) the UNet's
+  // residual convolutions went 198 -> 187 (2x320x64x64), 206 -> 177 (2x640x32x32) and
+  // 231 -> 206 (2x1280x16x16, SK 2), the VAE's 773 -> 646 (1x128x512x512) and 756 -> 599
+  // (1x256x256x256); 128 x 64 and 128 x 128 lost to both at every one of them.
+  for (ParamDef& p : c.params)
+    if (p.name == "SGN") p.values = {4, 2, 1};
   // Split-K (GEMM's SK parameter, conv's own reduce pass): SD 1.5's small-spatial
   // convolutions (8x8 latents: 64 positions, K = 11520) make a few dozen output tiles, each
   // walking all of K serially; SK work-groups per tile, each over a contiguous range of K
   // steps, then conv_coopmat_reduce.comp sums their f32 partials (scratch:
   // ConvFamily::scratch) and applies the epilogue. 1 (the default) is the single pass.
   // Untuned, SK is sized to the problem (VariantDef::fitDefaults): the smallest that gives
-  // the dispatch kSplitKTargetGroups work-groups, as long as each keeps kSplitKMinSteps K
-  // steps. 512 is about four per multiprocessor on an H100/H200 (132) and more than a
+  // the dispatch 512 work-groups of 4 subgroups (fewer of larger ones: coopMatDefaultSplitK),
+  // as long as each keeps kSplitKMinSteps K steps. 512 is about four per multiprocessor on an
+  // H100/H200 (132) and more than a
   // phone GPU has slots for; a split beyond what fills the device only adds the reduce
   // pass. On the H100 (results/vulkan/warmup/README.md) the 2x1280x8x8 conv (40 tiles
   // of 64x64, 360 steps of 32) took 657 us at SK = 1 and 165 us at SK = 16, the rule's
@@ -39,11 +48,15 @@ VariantDef ConvFamily::coopMatVariant() {
 }
 
 int ConvFamily::coopMatDefaultSplitK(const ParamPoint& p, const ConvDims& d) {
-  constexpr int64_t kSplitKTargetGroups = 512, kSplitKMinSteps = 16;
+  // The target counts subgroups: 512 work-groups of the 64x64 tiles' 4 (2048 warps, what
+  // the rule was measured with), 256 of the 64x128 defaults' 8, so a larger tile, which
+  // makes fewer work-groups of more warps each, is not split further for that alone.
+  constexpr int64_t kSplitKTargetSubgroups = 2048, kSplitKMinSteps = 16;
   const int64_t bm = int64_t{p["SGM"]} * p["WM"] * p["CM"], bn = int64_t{p["SGN"]} * p["WN"] * p["CN"];
   const int64_t tiles = (d.outHeight() * d.outWidth() + bm - 1) / bm * ((d.cout + bn - 1) / bn) * d.batch;
   const int64_t steps = (d.cin * d.kernel * d.kernel + p["KS"] - 1) / p["KS"];
-  return GemmFamily::coopMatFitSplitK(tiles, steps, kSplitKTargetGroups, kSplitKMinSteps);
+  const int64_t subgroups = int64_t{p["SGM"]} * p["SGN"];
+  return GemmFamily::coopMatFitSplitK(tiles, steps, kSplitKTargetSubgroups / subgroups, kSplitKMinSteps);
 }
 
 bool ConvFamily::isCoopMat(const VariantDef& v) { return v.name == kCoopMatVariant; }
