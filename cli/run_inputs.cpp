@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <random>
 
 #include "kernels/lowering.h"
@@ -273,14 +274,34 @@ void noteDatabase(const std::string& verb, const ExecOptions& exec, Backend& dev
   } catch (const Error&) {
     return;  // the chooser reports a malformed database itself
   }
-  std::string stale;
-  for (const auto& [family, hash] : d.sourceHashes) {
-    try {
-      if (familySourceHash(device, findFamily(family)) != hash) stale += (stale.empty() ? "" : ", ") + family;
-    } catch (const Error&) {
-      // A family this build or backend has no kernels for: nothing to compare.
+  // Per entry (TuningDatabase::entryHash): a tune cut short leaves the family's other
+  // entries stamped with the source they were tuned against (session 41: 12 of the H100
+  // file's conv entries, after a capped re-tune recorded conv's new hash).
+  std::map<std::string, std::pair<int, int>> counts;  // family -> (stale, entries)
+  std::map<std::string, std::string> built;           // family -> this build's hash ("" none)
+  for (const auto& e : d.entries()) {
+    const std::string want = d.entryHash(e);
+    if (want.empty()) continue;  // a file that records no hash for it: nothing to compare
+    auto b = built.find(e.instance.family);
+    if (b == built.end()) {
+      std::string h;
+      try {
+        h = familySourceHash(device, findFamily(e.instance.family));
+      } catch (const Error&) {
+        // A family this build or backend has no kernels for: nothing to compare.
+      }
+      b = built.emplace(e.instance.family, h).first;
     }
+    if (b->second.empty()) continue;
+    auto& [staleEntries, all] = counts[e.instance.family];
+    ++all;
+    staleEntries += want != b->second;
   }
+  std::string stale;
+  for (const auto& [family, c] : counts)
+    if (c.first > 0)
+      stale += (stale.empty() ? "" : ", ") + family +
+               (c.first == c.second ? "" : " (" + std::to_string(c.first) + " of " + std::to_string(c.second) + ")");
   if (!stale.empty())
     std::cerr << "sdspeed " << verb << ": note: " << where << ": the " << stale
               << " entries were tuned against other kernel sources than this build's; their points run as recorded, "

@@ -35,7 +35,7 @@ void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst,
   db.erase(inst);
   db.deviceName = dev.name;
   db.driver = dev.driverVersion;
-  db.sourceHashes[fam.name()] = sourceHash;
+  db.setFamilyHash(fam.name(), sourceHash);  // the family's other entries keep their older hash
   for (const auto& r : cache.rows())
     if (r.instance == inst.text() && r.status == Status::Ok && r.device == dev.name && r.driver == dev.driverVersion &&
         r.sourceHash == sourceHash)

@@ -106,9 +106,11 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
 // A database whose recorded kernel source hash differs from this build's (here conv's, all
 // zeros) gets one note naming the family and the file. The device's key is read from the
 // note of a run with no database, so the test holds on any device; the checked-in
-// databases get no such note (ReproducesTheFixtureAndWritesEverything).
+// databases get no such note (ReproducesTheFixtureAndWritesEverything). Then a tune of one
+// of the two conv entries (session 41's capped re-tune, in small): the other keeps the
+// zeros as its own `source_hash`, and the note counts it, 1 of 2.
 TEST_F(RunCli, StaleDatabaseFamiliesAreNamed) {
-  TempDir empty, db;
+  TempDir empty, db, sweeps;
   const std::string stale = "tuned against other kernel sources";
   auto runWith = [&](const std::string& dir) {
     auto args = fixtureArgs(kA);
@@ -118,23 +120,43 @@ TEST_F(RunCli, StaleDatabaseFamiliesAreNamed) {
     EXPECT_EQ(r.exitCode, 0) << r.describe();
     return r;
   };
+  auto notes = [&](const Result& r) {
+    std::vector<std::string> found;
+    for (const std::string& l : r.errLines())
+      if (l.find(stale) != std::string::npos) found.push_back(l);
+    return found;
+  };
   const Result none = runWith(empty.path());
   const size_t at = none.err.find("(key ");
   ASSERT_NE(at, std::string::npos) << none.err;
   const std::string key = none.err.substr(at + 5, none.err.find(')', at) - at - 5);
   EXPECT_EQ(none.err.find(stale), std::string::npos) << none.err;
-  std::ofstream(db.path() + "/" + key + ".yaml") << "format: 1\ndevice:\n  key: " << key
-                                                 << "\n  name: test\n  driver: test\n"
-                                                    "source_hashes: {conv: 000000000000}\nentries: []\n";
-  const Result edited = runWith(db.path());
-  int notes = 0;
-  for (const std::string& l : edited.errLines())
-    if (l.find(stale) != std::string::npos) {
-      ++notes;
-      EXPECT_NE(l.find("the conv entries"), std::string::npos) << l;
-      EXPECT_NE(l.find(db.path()), std::string::npos) << l;
-    }
-  EXPECT_EQ(notes, 1) << edited.err;
+  const std::string file = db.path() + "/" + key + ".yaml";
+  auto entry = [](int cout) {
+    return "  - instance: conv 1x4x6x6 bias=1 cout=" + std::to_string(cout) +
+           " k=3 pad=1 residual=0 stride=1 temb=0 f32.buffer.nchw\n    best: direct\n    variants:\n"
+           "      direct: {params: \"CB=2,CO=8,PX=2,WGX=16,WGY=4\", median_us: 20, min_us: 10}\n";
+  };
+  std::ofstream(file) << "format: 1\ndevice:\n  key: " << key
+                      << "\n  name: test\n  driver: test\nsource_hashes: {conv: 000000000000}\nentries:\n"
+                      << entry(4) << entry(8);
+  const auto all = notes(runWith(db.path()));
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_NE(all[0].find("the conv entries"), std::string::npos) << all[0];
+  EXPECT_NE(all[0].find(db.path()), std::string::npos) << all[0];
+
+  const Result tuned = run({"tune", "--op", "conv", "--shape", "1x4x6x6", "--attrs", "cout=4", "--variant", "direct",
+                            "--budget", "1", "--db-dir", db.path(), "--sweep-dir", sweeps.path()});
+  ASSERT_EQ(tuned.exitCode, 0) << tuned.describe();
+  const std::string text = slurp(file);
+  EXPECT_EQ(text.find("source_hashes: {conv: 000000000000}"), std::string::npos) << text;  // the tune's hash now
+  const size_t kept = text.find("cout=8");
+  ASSERT_NE(kept, std::string::npos) << text;
+  EXPECT_EQ(text.find("source_hash: 000000000000"), text.find("\n", kept) + 5) << text;  // the next line, B's own
+  EXPECT_EQ(text.find("source_hash: "), text.rfind("source_hash: ")) << text;        // and only B's
+  const auto one = notes(runWith(db.path()));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_NE(one[0].find("the conv (1 of 2) entries"), std::string::npos) << one[0];
 }
 
 // Released components (the default) and --keep-resident compute the same pixels; the

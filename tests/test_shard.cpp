@@ -189,6 +189,67 @@ TEST(DbMerge, KeepsEveryVariantsBestAndTheBestVariant) {
   EXPECT_EQ(mergeDatabases({a, c}).entries()[0].best, "split");
 }
 
+// A tune that rebuilds some of a family's entries against a new kernel source
+// (setFamilyHash) leaves the others stamped with the source they were tuned against,
+// through save and load and through a merge; entries of a file that recorded no hash are
+// stamped "unrecorded". Session 41's capped conv re-tune had made 12 stale entries look
+// current.
+TEST(DbMerge, EntriesATuneLeftBehindKeepTheirSourceHash) {
+  sdspeed_test::TempDir d;
+  const OpInstance a = OpInstance::parse("groupnorm 1x32x8x8 eps=1e-05 g=8 residual=0 silu=0 f32.buffer.nchw");
+  const OpInstance b = OpInstance::parse("groupnorm 1x64x8x8 eps=1e-05 g=8 residual=0 silu=0 f32.buffer.nchw");
+  const OpInstance ln = OpInstance::parse("layernorm 2x320x1x64 eps=1e-05 f32.buffer.nchw");
+  for (const OpInstance* i : {&a, &b, &ln}) ASSERT_NO_THROW(i->problem(findFamily(i->family))) << i->text();
+  TuningDatabase db;
+  db.deviceKey = "opencl-pocl-cpu-3";
+  db.deviceName = "cpu";
+  db.driver = "3.1";
+  db.sourceHashes["groupnorm"] = "old";
+  db.record(a, "one_pass", "CACHE=1,VEC=1,WG=64", 20, 10);
+  db.record(b, "one_pass", "CACHE=1,VEC=1,WG=64", 30, 10);
+  db.record(ln, "per_item", findFamily("layernorm").variant("per_item").defaults().text(), 5, 4);
+  // Re-tune a against "new": erase, stamp the family, record (cli/tune_model.cpp's rebuildEntry).
+  db.erase(a);
+  db.setFamilyHash("groupnorm", "new");
+  db.record(a, "one_pass", "CACHE=2,VEC=1,WG=64", 15, 10);
+  auto find = [](const TuningDatabase& t, const OpInstance& i) {
+    for (const auto& e : t.entries())
+      if (e.instance == i) return e;
+    ADD_FAILURE() << i.text();
+    return TunedEntry{};
+  };
+  EXPECT_EQ(db.sourceHashes.at("groupnorm"), "new");
+  EXPECT_EQ(db.entryHash(find(db, a)), "new");
+  EXPECT_EQ(find(db, b).sourceHash, "old");
+  EXPECT_EQ(db.entryHash(find(db, ln)), "");  // another family: untouched, no hash recorded
+  // A second tune against "new" keeps b's stamp; tuning b then clears it.
+  db.setFamilyHash("groupnorm", "new");
+  EXPECT_EQ(find(db, b).sourceHash, "old");
+  const std::string path = d.path() + "/db.yaml";
+  db.save(path);
+  EXPECT_NE(slurp(path).find("source_hash: old"), std::string::npos) << slurp(path);
+  const TuningDatabase back = TuningDatabase::load(path);
+  EXPECT_EQ(find(back, b).sourceHash, "old");
+  EXPECT_EQ(back.entryHash(find(back, a)), "new");
+  // The merge of that file with one whose b is current keeps the stale stamp.
+  TuningDatabase other = back;
+  other.setEntryHash(b, "new");
+  EXPECT_EQ(find(other, b).sourceHash, "");
+  other.save(d.path() + "/other.yaml");
+  const TuningDatabase m = mergeDatabases({d.path() + "/other.yaml", path});
+  EXPECT_EQ(find(m, b).sourceHash, "old");
+  EXPECT_EQ(find(m, a).sourceHash, "");
+  // A family with no recorded hash: its entries become "unrecorded" at the first tune.
+  db.setFamilyHash("layernorm", "h1");
+  EXPECT_EQ(find(db, ln).sourceHash, TuningDatabase::kUnrecordedHash);
+  // An empty per-entry hash in a file is an error naming it.
+  std::string text = slurp(path);
+  text.replace(text.find("source_hash: old"), 16, "source_hash: \"\"");
+  writeFileAtomically(path, text);
+  const std::string e = errorMessage([&] { TuningDatabase::load(path); });
+  EXPECT_NE(e.find("source_hash"), std::string::npos) << e;
+}
+
 TEST(DbMerge, RefusesAnotherDriverKeyOrKernelSourceNamingTheFile) {
   sdspeed_test::TempDir d;
   const auto a = writeDb(d.path() + "/a.yaml", "3.1", "source_hashes: {groupnorm: abc}\n", "CACHE=1,VEC=1,WG=64", "20");

@@ -93,6 +93,10 @@ TuningDatabase TuningDatabase::load(const std::string& path, const std::string& 
       if (auto [it, fresh] = seen.emplace(t.instance.text(), line); !fresh)
         throw Error(yamlWhere(path, e["instance"], "instance") + ": duplicate of the entry at line " +
                     std::to_string(it->second));
+      if (const YAML::Node h = e["source_hash"]) {
+        t.sourceHash = h.IsScalar() ? h.as<std::string>() : "";
+        if (t.sourceHash.empty()) throw Error(yamlWhere(path, h, "source_hash") + ": want a kernel source hash");
+      }
       t.best = need<std::string>(e, "best", path);
       const YAML::Node vars = e["variants"];
       if (!vars || !vars.IsMap()) throw Error(yamlWhere(path, e, "variants") + ": missing or not a mapping");
@@ -154,8 +158,9 @@ void TuningDatabase::save(const std::string& path) const {
   }
   out << YAML::Key << "entries" << YAML::Value << YAML::BeginSeq;
   for (const auto& e : entries_) {
-    out << YAML::BeginMap << YAML::Key << "instance" << YAML::Value << e.instance.text() << YAML::Key << "best"
-        << YAML::Value << e.best << YAML::Key << "variants" << YAML::Value << YAML::BeginMap;
+    out << YAML::BeginMap << YAML::Key << "instance" << YAML::Value << e.instance.text();
+    if (!e.sourceHash.empty()) out << YAML::Key << "source_hash" << YAML::Value << e.sourceHash;
+    out << YAML::Key << "best" << YAML::Value << e.best << YAML::Key << "variants" << YAML::Value << YAML::BeginMap;
     for (const auto& [name, v] : e.variants)
       out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "params"
           << YAML::Value << v.params << YAML::Key << "median_us" << YAML::Value << v.medianUs << YAML::Key
@@ -164,6 +169,33 @@ void TuningDatabase::save(const std::string& path) const {
   }
   out << YAML::EndSeq << YAML::EndMap;
   writeFileAtomically(path, std::string(out.c_str()) + "\n");
+}
+
+void TuningDatabase::setFamilyHash(const std::string& family, const std::string& hash) {
+  // A file written before hashes were recorded says nothing of what its entries were
+  // tuned against: they are stamped kUnrecordedHash, never equal to a real hash.
+  const auto old = sourceHashes.find(family);
+  const std::string before = old == sourceHashes.end() ? kUnrecordedHash : old->second;
+  for (auto& e : entries_) {
+    if (e.instance.family != family) continue;
+    if (e.sourceHash.empty() && before != hash) e.sourceHash = before;
+    if (e.sourceHash == hash) e.sourceHash.clear();
+  }
+  sourceHashes[family] = hash;
+}
+
+void TuningDatabase::setEntryHash(const OpInstance& inst, const std::string& hash) {
+  for (auto& e : entries_)
+    if (e.instance == inst) {
+      const auto fam = sourceHashes.find(inst.family);
+      e.sourceHash = (fam != sourceHashes.end() && fam->second == hash) ? "" : hash;
+    }
+}
+
+std::string TuningDatabase::entryHash(const TunedEntry& e) const {
+  if (!e.sourceHash.empty()) return e.sourceHash;
+  const auto it = sourceHashes.find(e.instance.family);
+  return it == sourceHashes.end() ? "" : it->second;
 }
 
 void TuningDatabase::erase(const OpInstance& inst) {
@@ -175,7 +207,7 @@ void TuningDatabase::record(const OpInstance& inst, const std::string& variant, 
                             double medianUs, double minUs) {
   auto it = std::find_if(entries_.begin(), entries_.end(), [&](const TunedEntry& e) { return e.instance == inst; });
   if (it == entries_.end()) {
-    entries_.push_back({inst, variant, {}});
+    entries_.push_back({inst, variant, {}, {}});
     it = entries_.end() - 1;
   }
   auto& slot = it->variants[variant];

@@ -33,6 +33,10 @@ struct TunedEntry {
   OpInstance instance;
   std::string best;  // variant
   std::map<std::string, TunedVariant> variants;
+  // The kernel source hash this entry was tuned against where it is not its family's
+  // (TuningDatabase::sourceHashes): stamped by setFamilyHash on the entries a tune left
+  // behind; "" = the family's. The file's optional per-entry `source_hash`.
+  std::string sourceHash;
 };
 
 // Which step of the chain answered (the source text says it for people; code asks this).
@@ -82,6 +86,18 @@ class TuningDatabase {
   static TuningDatabase loadOrEmpty(const std::string& path, const std::string& key, const DeviceCaps& dev);
   void save(const std::string& path) const;  // atomic (temp file + rename)
 
+  // A tune of `family` against kernel sources hashing to `hash`: where the family's
+  // recorded hash was another, every entry of it not already stamped keeps that older
+  // hash as its own (so a tune cut short, or of one shape, leaves its other entries
+  // visibly stale); then the family's hash becomes `hash`, and entries stamped with it
+  // are the family's again.
+  void setFamilyHash(const std::string& family, const std::string& hash);
+  static constexpr const char* kUnrecordedHash = "unrecorded";
+  // Stamps one entry's hash ("" or the family's: the family's again).
+  void setEntryHash(const OpInstance& inst, const std::string& hash);
+  // The source hash an entry was tuned against: its own, else its family's ("" when the
+  // file records none).
+  std::string entryHash(const TunedEntry& e) const;
   // Removes an instance's entry (tune rebuilds it from the sweep cache).
   void erase(const OpInstance& inst);
   // Keeps the faster of the stored and the new time for that variant, and the best variant.

@@ -25,6 +25,7 @@ TuningDatabase mergeDatabases(const std::vector<std::string>& paths) {
     OpInstance instance;
     std::string variant;
     TunedVariant v;
+    std::string hash;  // the source hash its entry was tuned against (entryHash; "" unknown)
   };
   std::vector<Item> items;
   std::map<std::string, std::string> hashFrom;  // family -> the input that set its hash
@@ -50,7 +51,7 @@ TuningDatabase mergeDatabases(const std::vector<std::string>& paths) {
                     "' in " + hashFrom[family]);
     }
     for (const auto& e : db.entries())
-      for (const auto& [name, v] : e.variants) items.push_back({e.instance, name, v});
+      for (const auto& [name, v] : e.variants) items.push_back({e.instance, name, v, db.entryHash(e)});
   }
   // Canonical order: by instance text, then variant; a stable sort keeps the inputs'
   // order among equal times, so the first input wins a tie.
@@ -59,6 +60,15 @@ TuningDatabase mergeDatabases(const std::vector<std::string>& paths) {
     return ta != tb ? ta < tb : a.variant < b.variant;
   });
   for (const auto& it : items) out.record(it.instance, it.variant, it.v.params, it.v.medianUs, it.v.minUs);
+  // An entry any of whose inputs was tuned against another source than its family's
+  // recorded hash keeps that older hash (the first such input's), so the merge does not
+  // make a stale entry look current.
+  std::set<std::string> stamped;
+  for (const auto& it : items) {
+    const auto fam = out.sourceHashes.find(it.instance.family);
+    if (it.hash.empty() || fam == out.sourceHashes.end() || fam->second == it.hash) continue;
+    if (stamped.insert(it.instance.text()).second) out.setEntryHash(it.instance, it.hash);
+  }
   return out;
 }
 
