@@ -18,6 +18,7 @@
 #include "pipeline/run/sd_runner.h"
 #include "pipeline/safetensors.h"
 #include "pipeline/torch_rng.h"
+#include "runtime/device_key.h"
 #include "runtime/opencl/cl_error.h"
 #include "tuning/database.h"
 
@@ -255,7 +256,8 @@ RunSetup runSetup(const Args& a, const DeviceCaps* device) {
 
 void noteDatabase(const std::string& verb, const ExecOptions& exec, Backend& device) {
   const std::string key = device.deviceKey();
-  const fs::path db = fs::path(exec.dbDir) / (key + ".yaml");
+  // The chooser's file (TunedChooser: resolveKeyedPath), a legacy-named one included.
+  const fs::path db = resolveKeyedPath(exec.dbDir, key, ".yaml");
   std::error_code ec;
   const std::string where = fs::absolute(db, ec).lexically_normal().string();
   if (!fs::exists(db, ec)) {

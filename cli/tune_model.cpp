@@ -32,14 +32,18 @@ namespace sdspeed {
 
 void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst, const SweepCache& cache,
                   const DeviceCaps& dev, const std::string& sourceHash) {
-  db.erase(inst);
-  db.deviceName = dev.name;
-  db.driver = dev.driverVersion;
-  db.setFamilyHash(fam.name(), sourceHash);  // the family's other entries keep their older hash
+  std::vector<const SweepRow*> rows;
   for (const auto& r : cache.rows())
     if (r.instance == inst.text() && r.status == Status::Ok && r.device == dev.name && r.driver == dev.driverVersion &&
         r.sourceHash == sourceHash)
-      db.record(inst, r.variant, r.params, r.medianUs, r.minUs);
+      rows.push_back(&r);
+  db.deviceName = dev.name;
+  db.driver = dev.driverVersion;
+  // No point of this source ran (all failed or unsupported, or the time ran out first):
+  // the entry the file held, if any, stays, stamped with its older source.
+  if (!rows.empty()) db.erase(inst);
+  db.setFamilyHash(fam.name(), sourceHash);  // the family's other entries keep their older hash
+  for (const SweepRow* r : rows) db.record(inst, r->variant, r->params, r->medianUs, r->minUs);
 }
 
 double positiveNumber(const Args& args, const std::string& name) {

@@ -164,8 +164,8 @@ TEST(DefaultChoice, UntunedF16AttentionRunsTheTensorCoresWhereTheDeviceHasThem) 
 }
 
 // Untuned, conv coopmat_f16's split-K is sized to the problem (VariantDef::fitDefaults,
-// ConvFamily::coopMatDefaultSplitK): the smallest SK giving 512 work-groups of 64x64
-// tiles, each split keeping 16 K steps of 32. The executor's choice carries it (the race
+// ConvFamily::coopMatDefaultSplitK): the smallest SK giving 2048 subgroups (256
+// work-groups of the 64x128 defaults), each split keeping 16 K steps of 32. The executor's choice carries it (the race
 // runs SD 1.5's 8x8-latent convolutions at SK 16), the declared defaults stay SK = 1,
 // and a database entry's point is never refitted.
 TEST(DefaultChoice, ConvCoopMatSplitKFitsTheProblemUntuned) {
@@ -240,7 +240,7 @@ TEST(DefaultChoice, ConvCoopMatSplitKRefittedWhenTakenFromAnotherInstance) {
   EXPECT_NE(taken.step, TunedStep::Exact);
   const ParamPoint p = v.parsePoint(taken.params);
   EXPECT_EQ(p["KS"], 16);  // the taken point's tiles and K step stay
-  // 40 tiles, 720 K steps of 16: SK 16 gives 640 work-groups of 45 steps.
+  // 20 tiles of 64x128, 720 K steps of 16: SK 16 gives 320 work-groups of 45 steps.
   EXPECT_EQ(p["SK"], 16) << taken.params;
   EXPECT_NE(taken.source.find("SK sized to this instance"), std::string::npos) << taken.source;
   EXPECT_EQ(taken.medianUs, 0.0);

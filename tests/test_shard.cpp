@@ -167,7 +167,8 @@ std::string writeDb(const std::string& path, const std::string& driver, const st
 
 TEST(DbMerge, KeepsEveryVariantsBestAndTheBestVariant) {
   sdspeed_test::TempDir d;
-  // Old files (no source_hashes) load and merge with new ones.
+  // Old files (no source_hashes) load and merge with new ones (where both hold an
+  // instance, the copy of a recorded source is kept: below).
   const auto a = writeDb(d.path() + "/a.yaml", "3.1", "", "CACHE=1,VEC=1,WG=64", "20", "50");
   const auto b = writeDb(d.path() + "/b.yaml", "3.1", "source_hashes: {groupnorm: abc}\n", "CACHE=2,VEC=1,WG=64", "10", "60");
   // a carries the legacy key (pocl-cpu-3), b the current one: the same device.
@@ -179,7 +180,10 @@ TEST(DbMerge, KeepsEveryVariantsBestAndTheBestVariant) {
   ASSERT_EQ(m.entries().size(), 1u);
   EXPECT_EQ(m.entries()[0].variants.at("one_pass").params, "CACHE=2,VEC=1,WG=64");
   EXPECT_EQ(m.entries()[0].variants.at("one_pass").medianUs, 10);
-  EXPECT_EQ(m.entries()[0].variants.at("split").medianUs, 50);
+  // b's copy is of a known source (abc), a's of none recorded: b's alone is kept (its
+  // split at 60, not a's 50; EntriesATuneLeftBehindKeepTheirSourceHash).
+  EXPECT_EQ(m.entries()[0].variants.at("split").medianUs, 60);
+  EXPECT_EQ(m.entries()[0].sourceHash, "");
   EXPECT_EQ(m.entries()[0].best, "one_pass");
   EXPECT_EQ(m.sourceHashes.at("groupnorm"), "abc");
   m.save(d.path() + "/m.yaml");
@@ -231,14 +235,39 @@ TEST(DbMerge, EntriesATuneLeftBehindKeepTheirSourceHash) {
   const TuningDatabase back = TuningDatabase::load(path);
   EXPECT_EQ(find(back, b).sourceHash, "old");
   EXPECT_EQ(back.entryHash(find(back, a)), "new");
-  // The merge of that file with one whose b is current keeps the stale stamp.
+  // A merge keeps a re-tuned copy alone: b current in `other` (at 40 us) and stale in the
+  // file (30 us): the merged b is current with other's time, the stale 30 us dropped
+  // though it is faster. Where every copy is stale, the smallest stale hash is kept.
   TuningDatabase other = back;
-  other.setEntryHash(b, "new");
+  other.erase(b);
+  other.record(b, "one_pass", "CACHE=2,VEC=1,WG=64", 40, 10);
   EXPECT_EQ(find(other, b).sourceHash, "");
   other.save(d.path() + "/other.yaml");
-  const TuningDatabase m = mergeDatabases({d.path() + "/other.yaml", path});
-  EXPECT_EQ(find(m, b).sourceHash, "old");
-  EXPECT_EQ(find(m, a).sourceHash, "");
+  for (const auto& order : {std::vector<std::string>{d.path() + "/other.yaml", path},
+                            std::vector<std::string>{path, d.path() + "/other.yaml"}}) {
+    const TuningDatabase m = mergeDatabases(order);
+    EXPECT_EQ(find(m, b).sourceHash, "");
+    EXPECT_EQ(find(m, b).variants.at("one_pass").medianUs, 40);
+    EXPECT_EQ(find(m, a).sourceHash, "");
+  }
+  std::string older = slurp(path);
+  older.replace(older.find("source_hash: old"), 16, "source_hash: aaa");
+  writeFileAtomically(d.path() + "/older.yaml", older);
+  for (const auto& order : {std::vector<std::string>{d.path() + "/older.yaml", path},
+                            std::vector<std::string>{path, d.path() + "/older.yaml"}})
+    EXPECT_EQ(find(mergeDatabases(order), b).sourceHash, "aaa");
+  // An input that records no hash for the family: its copies count as "unrecorded".
+  std::string none = slurp(path);
+  none.erase(none.find("source_hashes:"), none.find('\n', none.find("source_hashes:")) + 1 - none.find("source_hashes:"));
+  none.replace(none.find("    source_hash: old\n"), 21, "");
+  writeFileAtomically(d.path() + "/none.yaml", none);
+  const TuningDatabase mn = mergeDatabases({d.path() + "/none.yaml", d.path() + "/other.yaml"});
+  EXPECT_EQ(find(mn, b).sourceHash, "");  // other's b is current
+  TuningDatabase justA = back;
+  justA.erase(b);
+  justA.save(d.path() + "/justa.yaml");
+  const TuningDatabase mu = mergeDatabases({d.path() + "/none.yaml", d.path() + "/justa.yaml"});
+  EXPECT_EQ(find(mu, b).sourceHash, TuningDatabase::kUnrecordedHash);
   // A family with no recorded hash: its entries become "unrecorded" at the first tune.
   db.setFamilyHash("layernorm", "h1");
   EXPECT_EQ(find(db, ln).sourceHash, TuningDatabase::kUnrecordedHash);

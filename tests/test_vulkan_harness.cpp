@@ -490,8 +490,8 @@ TEST(VulkanHarnessCoverage, ConvCoopMatRefusedWithoutCooperativeMatrices) {
 // and 1x1), the tiling (several position and channel tiles), staging, K steps and the
 // epilogue (bias, temb, residual, NC4HW4's pad channels), in f32 and f16 storage, both
 // layouts, every weight format (f32, f16, q8_0, q4_0). Two points, each within lavapipe's
-// 32 KiB of shared memory: the defaults (64 x 64 tiles of 16x16x16, KS 32, double-buffered:
-// 23 KiB) and a 64 x 32 tile of 16x8x8 shapes, one subgroup along the positions and four
+// 32 KiB of shared memory: the defaults (64 x 128 tiles of 16x16x16, KS 32, double-buffered:
+// 30 KiB) and a 64 x 32 tile of 16x8x8 shapes, one subgroup along the positions and four
 // along the channels, KS 64 (eight 8-deep coopmat steps per stage), single buffer (13 KiB);
 // and, on the stride-1 3x3 problems only, the transposed warp layout (four subgroups along
 // the positions, WN 4, KS 16: 10 KiB), so every parameter value runs. Not verified here: the driver's coopmat instructions

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <set>
+#include <string>
 
 #include "kernels/registry.h"
 #include "runtime/atomic_file.h"
@@ -59,16 +61,36 @@ TuningDatabase mergeDatabases(const std::vector<std::string>& paths) {
     const std::string ta = a.instance.text(), tb = b.instance.text();
     return ta != tb ? ta < tb : a.variant < b.variant;
   });
-  for (const auto& it : items) out.record(it.instance, it.variant, it.v.params, it.v.medianUs, it.v.minUs);
-  // An entry any of whose inputs was tuned against another source than its family's
-  // recorded hash keeps that older hash (the first such input's), so the merge does not
-  // make a stale entry look current.
-  std::set<std::string> stamped;
+  // Per instance, the copies tuned against the family's recorded hash (an input's
+  // entryHash; an input that records none counts as kUnrecordedHash) are the ones kept
+  // when there are any: a re-tuned entry is current, and an older source's times do not
+  // choose its variant. Where every copy is stale the entry keeps the smallest of their
+  // hashes as its own, so the merge never makes a stale entry look current and its
+  // output does not depend on the inputs' order.
+  auto hashOf = [&](const Item& it) -> std::string {
+    if (!out.sourceHashes.count(it.instance.family)) return "";  // no hash to compare with
+    return it.hash.empty() ? TuningDatabase::kUnrecordedHash : it.hash;
+  };
+  std::map<std::string, bool> current;      // instance text -> some copy is current
+  std::map<std::string, std::string> stale;  // instance text -> the smallest stale hash
   for (const auto& it : items) {
-    const auto fam = out.sourceHashes.find(it.instance.family);
-    if (it.hash.empty() || fam == out.sourceHashes.end() || fam->second == it.hash) continue;
-    if (stamped.insert(it.instance.text()).second) out.setEntryHash(it.instance, it.hash);
+    const std::string h = hashOf(it), text = it.instance.text();
+    if (h.empty() || h == out.sourceHashes.at(it.instance.family)) {
+      current[text] = true;
+    } else {
+      current.emplace(text, false);
+      auto [st, fresh] = stale.emplace(text, h);
+      if (!fresh && h < st->second) st->second = h;
+    }
   }
+  for (const auto& it : items) {
+    const std::string h = hashOf(it), text = it.instance.text();
+    const bool isCurrent = h.empty() || h == out.sourceHashes.at(it.instance.family);
+    if (current[text] && !isCurrent) continue;  // a re-tuned copy exists: this one's times are another kernel's
+    out.record(it.instance, it.variant, it.v.params, it.v.medianUs, it.v.minUs);
+  }
+  for (const auto& [text, isCurrent] : current)
+    if (!isCurrent) out.setEntryHash(OpInstance::parse(text), stale.at(text));
   return out;
 }
 
