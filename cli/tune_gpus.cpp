@@ -190,6 +190,29 @@ int tuneOnGpus(const std::vector<std::string>& argv, const Args& args) {
     auto groups = mergeSweeps(sweeps);
     for (const auto& p : writeMergedSweeps(groups, sweepDir)) std::cout << "merged sweep cache: " << p << "\n";
   }
+  // The shards recorded this build's kernel source hashes; where the unsharded file holds
+  // another for a family (a kernel changed since its tune), its entries are stamped with
+  // their own older hash first (TuningDatabase::setFamilyHash, as one tune would), so the
+  // merge takes the shards' re-tuned copies and keeps the rest visibly stale instead of
+  // refusing the two hashes.
+  std::string restamped;
+  if (fs::exists(dbPath) && dbs.size() > 1) {
+    TuningDatabase main = TuningDatabase::load(dbPath);
+    bool changed = false;
+    for (size_t i = 1; i < dbs.size(); ++i)
+      for (const auto& [family, hash] : TuningDatabase::load(dbs[i]).sourceHashes) {
+        const auto it = main.sourceHashes.find(family);
+        if (it != main.sourceHashes.end() && it->second == hash) continue;
+        main.setFamilyHash(family, hash);
+        changed = true;
+      }
+    if (changed) {
+      restamped = dbPath + ".restamped";
+      main.save(restamped);
+      dbs[0] = restamped;
+      shardFiles.push_back(restamped);
+    }
+  }
   if (!dbs.empty()) {
     mergeDatabases(dbs).save(dbPath);
     std::cout << "merged database: " << dbPath << "\n";

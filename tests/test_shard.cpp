@@ -250,12 +250,18 @@ TEST(DbMerge, EntriesATuneLeftBehindKeepTheirSourceHash) {
     EXPECT_EQ(find(m, b).variants.at("one_pass").medianUs, 40);
     EXPECT_EQ(find(m, a).sourceHash, "");
   }
-  std::string older = slurp(path);
-  older.replace(older.find("source_hash: old"), 16, "source_hash: aaa");
-  writeFileAtomically(d.path() + "/older.yaml", older);
+  // b stale in both, at "aaa" (35 us) and "old" (30 us): aaa's copy alone, in either order.
+  TuningDatabase older = back;
+  older.erase(b);
+  older.record(b, "one_pass", "CACHE=2,VEC=1,WG=64", 35, 10);
+  older.setEntryHash(b, "aaa");
+  older.save(d.path() + "/older.yaml");
   for (const auto& order : {std::vector<std::string>{d.path() + "/older.yaml", path},
-                            std::vector<std::string>{path, d.path() + "/older.yaml"}})
-    EXPECT_EQ(find(mergeDatabases(order), b).sourceHash, "aaa");
+                            std::vector<std::string>{path, d.path() + "/older.yaml"}}) {
+    const TuningDatabase m = mergeDatabases(order);
+    EXPECT_EQ(find(m, b).sourceHash, "aaa");
+    EXPECT_EQ(find(m, b).variants.at("one_pass").medianUs, 35);
+  }
   // An input that records no hash for the family: its copies count as "unrecorded".
   std::string none = slurp(path);
   none.erase(none.find("source_hashes:"), none.find('\n', none.find("source_hashes:")) + 1 - none.find("source_hashes:"));

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 
 #include "cli_support.h"
@@ -86,6 +87,26 @@ TEST_F(Cli, DeviceGpusRunsAShardPerGpuAndMerges) {
   EXPECT_EQ(r.exitCode, 0) << r.describe();
   for (const auto& f : std::filesystem::recursive_directory_iterator(gpus.path()))
     EXPECT_EQ(f.path().string().find(".shard-"), std::string::npos) << f.path();
+  // A kernel changed since that tune (the file's groupnorm hash made all zeros): the next
+  // --device gpus tune merges its shards' current copies over the file's instead of
+  // refusing two hashes, and leaves no entry stamped (every one was re-tuned).
+  std::string text = slurp(db);
+  const size_t at = text.find("source_hashes: {groupnorm: ");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string current = text.substr(at + 27, 12);
+  text.replace(at + 27, 12, "000000000000");
+  std::ofstream(db) << text;
+  ::setenv("SDSPEED_TEST_GPUS", "0:0,0:0", 1);
+  r = run(with(kTune, {"--device", "gpus", "--sweep-dir", gpus.path() + "/sweeps", "--db-dir", gpus.path() + "/tuned"}));
+  ::unsetenv("SDSPEED_TEST_GPUS");
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  text = slurp(db);
+  EXPECT_NE(text.find("source_hashes: {groupnorm: " + current + "}"), std::string::npos) << text;
+  EXPECT_EQ(text.find("source_hash: "), std::string::npos) << text;
+  r = run({"db", "compare", only(one.path() + "/tuned", ".yaml"), db});
+  EXPECT_EQ(r.exitCode, 0) << r.describe();
+  for (const auto& f : std::filesystem::recursive_directory_iterator(gpus.path()))
+    EXPECT_EQ(f.path().string().find(".restamped"), std::string::npos) << f.path();
 }
 
 TEST_F(Cli, ShardAndMergeBadInputIsOneLine) {

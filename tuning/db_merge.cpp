@@ -64,33 +64,44 @@ TuningDatabase mergeDatabases(const std::vector<std::string>& paths) {
   // Per instance, the copies tuned against the family's recorded hash (an input's
   // entryHash; an input that records none counts as kUnrecordedHash) are the ones kept
   // when there are any: a re-tuned entry is current, and an older source's times do not
-  // choose its variant. Where every copy is stale the entry keeps the smallest of their
-  // hashes as its own, so the merge never makes a stale entry look current and its
+  // choose its variant. Where every copy is stale the entry is merged from the copies of
+  // the smallest stale hash alone and keeps that hash as its own, so the merge never makes
+  // a stale entry look current, never mixes two sources' times in one entry, and its
   // output does not depend on the inputs' order.
+  auto familyHash = [&](const std::string& family) -> std::string {
+    const auto f = out.sourceHashes.find(family);
+    return f == out.sourceHashes.end() ? "" : f->second;
+  };
+  // "" = nothing to compare (no hash recorded anywhere for it): current.
   auto hashOf = [&](const Item& it) -> std::string {
-    if (!out.sourceHashes.count(it.instance.family)) return "";  // no hash to compare with
-    return it.hash.empty() ? TuningDatabase::kUnrecordedHash : it.hash;
+    if (!it.hash.empty()) return it.hash;
+    return familyHash(it.instance.family).empty() ? "" : TuningDatabase::kUnrecordedHash;
+  };
+  auto isCurrent = [&](const Item& it) {
+    const std::string h = hashOf(it);
+    return h.empty() || h == familyHash(it.instance.family);
   };
   std::map<std::string, bool> current;      // instance text -> some copy is current
   std::map<std::string, std::string> stale;  // instance text -> the smallest stale hash
   for (const auto& it : items) {
-    const std::string h = hashOf(it), text = it.instance.text();
-    if (h.empty() || h == out.sourceHashes.at(it.instance.family)) {
+    const std::string text = it.instance.text();
+    if (isCurrent(it)) {
       current[text] = true;
     } else {
       current.emplace(text, false);
-      auto [st, fresh] = stale.emplace(text, h);
-      if (!fresh && h < st->second) st->second = h;
+      auto [st, fresh] = stale.emplace(text, hashOf(it));
+      if (!fresh && hashOf(it) < st->second) st->second = hashOf(it);
     }
   }
+  // Only the copies of one source are merged: the current ones, else those of the
+  // smallest stale hash.
   for (const auto& it : items) {
-    const std::string h = hashOf(it), text = it.instance.text();
-    const bool isCurrent = h.empty() || h == out.sourceHashes.at(it.instance.family);
-    if (current[text] && !isCurrent) continue;  // a re-tuned copy exists: this one's times are another kernel's
+    const std::string text = it.instance.text();
+    if (current[text] ? !isCurrent(it) : hashOf(it) != stale.at(text)) continue;
     out.record(it.instance, it.variant, it.v.params, it.v.medianUs, it.v.minUs);
   }
-  for (const auto& [text, isCurrent] : current)
-    if (!isCurrent) out.setEntryHash(OpInstance::parse(text), stale.at(text));
+  for (const auto& [text, cur] : current)
+    if (!cur) out.setEntryHash(OpInstance::parse(text), stale.at(text));
   return out;
 }
 
