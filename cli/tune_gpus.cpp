@@ -195,19 +195,13 @@ int tuneOnGpus(const std::vector<std::string>& argv, const Args& args) {
   // their own older hash first (TuningDatabase::setFamilyHash, as one tune would), so the
   // merge takes the shards' re-tuned copies and keeps the rest visibly stale instead of
   // refusing the two hashes.
-  std::string restamped;
   if (fs::exists(dbPath) && dbs.size() > 1) {
     TuningDatabase main = TuningDatabase::load(dbPath);
-    bool changed = false;
+    const auto recorded = main.sourceHashes;
     for (size_t i = 1; i < dbs.size(); ++i)
-      for (const auto& [family, hash] : TuningDatabase::load(dbs[i]).sourceHashes) {
-        const auto it = main.sourceHashes.find(family);
-        if (it != main.sourceHashes.end() && it->second == hash) continue;
-        main.setFamilyHash(family, hash);
-        changed = true;
-      }
-    if (changed) {
-      restamped = dbPath + ".restamped";
+      for (const auto& [family, hash] : TuningDatabase::load(dbs[i]).sourceHashes) main.setFamilyHash(family, hash);
+    if (main.sourceHashes != recorded) {
+      const std::string restamped = dbPath + ".restamped";
       main.save(restamped);
       dbs[0] = restamped;
       shardFiles.push_back(restamped);

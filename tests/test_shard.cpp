@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <numeric>
 #include <set>
 
@@ -238,30 +239,31 @@ TEST(DbMerge, EntriesATuneLeftBehindKeepTheirSourceHash) {
   // A merge keeps a re-tuned copy alone: b current in `other` (at 40 us) and stale in the
   // file (30 us): the merged b is current with other's time, the stale 30 us dropped
   // though it is faster. Where every copy is stale, the smallest stale hash is kept.
+  // Each check runs on the merge of `file` and `path` in both input orders.
+  auto eitherOrder = [&](const std::string& file, const std::function<void(const TuningDatabase&)>& check) {
+    for (const auto& order : {std::vector<std::string>{file, path}, std::vector<std::string>{path, file}})
+      check(mergeDatabases(order));
+  };
   TuningDatabase other = back;
   other.erase(b);
   other.record(b, "one_pass", "CACHE=2,VEC=1,WG=64", 40, 10);
   EXPECT_EQ(find(other, b).sourceHash, "");
   other.save(d.path() + "/other.yaml");
-  for (const auto& order : {std::vector<std::string>{d.path() + "/other.yaml", path},
-                            std::vector<std::string>{path, d.path() + "/other.yaml"}}) {
-    const TuningDatabase m = mergeDatabases(order);
+  eitherOrder(d.path() + "/other.yaml", [&](const TuningDatabase& m) {
     EXPECT_EQ(find(m, b).sourceHash, "");
     EXPECT_EQ(find(m, b).variants.at("one_pass").medianUs, 40);
     EXPECT_EQ(find(m, a).sourceHash, "");
-  }
+  });
   // b stale in both, at "aaa" (35 us) and "old" (30 us): aaa's copy alone, in either order.
   TuningDatabase older = back;
   older.erase(b);
   older.record(b, "one_pass", "CACHE=2,VEC=1,WG=64", 35, 10);
   older.setEntryHash(b, "aaa");
   older.save(d.path() + "/older.yaml");
-  for (const auto& order : {std::vector<std::string>{d.path() + "/older.yaml", path},
-                            std::vector<std::string>{path, d.path() + "/older.yaml"}}) {
-    const TuningDatabase m = mergeDatabases(order);
+  eitherOrder(d.path() + "/older.yaml", [&](const TuningDatabase& m) {
     EXPECT_EQ(find(m, b).sourceHash, "aaa");
     EXPECT_EQ(find(m, b).variants.at("one_pass").medianUs, 35);
-  }
+  });
   // An input that records no hash for the family: its copies count as "unrecorded".
   std::string none = slurp(path);
   none.erase(none.find("source_hashes:"), none.find('\n', none.find("source_hashes:")) + 1 - none.find("source_hashes:"));

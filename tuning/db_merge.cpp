@@ -68,40 +68,27 @@ TuningDatabase mergeDatabases(const std::vector<std::string>& paths) {
   // the smallest stale hash alone and keeps that hash as its own, so the merge never makes
   // a stale entry look current, never mixes two sources' times in one entry, and its
   // output does not depend on the inputs' order.
-  auto familyHash = [&](const std::string& family) -> std::string {
-    const auto f = out.sourceHashes.find(family);
-    return f == out.sourceHashes.end() ? "" : f->second;
+  // An item's source: "" where it is current (its hash is the family's, or no hash is
+  // recorded anywhere for it), else its stale hash (an input without one: kUnrecordedHash).
+  auto sourceOf = [&](const Item& it) -> std::string {
+    const auto f = out.sourceHashes.find(it.instance.family);
+    if (f == out.sourceHashes.end()) return it.hash;  // only a hand-written stamp can set one
+    const std::string h = it.hash.empty() ? TuningDatabase::kUnrecordedHash : it.hash;
+    return h == f->second ? "" : h;
   };
-  // "" = nothing to compare (no hash recorded anywhere for it): current.
-  auto hashOf = [&](const Item& it) -> std::string {
-    if (!it.hash.empty()) return it.hash;
-    return familyHash(it.instance.family).empty() ? "" : TuningDatabase::kUnrecordedHash;
-  };
-  auto isCurrent = [&](const Item& it) {
-    const std::string h = hashOf(it);
-    return h.empty() || h == familyHash(it.instance.family);
-  };
-  std::map<std::string, bool> current;      // instance text -> some copy is current
-  std::map<std::string, std::string> stale;  // instance text -> the smallest stale hash
+  // Per instance, the one source merged: the smallest, "" (current) before any hash.
+  std::map<std::string, std::string> chosen;
   for (const auto& it : items) {
-    const std::string text = it.instance.text();
-    if (isCurrent(it)) {
-      current[text] = true;
-    } else {
-      current.emplace(text, false);
-      auto [st, fresh] = stale.emplace(text, hashOf(it));
-      if (!fresh && hashOf(it) < st->second) st->second = hashOf(it);
-    }
+    const std::string src = sourceOf(it);
+    auto [c, fresh] = chosen.emplace(it.instance.text(), src);
+    if (!fresh && src < c->second) c->second = src;
   }
-  // Only the copies of one source are merged: the current ones, else those of the
-  // smallest stale hash.
   for (const auto& it : items) {
-    const std::string text = it.instance.text();
-    if (current[text] ? !isCurrent(it) : hashOf(it) != stale.at(text)) continue;
+    const std::string& src = chosen.at(it.instance.text());
+    if (sourceOf(it) != src) continue;
     out.record(it.instance, it.variant, it.v.params, it.v.medianUs, it.v.minUs);
+    if (!src.empty()) out.setEntryHash(it.instance, src);
   }
-  for (const auto& [text, cur] : current)
-    if (!cur) out.setEntryHash(OpInstance::parse(text), stale.at(text));
   return out;
 }
 

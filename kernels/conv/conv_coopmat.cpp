@@ -33,10 +33,9 @@ VariantDef ConvFamily::coopMatVariant() {
   // ConvFamily::scratch) and applies the epilogue. 1 (the default) is the single pass.
   // Untuned, SK is sized to the problem (VariantDef::fitDefaults): the smallest that gives
   // the dispatch 512 work-groups of 4 subgroups (fewer of larger ones: coopMatDefaultSplitK),
-  // as long as each keeps kSplitKMinSteps K steps. 512 is about four per multiprocessor on an
-  // H100/H200 (132) and more than a
-  // phone GPU has slots for; a split beyond what fills the device only adds the reduce
-  // pass. On the H100 (results/vulkan/warmup/README.md) the 2x1280x8x8 conv (40 tiles
+  // as long as each keeps kSplitKMinSteps K steps. 512 is about four per multiprocessor on
+  // an H100/H200 (132) and more than a phone GPU has slots for; a split beyond what fills
+  // the device only adds the reduce pass. On the H100 (results/vulkan/warmup/README.md) the 2x1280x8x8 conv (40 tiles
   // of 64x64, 360 steps of 32) took 657 us at SK = 1 and 165 us at SK = 16, the rule's
   // choice; the 64x64-latent convolutions (640 tiles and more) stay at SK = 1.
   c.fitDefaults = [](const ParamPoint& d, const Problem& prob) -> std::map<std::string, int> {
