@@ -661,6 +661,10 @@ if want tune; then
   mkdir -p $DB $SW
   if [ -n "${TUNE_OPS:-}" ]; then
     cp configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
+    # The checked-in sweeps too (never over a sweep this machine already extended): a
+    # point measured at the family's current source is skipped, so re-tuning the stale
+    # entries of a family does not re-time its current ones.
+    cp -rn results/sweeps/vulkan-* $SW/ 2>/dev/null
     for op in $TUNE_OPS; do
       step ${TUNE_CAP:-300} tune-$op $S tune --op $op --model configs/models/sd15 --width 512 --height 512 --batch 2 \
         --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
