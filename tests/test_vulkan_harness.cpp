@@ -798,7 +798,9 @@ TEST(VulkanHarnessCoverage, AttentionCoopMatEmulatedMatchesReference) {
   size_t declared = 0;
   for (const auto& param : v.params) declared += param.values.size();
   EXPECT_EQ(values.size(), declared) << "some parameter value is run by no point";
-  EXPECT_GE(ok, 28);  // every case that fits lavapipe's 32 KiB: none refused for another reason
+  // Every case that fits lavapipe's 32 KiB: none refused for another reason (since K and V
+  // have buffers of their own, the defaults at D = 80 take 36624 bytes, past it).
+  EXPECT_GE(ok, 27);
   std::cout << "[   NOTE   ] flash_coopmat_f16 emulated: " << ok << " cases ok\n";
 }
 

@@ -26,25 +26,33 @@
 // A work-group owns BR = SG * CM query rows of one (batch, head) and DOC columns of O
 // (DO = 0: the whole head, D rounded up to CN; a smaller DO splits the head's columns
 // across work-groups, each recomputing Q K^T: what keeps D = 512's O accumulators in
-// registers). Subgroup sg owns rows sg * CM .. sg * CM + CM - 1 in both products; the
-// statistics are held by invocation lid for row lid / NSL (NSL = 32 / CM invocations a row,
-// each a slice of the block's keys: c = slice mod NSL) and pass through shared memory behind
-// barriers, so nothing assumes which subgroup an invocation is in. Per block of BC keys:
-//   S = Q K^T (K staged KCH = min(DC, DQC) head dims at a time) into Ss; each invocation
-//   takes its slice's scores into registers, their max into Pm; a row's max merged (one
-//   invocation a row) into the reference m (Mr) and the row's factor (Al: 1 unless m
-//   moved); then P = exp2(S - m) in f16 into Ps, the slices' sums l = l * factor + sum P
-//   (f32), the V tile stored; O rescaled if any row of the work-group moved (Rf[0]);
-//   O += P V. K and V share one staging buffer (K is done with before V is stored). The
-//   staging runs one tile ahead through registers: V's loads are issued when K's last
-//   chunk is stored, the next block's first K chunk's when V is stored (stageK, stageV).
+// registers). Subgroup sg owns rows sg * CM .. sg * CM + CM - 1 in both products, and its
+// own lanes hold those rows' statistics: lane `lane` of subgroup sg takes row
+// sg * CM + lane / NSL (NSL = 32 / CM lanes a row, each a slice of the block's keys:
+// c = slice mod NSL). Per block of BC keys:
+//   (work-group) K staged KCH = min(DC, DQC) head dims at a time into Ks, the block's V
+//   tile into Vs with K's first chunk; S = Q K^T;
+//   (subgroup) S into the subgroup's rows of Ss; each lane takes its slice's scores into
+//   registers, their max into Pm; both lanes of a row merge the row's slices into the
+//   reference m (a register, the same in both) and the row's factor (Al: 1 unless m moved
+//   from a row with weights); P = exp2(S - m) in f16 into the subgroup's rows of Ps, the
+//   slices' sums l = l * factor + sum P (f32); O rescaled if a row of the subgroup moved
+//   (Rf[sg]); O += P V.
+// Only the K and V tiles are shared across subgroups: two work-group barriers a K chunk
+// (the tiles' previous readers done; the stored tiles visible), and everything from S to
+// P V synchronizes the subgroup alone (SG_BARRIER), so one subgroup's softmax overlaps
+// another's products. (Before, session 39 to 41: K and V shared one buffer and the
+// statistics passed through work-group barriers, six a block; the 4096-token D = 40
+// self-attention ran 42 TFLOP/s on an H100.) The staging runs one tile ahead through
+// registers: the next block's V tile and first K chunk are loaded when this block's last
+// K chunk is stored, a block's later K chunks when the one before is (stageK, stageV).
 // Staging reads 4 head dims of one token per load (NC4HW4: one quad; NCHW: 4 loads a
 // token apart), neighbouring invocations neighbouring tokens.
 // Shared layouts (rows padded: the coopmat loads' 16-byte alignment, and a skew):
-//   Qs[row * QSTR + d] (A of Q K^T, row-major), KVs: K as [key * KSTR + d] (B, column-major)
-//   then V as [key * VSTR + col] (B of P V, row-major), Ss[row * SSTR + key] (f32,
-//   row-major; a subgroup's rows' block also carries O on its round trips and at the end,
-//   column-major), Ps[row * PSTR + key] (A of P V, row-major).
+//   Qs[row * QSTR + d] (A of Q K^T, row-major), Ks[key * KSTR + d] (B, column-major),
+//   Vs[key * VSTR + col] (B of P V, row-major), Ss[row * SSTR + key] (f32, row-major; a
+//   subgroup's rows' block also carries O on its round trips and at the end, column-
+//   major), Ps[row * PSTR + key] (A of P V, row-major).
 // Needs: shaderFloat16, 32-invocation subgroups (the device rule: SG_ID picks the rows)
 // and the NV shape CM x CN x CK, A = B = f16, C = D = f32, subgroup scope, in the
 // device's list (kernels/attention/attention_coopmat.cpp).
@@ -64,6 +72,15 @@
 #define SD_UNROLL [[dont_unroll]]
 #else
 #define SD_UNROLL [[unroll]]
+#endif
+// Orders the subgroup's shared-memory accesses (its rows of Ss and Ps, Pm, Al, Rf):
+// subgroupBarrier is an execution and memory barrier at subgroup scope. The emulation's
+// "subgroups" are 32 invocations, not the device's (lavapipe's are narrower): there it is
+// the work-group's barrier, reached in work-group-uniform control flow wherever it is used.
+#if COOPMAT_EMULATE
+#define SG_BARRIER() barrier()
+#else
+#define SG_BARRIER() subgroupBarrier()
 #endif
 
 layout(local_size_x_id = 0) in;  // SG * 32
@@ -85,7 +102,6 @@ const uint BR = SG * CM, WGS = SG * 32u;
 const uint NSL = WGS / BR;                    // invocations (key slices) per row: 32 / CM
 const uint KCH = DC < DQC ? DC : DQC;         // head dims per K chunk
 const uint QSTR = DQC + 8u, KSTR = KCH + 8u, SSTR = BC + 4u, PSTR = BC + 8u, VSTR = DOC + 8u;
-const uint KVN = BC * (KSTR > VSTR ? KSTR : VSTR);
 const uint NS = BC / CN, NO = DOC / CN;       // S and O accumulators per subgroup
 const uint CE = CM * CN / 32u;                // accumulator elements one lane holds (COOPMAT_EMULATE)
 const uint XL = BC / NSL;                     // keys of a block one invocation takes
@@ -112,16 +128,17 @@ const float NEG_INF = -1.0 / 0.0;
 const float LOG2E = 1.4426950408889634;
 
 shared float16_t Qs[BR * QSTR];
-shared float16_t KVs[KVN];       // a block's K chunk, then its V tile
+shared float16_t Ks[BC * KSTR];  // a block's K chunk
+shared float16_t Vs[BC * VSTR];  // a block's V tile
 shared float16_t Ps[BR * PSTR];
 shared float Ss[BR * SSTR];      // a block's S; O's round trips and the output (per subgroup)
-shared float Mr[BR], Al[BR];     // each row's reference m and this block's factor for O and l
+shared float Al[BR];             // each row's factor for O this block; at the end its sum L
 shared float Pm[WGS];            // the slices' block max; at the end their sums
-shared uint Rf[4];               // [0]: some row with earlier weights moved its m this block
-// Every shared array is a whole number of 16-byte units (Rf[4], not one uint): drivers
-// place shared variables in an order of their own, and the coopmat loads and stores need
-// 16-byte aligned addresses. With a lone 4-byte Rf every check failed on an H100 and an
-// H200 while the scalar emulation passed on both (results/vulkan/flash1/README.md).
+shared uint Rf[4];               // [sg]: a row of subgroup sg with earlier weights moved its m
+// Every shared array is a whole number of 16-byte units (Rf[4], not one uint; SG <= 4):
+// drivers place shared variables in an order of their own, and the coopmat loads and
+// stores need 16-byte aligned addresses. With a lone 4-byte Rf every check failed on an
+// H100 and an H200 while the scalar emulation passed on both (results/vulkan/flash1/README.md).
 
 uint at(uint b, uint h, uint d, uint t, uint T) { return sd_index(LAYOUT, b, h * p.D4 * 4u + d, t, p.H * p.D4 * 4u, T); }
 
@@ -146,13 +163,12 @@ float score(uint b, uint r0, uint k0, uint row, uint c) {
   return x;
 }
 
-// The staging registers: one K chunk (KL quads an invocation) or one V tile (VL), in f16
-// (what shared memory holds), as loaded, and which of them are inside the problem (stin);
-// zeros replace the others when they are stored, so between a load and its store nothing
-// uses the value (a select on it would wait for the load where it is issued).
-const uint SL = KL > VL ? KL : VL;
-f16vec4 st[SL];
-bool stin[SL];
+// The staging registers: one K chunk (KL quads an invocation) and one V tile (VL), in f16
+// (what shared memory holds), as loaded, and which of them are inside the problem (kin,
+// vin); zeros replace the others when they are stored, so between a load and its store
+// nothing uses the value (a select on it would wait for the load where it is issued).
+f16vec4 stK[KL], stV[VL];
+bool kin[KL], vin[VL];
 
 // Head dims d .. d + 3 of token t of k or v (the staging's raw loads; index 0 where !ok).
 #define SD_RAW(buf, buf4, ok, b, h, d, t)                                                    \
@@ -162,7 +178,7 @@ bool stin[SL];
 f16vec4 kRaw(bool ok, uint b, uint h, uint d, uint t) { SD_RAW(k, k4, ok, b, h, d, t) }
 f16vec4 vRaw(bool ok, uint b, uint h, uint d, uint t) { SD_RAW(v, v4, ok, b, h, d, t) }
 
-// K's head dims d0 .. d0 + KCH - 1 of keys k0 .. k0 + BC - 1 into st; neighbouring
+// K's head dims d0 .. d0 + KCH - 1 of keys k0 .. k0 + BC - 1 into stK; neighbouring
 // invocations: neighbouring keys. After the last block it is called once more (the
 // loop's look-ahead): keys past kend, past L (index 0) or, under a causal mask, real keys
 // no row of this work-group attends; loaded, never stored.
@@ -171,34 +187,35 @@ void stageK(uint b, uint h, uint k0, uint d0) {
   SD_UNROLL for (uint i = 0u; i < KL; ++i) {
     const uint e = lid + i * WGS, kk = e % BC, d = d0 + 4u * (e / BC);
     const bool inside = all(bvec3(e < KQ, d < D, k0 + kk < p.L));
-    st[i] = kRaw(inside, b, h, d, k0 + kk);
-    stin[i] = inside;
+    stK[i] = kRaw(inside, b, h, d, k0 + kk);
+    kin[i] = inside;
   }
 }
 void storeK() {
   const uint lid = gl_LocalInvocationID.x;
   SD_UNROLL for (uint i = 0u; i < KL; ++i) {
     const uint e = lid + i * WGS, kk = e % BC, dd = 4u * (e / BC);
-    const f16vec4 q = stin[i] ? st[i] : f16vec4(0.0);
-    if (e < KQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * KSTR + dd + j] = q[j];
+    const f16vec4 q = kin[i] ? stK[i] : f16vec4(0.0);
+    if (e < KQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) Ks[kk * KSTR + dd + j] = q[j];
   }
 }
-// V's columns n0 .. n0 + DOC - 1 of keys k0 .. into st.
+// V's columns n0 .. n0 + DOC - 1 of keys k0 .. into stV (the look-ahead past the last
+// block as stageK's).
 void stageV(uint b, uint h, uint k0, uint n0) {
   const uint lid = gl_LocalInvocationID.x, D = p.D4 * 4u;
   SD_UNROLL for (uint i = 0u; i < VL; ++i) {
     const uint e = lid + i * WGS, kk = e % BC, d = n0 + 4u * (e / BC);
     const bool inside = all(bvec3(e < VQ, d < D, k0 + kk < p.L));
-    st[i] = vRaw(inside, b, h, d, k0 + kk);
-    stin[i] = inside;
+    stV[i] = vRaw(inside, b, h, d, k0 + kk);
+    vin[i] = inside;
   }
 }
 void storeV() {
   const uint lid = gl_LocalInvocationID.x;
   SD_UNROLL for (uint i = 0u; i < VL; ++i) {
     const uint e = lid + i * WGS, kk = e % BC, cc = 4u * (e / BC);
-    const f16vec4 q = stin[i] ? st[i] : f16vec4(0.0);
-    if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) KVs[kk * VSTR + cc + j] = q[j];
+    const f16vec4 q = vin[i] ? stV[i] : f16vec4(0.0);
+    if (e < VQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) Vs[kk * VSTR + cc + j] = q[j];
   }
 }
 
@@ -210,7 +227,7 @@ void main() {
   // Under a causal mask no row of this group attends past its last row.
   const uint kend = (p.flags & 1u) != 0u ? min(p.L, r0 + BR) : p.L;
 
-  // Q once, scaled, zeros past D and S; m unset.
+  // Q once, scaled, zeros past D and S (the K loop's first barriers order it).
   {
     vec4 qv[QL];
     SD_UNROLL for (uint i = 0u; i < QL; ++i) {
@@ -221,7 +238,6 @@ void main() {
       const uint e = lid + i * WGS, row = e % BR, d = 4u * (e / BR);
       if (e < QQ) SD_UNROLL for (uint j = 0u; j < 4u; ++j) Qs[row * QSTR + d + j] = float16_t(qv[i][j]);
     }
-    if (lid < BR) Mr[lid] = NEG_INF;
   }
 
 #if COOPMAT_EMULATE
@@ -232,17 +248,16 @@ void main() {
   fcoopmatNV<32, gl_ScopeSubgroup, CM, CN> oacc[NO];
   SD_UNROLL for (uint j = 0u; j < NO; ++j) oacc[j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
-  // This invocation's row, key slice and the slice's running sum of weights against the
-  // row's m.
-  const uint xrow = lid / NSL, xsl = lid % NSL;
-  float l = 0.0;
+  // This lane's row (in the work-group's rows: a row of its subgroup's) and key slice, its
+  // slot in Pm (the subgroup's 32 slots: nothing assumes which invocations a subgroup has),
+  // the row's reference m (unset: -inf; both lanes of a row compute the same) and the
+  // slice's running sum of weights against it.
+  const uint xrow = sg * CM + lane / NSL, xsl = lane % NSL, slot = sg * 32u + lane;
+  const uint blk = sg * CM * SSTR;  // the subgroup's rows of Ss
+  float m = NEG_INF, l = 0.0;
 
-  // The staging of K chunks and V tiles is software-pipelined through registers (st):
-  // each staged tile's successor is loaded right after it is stored, so the loads are in
-  // flight during the products and the statistics that follow (V's during Q K^T and the
-  // softmax, the next block's first K chunk during P V) instead of each costing a memory
-  // latency of its own between two barriers.
-  stageK(b, h, 0u, 0u);  // block 0's first chunk (nothing past kend is used)
+  stageK(b, h, 0u, 0u);  // block 0's first chunk and V tile (nothing past kend is used)
+  stageV(b, h, 0u, n0);
   for (uint k0 = 0u; k0 < kend; k0 += BC) {
     // S = Q K^T (scaled, log2 units), K staged KCH head dims at a time.
 #if COOPMAT_EMULATE
@@ -254,11 +269,16 @@ void main() {
     SD_UNROLL for (uint j = 0u; j < NS; ++j) sacc[j] = fcoopmatNV<32, gl_ScopeSubgroup, CM, CN>(0.0);
 #endif
     for (uint d0 = 0u; d0 < DQC; d0 += KCH) {
-      barrier();  // the previous chunk's (or block's) reads of KVs and Ps are done
+      barrier();  // every subgroup's reads of Ks (the previous chunk's) and Vs (the previous block's P V) are done
       storeK();
-      // Uniform: the next chunk of this block's K, or after its last chunk this block's V.
+      if (d0 == 0u) storeV();  // this block's V tile, in registers since the previous block's last chunk
+      // Uniform: the next chunk of this block's K; after its last chunk the next block's
+      // first chunk and V tile.
       if (d0 + KCH < DQC) stageK(b, h, k0, d0 + KCH);
-      else stageV(b, h, k0, n0);
+      else {
+        stageK(b, h, k0 + BC, 0u);  // after the last block: keys past kend, loaded but never stored
+        stageV(b, h, k0 + BC, n0);
+      }
       barrier();
       SD_UNROLL for (uint kk = 0u; kk < KCH; kk += CK) {
         if (d0 + kk < DQC) {  // uniform: the last chunk may be partial
@@ -268,7 +288,7 @@ void main() {
               const uint e = lane + r * 32u, row = e % CM, col = e / CM;
               float acc = 0.0;  // f16 x f16 products are exact in float
               SD_UNROLL for (uint c = 0u; c < CK; ++c)
-                acc += float(Qs[(sg * CM + row) * QSTR + d0 + kk + c]) * float(KVs[(j * CN + col) * KSTR + kk + c]);
+                acc += float(Qs[(sg * CM + row) * QSTR + d0 + kk + c]) * float(Ks[(j * CN + col) * KSTR + kk + c]);
               sacc[j][r] += acc;
             }
 #else
@@ -276,87 +296,86 @@ void main() {
           coopMatLoadNV(qa, Qs, sg * CM * QSTR + d0 + kk, QSTR, false);
           SD_UNROLL for (uint j = 0u; j < NS; ++j) {
             fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> kb;
-            coopMatLoadNV(kb, KVs, j * CN * KSTR + kk, KSTR, true);
+            coopMatLoadNV(kb, Ks, j * CN * KSTR + kk, KSTR, true);
             sacc[j] = coopMatMulAddNV(qa, kb, sacc[j]);
           }
 #endif
         }
       }
     }
+    // The subgroup's rows from here to its P V: its rows of Ss and Ps, its slots of Pm,
+    // its rows of Al and its Rf, behind subgroup barriers alone. (The previous block's
+    // reads of them ended before this block's work-group barriers.)
     SD_UNROLL for (uint j = 0u; j < NS; ++j) {
 #if COOPMAT_EMULATE
       SD_UNROLL for (uint r = 0u; r < CE; ++r) {
         const uint e = lane + r * 32u;
-        Ss[(sg * CM + e % CM) * SSTR + j * CN + e / CM] = sacc[j][r];
+        Ss[blk + (e % CM) * SSTR + j * CN + e / CM] = sacc[j][r];
       }
 #else
-      coopMatStoreNV(sacc[j], Ss, sg * CM * SSTR + j * CN, SSTR, false);
+      coopMatStoreNV(sacc[j], Ss, blk + j * CN, SSTR, false);
 #endif
     }
-    if (lid == 0u) Rf[0] = 0u;
-    barrier();
-    // This invocation's scores of the block (its row, its key slice) and their max.
+    if (lane == 0u) Rf[sg] = 0u;
+    SG_BARRIER();
+    // This lane's scores of the block (its row, its key slice) and their max.
     float x[XL];
     float bmax = NEG_INF;
     SD_UNROLL for (uint i = 0u; i < XL; ++i) {
       x[i] = score(b, r0, k0, xrow, xsl + i * NSL);
       bmax = max(bmax, x[i]);
     }
-    Pm[lid] = bmax;
-    barrier();
-    // One invocation a row: the block's max against m. m moves to it past m + RT; the
-    // factor exp2(m_old - m_new) is 0 for a row with no weights yet (m_old = -inf), and
-    // only rows that had weights make O take its round trip. A row whose keys so far are
-    // all masked keeps m = -inf (its weights are 0, exponentiated against 0 below).
-    if (lid < BR) {
-      float bm = NEG_INF;
-      SD_UNROLL for (uint i = 0u; i < NSL; ++i) bm = max(bm, Pm[lid * NSL + i]);
-      const float mold = Mr[lid];
-      float f = 1.0;
-      if (bm > mold + float(RT)) {
-        f = exp2(mold - bm);
-        Mr[lid] = bm;
-        if (mold != NEG_INF) Rf[0] = 1u;
-      }
-      Al[lid] = f;
-    }
-    barrier();
-    // P = exp2(S - m) in f16 (every weight <= 2^RT) and the slice's sum, then V (in
-    // flight since K's last chunk was stored) into the staging buffer (K's reads are done:
-    // barrier above), and the next block's first K chunk on its way.
+    Pm[slot] = bmax;
+    SG_BARRIER();
+    // Both lanes of a row: the block's max (its slices') against m. m moves to it past
+    // m + RT, by the factor exp2(m_old - m_new); a row with no weights yet (m_old = -inf:
+    // l and its O are 0) takes factor 1, so only rows with weights make O take its round
+    // trip. A row whose keys so far are all masked keeps m = -inf (its weights are 0,
+    // exponentiated against 0 below).
+    float f = 1.0;
     {
-      const float mrow = Mr[xrow], mref = mrow == NEG_INF ? 0.0 : mrow;
+      float bm = NEG_INF;
+      SD_UNROLL for (uint i = 0u; i < NSL; ++i) bm = max(bm, Pm[slot - xsl + i]);
+      if (bm > m + float(RT)) {
+        if (m != NEG_INF) {
+          f = exp2(m - bm);
+          Rf[sg] = 1u;
+        }
+        m = bm;
+      }
+      if (xsl == 0u) Al[xrow] = f;
+    }
+    // P = exp2(S - m) in f16 (every weight <= 2^RT) and the slice's sum.
+    {
+      const float mref = m == NEG_INF ? 0.0 : m;
       float sum = 0.0;
       SD_UNROLL for (uint i = 0u; i < XL; ++i) {
         const float w = exp2(x[i] - mref);
         Ps[xrow * PSTR + xsl + i * NSL] = float16_t(w);
         sum += w;
       }
-      l = l * Al[xrow] + sum;
+      l = l * f + sum;
     }
-    storeV();
-    stageK(b, h, k0 + BC, 0u);  // after the last block: keys past kend, loaded but never stored
-    // O's rows scaled by their factors where some row moved its m (uniform: Rf[0] is shared
-    // and read after the barrier that ordered its writes).
-    if (Rf[0] != 0u) {
+    SG_BARRIER();  // Al, Rf and Ps written
+    // O's rows scaled by their factors where a row of the subgroup moved its m (uniform in
+    // the subgroup: Rf[sg] is read after the barrier that ordered its writes).
+    if (Rf[sg] != 0u) {
 #if COOPMAT_EMULATE
       SD_UNROLL for (uint j = 0u; j < NO; ++j)
         SD_UNROLL for (uint r = 0u; r < CE; ++r) oacc[j][r] *= Al[sg * CM + (lane + r * 32u) % CM];
 #else
       // Through the subgroup's rows of Ss (their scores are in registers by now), column-
       // major, one accumulator at a time.
-      const uint blk = sg * CM * SSTR;
       SD_UNROLL for (uint j = 0u; j < NO; ++j) {
-        barrier();
+        SG_BARRIER();
         coopMatStoreNV(oacc[j], Ss, blk, CM, true);
-        barrier();
+        SG_BARRIER();
         for (uint e = lane; e < CM * CN; e += 32u) Ss[blk + e] *= Al[sg * CM + e % CM];
-        barrier();
+        SG_BARRIER();
         coopMatLoadNV(oacc[j], Ss, blk, CM, true);
       }
 #endif
     }
-    barrier();
     // O += P V, the subgroup's rows: each P fragment loaded once for all of O's columns.
     SD_UNROLL for (uint kk = 0u; kk < BC; kk += CK) {
 #if COOPMAT_EMULATE
@@ -365,7 +384,7 @@ void main() {
           const uint e = lane + r * 32u, row = sg * CM + e % CM, col = j * CN + e / CM;
           float acc = 0.0;
           SD_UNROLL for (uint c = 0u; c < CK; ++c)
-            acc += float(Ps[row * PSTR + kk + c]) * float(KVs[(kk + c) * VSTR + col]);
+            acc += float(Ps[row * PSTR + kk + c]) * float(Vs[(kk + c) * VSTR + col]);
           oacc[j][r] += acc;
         }
 #else
@@ -373,36 +392,35 @@ void main() {
       coopMatLoadNV(pa, Ps, sg * CM * PSTR + kk, PSTR, false);
       SD_UNROLL for (uint j = 0u; j < NO; ++j) {
         fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> vb;
-        coopMatLoadNV(vb, KVs, kk * VSTR + j * CN, VSTR, false);
+        coopMatLoadNV(vb, Vs, kk * VSTR + j * CN, VSTR, false);
         oacc[j] = coopMatMulAddNV(pa, vb, oacc[j]);
       }
 #endif
     }
   }
 
-  // Each row's sum L from its slices' (all against the row's m), in Pm's place.
-  barrier();  // the last block's reads of Pm are long done; its P V reads of Ss are none
-  Pm[lid] = l;
-  barrier();
-  if (lid < BR) {
+  // Each row's sum L from its slices' (all against the row's m), in Pm's slots (their
+  // last reads, the last block's maxima, ended before the barrier after Ps), then in Al.
+  Pm[slot] = l;
+  SG_BARRIER();
+  if (xsl == 0u) {
     float sum = 0.0;
-    SD_UNROLL for (uint i = 0u; i < NSL; ++i) sum += Pm[lid * NSL + i];
-    Al[lid] = sum;
+    SD_UNROLL for (uint i = 0u; i < NSL; ++i) sum += Pm[slot + i];
+    Al[xrow] = sum;
   }
-  // out = O / L, one CM x CN accumulator at a time through the subgroup's block of Ss
+  // out = O / L, one CM x CN accumulator at a time through the subgroup's rows of Ss
   // (column-major: neighbouring lanes hold neighbouring tokens, coalesced under NCHW).
-  const uint scratch = sg * CM * CN;
   SD_UNROLL for (uint j = 0u; j < NO; ++j) {
-    barrier();  // Ss's previous reads (the last block's, or accumulator j - 1's) are done
+    SG_BARRIER();  // Al written; Ss's previous reads (the last block's, or accumulator j - 1's) are done
 #if COOPMAT_EMULATE
-    SD_UNROLL for (uint r = 0u; r < CE; ++r) Ss[scratch + lane + r * 32u] = oacc[j][r];
+    SD_UNROLL for (uint r = 0u; r < CE; ++r) Ss[blk + lane + r * 32u] = oacc[j][r];
 #else
-    coopMatStoreNV(oacc[j], Ss, scratch, CM, true);
+    coopMatStoreNV(oacc[j], Ss, blk, CM, true);
 #endif
-    barrier();
+    SG_BARRIER();
     for (uint e = lane; e < CM * CN; e += 32u) {
       const uint row = e % CM, s = r0 + sg * CM + row, d = n0 + j * CN + e / CM;
-      if (s < p.S && d < D) out_[at(b, h, d, s, p.S)] = sfp(Ss[scratch + e] / Al[sg * CM + row]);
+      if (s < p.S && d < D) out_[at(b, h, d, s, p.S)] = sfp(Ss[blk + e] / Al[sg * CM + row]);
     }
   }
 }

@@ -86,14 +86,14 @@ int AttentionFamily::coopMatAccumulators(const ParamPoint& p, int64_t headDim) {
 }
 
 size_t AttentionFamily::coopMatLocalBytes(const ParamPoint& p, int64_t headDim) {
-  // attention_coopmat.comp's shared arrays: Qs (BR x DQC), KVs (BC x the wider of a K chunk
-  // and the V tile: K and V share it), Ps (f16); Ss, the rows' m and factor, the slices'
-  // max, the rescale flag (f32 / u32; the flag padded to 16 bytes, attention_coopmat.comp).
+  // attention_coopmat.comp's shared arrays: Qs (BR x DQC), Ks (BC x a K chunk), Vs (BC x
+  // the V tile), Ps (f16); Ss, the rows' factor, the slices' max, the subgroups' rescale
+  // flags (f32 / u32; the flags padded to 16 bytes, attention_coopmat.comp).
   const size_t br = static_cast<size_t>(p["SG"] * p["CM"]), bc = static_cast<size_t>(p["BC"]);
   const size_t ck = static_cast<size_t>(p["CK"]), wgs = static_cast<size_t>(wgOf(p));
   const size_t dqc = (static_cast<size_t>(headDim) + ck - 1) / ck * ck;
   const size_t kch = std::min(static_cast<size_t>(p["DC"]), dqc), doc = static_cast<size_t>(coopMatColumns(p, headDim));
-  return 2 * (br * (dqc + 8) + bc * (std::max(kch, doc) + 8) + br * (bc + 8)) + 4 * (br * (bc + 4) + 2 * br + wgs + 4);
+  return 2 * (br * (dqc + 8) + bc * (kch + 8) + bc * (doc + 8) + br * (bc + 8)) + 4 * (br * (bc + 4) + br + wgs + 4);
 }
 
 std::string AttentionFamily::coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev) {
