@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -62,7 +62,7 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
   case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc tune setup ablate)" >&2; exit 2;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc ab tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -643,6 +643,39 @@ if want nontc; then
   sd_run run-vulkan-f16-notc 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --variant conv=im2col_gemm_f16,gemm=tiled_f16,attention=flash_f16
   summarize
+  pack
+fi
+if want ab; then
+  # An A/B in one call, on one machine: the tree with the files under .ab/ put back (old
+  # versions, carried: `mkdir -p .ab/DIR && git show REV:DIR/FILE > .ab/DIR/FILE`, then
+  # carry ".ab") built as build-ab, and each of AB_BENCHES (';'-separated `sdspeed bench`
+  # argument lists) timed by both builds in turn, twice (new, old, new, old): ab.txt.
+  if [ -d .ab ] && [ -n "${AB_BENCHES:-}" ]; then
+    rm -rf /tmp/ab-tree && mkdir -p /tmp/ab-tree
+    tar --exclude=./build-dev --exclude=./build-ab --exclude=./.git -cf - . | tar -C /tmp/ab-tree -xf -
+    cp -r .ab/. /tmp/ab-tree/
+    (cd .ab && find . -type f | sort) > "$R/ab-files.txt"
+    step 240 build-ab bash -c "cmake -S /tmp/ab-tree -B build-ab -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF \
+      -DVulkan_INCLUDE_DIR=/opt/vk/usr/include -DVulkan_LIBRARY=/usr/lib/x86_64-linux-gnu/libvulkan.so.1 \
+      -DSDSPEED_GLSLC=/opt/vk/usr/bin/glslc && cmake --build build-ab -j16 --target sdspeed"
+    i=0
+    IFS=';' read -ra benches <<< "$AB_BENCHES"
+    for args in "${benches[@]}"; do
+      i=$((i + 1))
+      for round in 1 2; do
+        for side in new old; do
+          bin=$S; [ $side = old ] && bin=build-ab/cli/sdspeed
+          step 90 ab-$i-$side-$round $bin bench --backend vulkan --llc-mib 60 $args
+        done
+      done
+    done
+    for f in "$R"/ab-[0-9]*-*.txt; do
+      grep -hE "^[a-z]+ [0-9]" "$f" | sed "s|^|$(basename "$f" .txt) |"
+    done > "$R/ab.txt"
+    cat "$R/ab.txt"
+  else
+    log "ab: no .ab/ folder or no AB_BENCHES: skipped"
+  fi
   pack
 fi
 if want tune; then
