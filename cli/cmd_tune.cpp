@@ -281,13 +281,19 @@ int cmdTune(const std::vector<std::string>& argv) {
       const ProblemPtr prob = inst.problem(fam);
       auto strategy = makeStrategy(strategyName, instSpace, budget, seed, prob.get());
       DeviceEvaluator eval(ctx, fam, inst, instSpace, cache, policy, seed);
+      // The points the database already records for the instance (each variant's, tuned
+      // against this source or an older one) are timed first, beside the budget, as the
+      // whole-model tune times the current choice: a re-tune whose few points all miss
+      // the old winner would otherwise replace it with a slower entry (session 42: the
+      // VAE's attention, 3.6 ms at its recorded point, re-tuned at 5 points to 9.9 ms).
+      const RecordedFirst recorded = timeRecordedPoints(db, inst, instSpace, eval);
       // Exhaustive and random search know their order: build the budget's points ahead.
       std::vector<size_t> order = strategy->plannedOrder();
       if (order.size() > budget) order.resize(budget);
       if (!order.empty()) eval.prebuild(order, threads);
       SearchResult res = runSearch(instSpace, *strategy, budget, seconds,
                                    [&](size_t i, bool& reused) { return eval(i, reused); }, progressPrinter());
-      failures += res.failed;
+      failures += res.failed + recorded.failed;
       // The instance's entry is rebuilt from everything measured for it on this device
       // with this driver and kernel source, this run or earlier.
       // Another tune (another op, or a shard) may have saved the database meanwhile:
@@ -297,12 +303,16 @@ int cmdTune(const std::vector<std::string>& argv) {
       db = TuningDatabase::loadOrEmpty(dbPath, key, dev);
       rebuildEntry(db, fam, inst, cache, dev, familySourceHash(ctx, fam));
       db.save(dbPath);
-      std::cout << "  " << res.measured << " measured, " << res.reused << " reused from " << cache.path() << ", "
-                << res.failed << " failed";
-      if (res.bestIndex >= 0) {
-        const auto& b = res.rows[res.bestIndex];
-        std::cout << "; best " << b.variant << " [" << b.params << "] " << us(b.medianUs) << " median";
-      }
+      std::cout << "  " << res.measured + recorded.measured << " measured, " << res.reused + recorded.reused
+                << " reused from " << cache.path() << ", " << res.failed + recorded.failed << " failed";
+      if (recorded.measured + recorded.reused > 0)
+        std::cout << " (" << recorded.measured + recorded.reused << " of them the database's recorded points)";
+      // The entry's best: the search's, or a recorded point's re-timed above.
+      for (const auto& e : db.entries())
+        if (e.instance == inst && e.sourceHash.empty() && res.measured + res.reused + recorded.measured + recorded.reused > 0) {
+          const TunedVariant& b = e.variants.at(e.best);
+          std::cout << "; best " << e.best << " [" << b.params << "] " << us(b.medianUs) << " median";
+        }
       std::cout << "\n";
     }
     // A shard with no instance of its own still writes its (empty) database, so a merge

@@ -46,6 +46,24 @@ void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst,
   for (const SweepRow* r : rows) db.record(inst, r->variant, r->params, r->medianUs, r->minUs);
 }
 
+RecordedFirst timeRecordedPoints(const TuningDatabase& db, const OpInstance& inst, const std::vector<Candidate>& space,
+                                 DeviceEvaluator& eval) {
+  RecordedFirst out;
+  for (const auto& e : db.entries()) {
+    if (!(e.instance == inst)) continue;
+    for (const auto& [variant, tv] : e.variants)
+      for (size_t c = 0; c < space.size(); ++c)
+        if (space[c].variant->name == variant && space[c].point.text() == tv.params) {
+          bool wasReused = false;
+          const SweepRow row = eval(c, wasReused);
+          ++(wasReused ? out.reused : out.measured);
+          if (row.status != Status::Ok && row.status != Status::Unsupported) ++out.failed;
+          break;
+        }
+  }
+  return out;
+}
+
 double positiveNumber(const Args& args, const std::string& name) {
   if (!args.has(name)) return 0;
   const std::string s = args.get(name);

@@ -8,7 +8,9 @@
 #include "cli/args.h"
 #include "runtime/opencl/device.h"
 #include "tuning/database.h"
+#include "tuning/strategy.h"
 #include "tuning/sweep_cache.h"
+#include "tuning/tuner.h"
 
 namespace sdspeed {
 
@@ -17,6 +19,17 @@ namespace sdspeed {
 // and records the family's source hash in the database.
 void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst, const SweepCache& cache,
                   const DeviceCaps& dev, const std::string& sourceHash);
+
+// What timeRecordedPoints did, counted as runSearch counts its points.
+struct RecordedFirst {
+  int measured = 0, reused = 0, failed = 0;
+};
+// Times, through `eval`, the points `db` records for `inst` (every variant's, whatever
+// source they were tuned against) that are in `space`, before a search spends its budget:
+// the rebuilt entry then holds the old winners re-timed, so a re-tune of few points cannot
+// replace them with slower ones it happened to try.
+RecordedFirst timeRecordedPoints(const TuningDatabase& db, const OpInstance& inst, const std::vector<Candidate>& space,
+                                 DeviceEvaluator& eval);
 
 // A positive number of --NAME (0 when absent); throws Error naming the flag.
 double positiveNumber(const Args& args, const std::string& name);

@@ -61,7 +61,7 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|gemm-peer|run|race|peer|nontc|tune|setup|ablate) ;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|gemm-peer|run|race|peer|nontc|ab|tune|setup|ablate) ;;
     *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc ab tune setup ablate)" >&2; exit 2;;
   esac
 done

@@ -68,6 +68,28 @@ TEST_F(Cli, ShardsMergedMeasureWhatOneRunMeasures) {
 // --device gpus on a host without GPUs, through its test hook: two "GPUs" (PoCL's CPU
 // device twice) run one shard each in parallel child processes, then the merge leaves
 // the unsharded files, with the points of one unsharded run and no shard file.
+// A re-tune times the database's recorded points before its budget: another seed's
+// one random point over the same database, into a fresh sweep folder, also times the
+// point the first run recorded, so the rebuilt entry holds it re-timed (a re-tune that
+// missed the old winner replaced it with whatever it tried: session 42's VAE attention).
+TEST_F(Cli, ReTuneTimesTheRecordedPointsFirst) {
+  TempDir dir;
+  const std::vector<std::string> tune = {"tune", "--op", "groupnorm", "--shape", "1x16x4x4", "--attrs", "g=4",
+                                         "--strategy", "random", "--budget", "1", "--min-ms", "1", "--threads", "1",
+                                         "--db-dir", dir.path() + "/tuned"};
+  Result r = run(with(tune, {"--seed", "5", "--sweep-dir", dir.path() + "/s1"}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(best two_pass \[([^\]]+)\])"))) << r.out;
+  const std::string first = m[1];
+  r = run(with(tune, {"--seed", "6", "--sweep-dir", dir.path() + "/s2"}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("2 measured, 0 reused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(1 of them the database's recorded points)"), std::string::npos) << r.out;
+  const std::string sweep = slurp(only(dir.path() + "/s2", "groupnorm.csv"));
+  EXPECT_NE(sweep.find("\"" + first + "\""), std::string::npos) << "the recorded point was not timed:\n" << sweep;
+}
+
 TEST_F(Cli, DeviceGpusRunsAShardPerGpuAndMerges) {
   TempDir one, gpus;
   Result r = run(with(kTune, {"--sweep-dir", one.path() + "/sweeps", "--db-dir", one.path() + "/tuned"}));
