@@ -67,11 +67,13 @@ TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
     EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *prob, f, dev), "") << d;
     EXPECT_EQ(v.defaultsFor(*prob), v.defaults()) << d;  // nothing to fit
   }
-  // D = 160: K and V in buffers of their own take 51984 bytes at 64 rows; 32 rows fit.
+  // D = 160: K and V in buffers of their own take 51984 bytes at 64 rows of the whole
+  // head; 64-column halves of it (45840 bytes) fit.
   const auto d160 = AttentionFamily::problem(2, 8, 160, 256, 256);
   EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *d160, f, dev),
             "flash_coopmat_f16 tiles need 51984 bytes of shared memory at D = 160, device has 49152");
-  EXPECT_EQ(v.defaultsFor(*d160), v.parsePoint("SG=2"));
+  EXPECT_EQ(v.defaultsFor(*d160), v.parsePoint("DO=64"));
+  EXPECT_EQ(AttentionFamily::coopMatLocalBytes(v.parsePoint("DO=64"), 160), 45840u);
   EXPECT_EQ(fam.unsupportedReason(v, v.defaultsFor(*d160), *d160, f, dev), "");
   const auto vae = AttentionFamily::problem(1, 1, 512, 4096, 4096);
   EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *vae, f, dev),

@@ -47,17 +47,21 @@ VariantDef AttentionFamily::coopMatVariant() {
   c.deviceRule = coopMatDeviceRule;
   // Untuned, the defaults fitted to the head (and a point taken from another instance,
   // refitForInstance): where the whole head's O would take more than
-  // kCoopMatMaxAccumulators accumulators (D = 512: 32 at CN = 16), DO = 128 splits it; while
-  // the tiles then exceed 48 KiB (the Q tile is BR x D), half the subgroups of rows at a
-  // time (every work-group re-reads all of K and V: keep as many rows as fit), then blocks
-  // of 32 keys, then K chunks of 32. Whatever still does not fit is refused by
-  // unsupportedReason.
+  // kCoopMatMaxAccumulators accumulators (D = 512: 32 at CN = 16), DO = 128 splits it. A
+  // whole head whose tiles exceed 48 KiB is split into 64-column halves first (D = 160,
+  // since K and V have buffers of their own: 51984 bytes at 64 rows; the H100 database's
+  // D = 160 entries were DO = 64 at 64 rows, 48 us where 32 rows of the whole head took 71
+  // to 74, results/vulkan/flash3/). While the tiles still exceed it (the Q tile is BR x D),
+  // half the subgroups of rows at a time (every work-group re-reads all of K and V: keep as
+  // many rows as fit), then blocks of 32 keys, then K chunks of 32. Whatever still does not
+  // fit is refused by unsupportedReason.
   c.fitDefaults = [](const ParamPoint& d, const Problem& prob) -> std::map<std::string, int> {
     const auto* a = dynamic_cast<const AttentionProblem*>(&prob);
     if (!a) return {};
     std::map<std::string, int> v = d.values(), out;
     auto over = [&] { return coopMatLocalBytes(ParamPoint(v), a->headDim) > kMaxLocalBytes; };
     if (coopMatAccumulators(d, a->headDim) > kCoopMatMaxAccumulators) v["DO"] = out["DO"] = 128;
+    if (over() && v["DO"] == 0 && a->headDim > 64) v["DO"] = out["DO"] = 64;
     while (over() && v["SG"] > 1) v["SG"] = out["SG"] = v["SG"] / 2;
     for (const auto& [name, value] : {std::pair<const char*, int>{"BC", 32}, {"DC", 32}})
       if (over() && v[name] > value) v[name] = out[name] = value;
