@@ -5,6 +5,7 @@
 #include <functional>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "runtime/device_key.h"
@@ -164,10 +165,10 @@ int cmdTune(const std::vector<std::string>& argv) {
            "the reference and timed; each is appended to DIR/<device-key>/<op>.csv (default results/sweeps),\n"
            "and the best per variant goes to <db-dir>/<device-key>.yaml (default configs/tuned). A sweep\n"
            "started again skips the points it already measured. The points the database records for an\n"
-           "instance are timed first, beside the budget, so a re-tune keeps them if they still win.\n"
-           "--replay runs a strategy against a\n"
-           "recorded sweep, without a device. --weights (default f32) tunes each instance once per weight\n"
-           "format; f16-weight instances are keyed `...wf16` and never share entries with f32 ones.\n"
+           "instance are timed first, beside the budget, so a re-tune keeps them if they still win\n"
+           "(not under --replay). --replay runs a strategy against a recorded sweep, without a device.\n"
+           "--weights (default f32) tunes each instance once per weight format; f16-weight instances\n"
+           "are keyed `...wf16` and never share entries with f32 ones.\n"
            "--arithmetic (default f32) likewise, keyed `...af16`; an arithmetic no variant computes in\n"
            "(f16 for a family without an _f16 variant) is skipped, said per instance.\n"
            "Without --op, --model tunes every family's instances of the components (default all three) under\n"
@@ -251,6 +252,11 @@ int cmdTune(const std::vector<std::string>& argv) {
     const std::string dbPath = shardPath(dbDir + "/" + key + ".yaml", shard);
     checkWritable(dbPath, "--db-dir");  // before the sweep, which may take hours
     TuningDatabase db = TuningDatabase::loadOrEmpty(dbPath, key, dev);
+    // Where the recorded points come from: the database the shards are merged into (a
+    // shard's own file holds only what that shard tuned; tune --device gpus runs shards).
+    const std::optional<TuningDatabase> mergedDb =
+        shard.sharded() ? std::optional<TuningDatabase>(TuningDatabase::loadOrEmpty(dbDir + "/" + key + ".yaml", key, dev))
+                        : std::nullopt;
     const auto space = tuningSpace(fam, dev, args.list("variant"));
     // A variant this device cannot run at all for lack of a capability (fp16
     // arithmetic, sub-groups) is left out of the space: say so rather than drop it.
@@ -288,7 +294,7 @@ int cmdTune(const std::vector<std::string>& argv) {
       // whole-model tune times the current choice: a re-tune whose few points all miss
       // the old winner would otherwise replace it with a slower entry (session 42: the
       // VAE's attention, 3.6 ms at its recorded point, re-tuned at 5 points to 9.9 ms).
-      const RecordedFirst recorded = timeRecordedPoints(db, inst, instSpace, eval);
+      const RecordedFirst recorded = timeRecordedPoints(mergedDb ? *mergedDb : db, inst, instSpace, eval);
       // Exhaustive and random search know their order: build the budget's points ahead.
       std::vector<size_t> order = strategy->plannedOrder();
       if (order.size() > budget) order.resize(budget);

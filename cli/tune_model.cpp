@@ -46,6 +46,17 @@ void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst,
   for (const SweepRow* r : rows) db.record(inst, r->variant, r->params, r->medianUs, r->minUs);
 }
 
+namespace {
+// `params` as the variant parses it (a hand-written entry may order or omit keys) equals `p`.
+bool samePoint(const VariantDef& v, const ParamPoint& p, const std::string& params) {
+  try {
+    return v.parsePoint(params) == p;
+  } catch (const std::exception&) {
+    return false;  // the database's loader refuses such an entry first; never a match
+  }
+}
+}  // namespace
+
 RecordedFirst timeRecordedPoints(const TuningDatabase& db, const OpInstance& inst, const std::vector<Candidate>& space,
                                  DeviceEvaluator& eval) {
   RecordedFirst out;
@@ -53,7 +64,7 @@ RecordedFirst timeRecordedPoints(const TuningDatabase& db, const OpInstance& ins
     if (!(e.instance == inst)) continue;
     for (const auto& [variant, tv] : e.variants)
       for (size_t c = 0; c < space.size(); ++c)
-        if (space[c].variant->name == variant && space[c].point.text() == tv.params) {
+        if (space[c].variant->name == variant && samePoint(*space[c].variant, space[c].point, tv.params)) {
           bool wasReused = false;
           const SweepRow row = eval(c, wasReused);
           ++(wasReused ? out.reused : out.measured);

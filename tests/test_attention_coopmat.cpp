@@ -68,7 +68,7 @@ TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
     EXPECT_EQ(v.defaultsFor(*prob), v.defaults()) << d;  // nothing to fit
   }
   // D = 160: K and V in buffers of their own take 51984 bytes at 64 rows of the whole
-  // head; 64-column halves of it (45840 bytes) fit.
+  // head; 64-column parts of it (45840 bytes) fit.
   const auto d160 = AttentionFamily::problem(2, 8, 160, 256, 256);
   EXPECT_EQ(fam.unsupportedReason(v, v.defaults(), *d160, f, dev),
             "flash_coopmat_f16 tiles need 51984 bytes of shared memory at D = 160, device has 49152");
@@ -88,6 +88,8 @@ TEST(AttentionCoopMat, SharedMemoryPerHeadSize) {
   EXPECT_EQ(fam.unsupportedReason(v, fitted, *vae, f, dev), "");
   // A point tuned at D = 80 with 64-key blocks, refitted for D = 512: at 16 rows its blocks
   // still take 50128 bytes, so they are halved too.
+  // A D = 80 head with a borrowed 64-key block halves its rows, not its columns.
+  EXPECT_EQ(v.fitPoint(v.parsePoint("BC=64"), *AttentionFamily::problem(2, 8, 80, 256, 256)), v.parsePoint("BC=64,SG=2"));
   const ParamPoint borrowed = v.fitPoint(v.parsePoint("BC=64"), *vae);
   EXPECT_EQ(borrowed, v.parsePoint("DO=128,SG=1,BC=32"));
   EXPECT_EQ(fam.unsupportedReason(v, borrowed, *vae, f, dev), "");

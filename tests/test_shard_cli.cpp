@@ -65,9 +65,6 @@ TEST_F(Cli, ShardsMergedMeasureWhatOneRunMeasures) {
   EXPECT_NE(r.out.find("only in the first: groupnorm"), std::string::npos) << r.out;
 }
 
-// --device gpus on a host without GPUs, through its test hook: two "GPUs" (PoCL's CPU
-// device twice) run one shard each in parallel child processes, then the merge leaves
-// the unsharded files, with the points of one unsharded run and no shard file.
 // A re-tune times the database's recorded points before its budget: another seed's
 // one random point over the same database, into a fresh sweep folder, also times the
 // point the first run recorded, so the rebuilt entry holds it re-timed (a re-tune that
@@ -88,8 +85,20 @@ TEST_F(Cli, ReTuneTimesTheRecordedPointsFirst) {
   EXPECT_NE(r.out.find("(1 of them the database's recorded points)"), std::string::npos) << r.out;
   const std::string sweep = slurp(only(dir.path() + "/s2", "groupnorm.csv"));
   EXPECT_NE(sweep.find("\"" + first + "\""), std::string::npos) << "the recorded point was not timed:\n" << sweep;
+  // A shard (tune --device gpus runs them) reads the recorded points from the database the
+  // shards are merged into, not from its own, still empty, file.
+  std::string shards;
+  for (const char* k : {"1/2", "2/2"}) {
+    r = run(with(tune, {"--seed", "6", "--sweep-dir", dir.path() + "/s3", "--shard", k}));
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+    shards += r.out;
+  }
+  EXPECT_NE(shards.find("(1 of them the database's recorded points)"), std::string::npos) << shards;
 }
 
+// --device gpus on a host without GPUs, through its test hook: two "GPUs" (PoCL's CPU
+// device twice) run one shard each in parallel child processes, then the merge leaves
+// the unsharded files, with the points of one unsharded run and no shard file.
 TEST_F(Cli, DeviceGpusRunsAShardPerGpuAndMerges) {
   TempDir one, gpus;
   Result r = run(with(kTune, {"--sweep-dir", one.path() + "/sweeps", "--db-dir", one.path() + "/tuned"}));

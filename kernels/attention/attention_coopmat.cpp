@@ -35,6 +35,8 @@ VariantDef AttentionFamily::coopMatVariant() {
       {"RT", {8, 0}, "log2 units a key block's max may pass a row's reference before it moves (and O is rescaled)"},
   };
   c.constraints = {
+      // attention_coopmat.comp's per-subgroup rescale flags: Rf[4] (a whole 16-byte unit).
+      {"SG <= 4 (the shader's per-subgroup flags)", [](const ParamPoint& p) { return p["SG"] <= 4; }},
       {"BC % CN == 0 and BC % CK == 0 (whole coopmat steps over a key block)",
        [](const ParamPoint& p) { return p["BC"] % p["CN"] == 0 && p["BC"] % p["CK"] == 0; }},
       {"DC % CK == 0", [](const ParamPoint& p) { return p["DC"] % p["CK"] == 0; }},
@@ -48,10 +50,12 @@ VariantDef AttentionFamily::coopMatVariant() {
   // Untuned, the defaults fitted to the head (and a point taken from another instance,
   // refitForInstance): where the whole head's O would take more than
   // kCoopMatMaxAccumulators accumulators (D = 512: 32 at CN = 16), DO = 128 splits it. A
-  // whole head whose tiles exceed 48 KiB is split into 64-column halves first (D = 160,
-  // since K and V have buffers of their own: 51984 bytes at 64 rows; the H100 database's
+  // whole head of 128 or more columns whose tiles exceed 48 KiB is split into 64-column
+  // parts first (D = 160, since K and V have buffers of their own: 51984 bytes at 64 rows;
+  // three parts of 64, 64 and 32 columns, each recomputing Q K^T; the H100 database's
   // D = 160 entries were DO = 64 at 64 rows, 48 us where 32 rows of the whole head took 71
-  // to 74, results/vulkan/flash3/). While the tiles still exceed it (the Q tile is BR x D),
+  // to 74, results/vulkan/flash3/; a narrower head loses more to the recomputation than it
+  // gains, so it halves its rows). While the tiles still exceed it (the Q tile is BR x D),
   // half the subgroups of rows at a time (every work-group re-reads all of K and V: keep as
   // many rows as fit), then blocks of 32 keys, then K chunks of 32. Whatever still does not
   // fit is refused by unsupportedReason.
@@ -61,7 +65,7 @@ VariantDef AttentionFamily::coopMatVariant() {
     std::map<std::string, int> v = d.values(), out;
     auto over = [&] { return coopMatLocalBytes(ParamPoint(v), a->headDim) > kMaxLocalBytes; };
     if (coopMatAccumulators(d, a->headDim) > kCoopMatMaxAccumulators) v["DO"] = out["DO"] = 128;
-    if (over() && v["DO"] == 0 && a->headDim > 64) v["DO"] = out["DO"] = 64;
+    if (over() && v["DO"] == 0 && a->headDim >= 128) v["DO"] = out["DO"] = 64;
     while (over() && v["SG"] > 1) v["SG"] = out["SG"] = v["SG"] / 2;
     for (const auto& [name, value] : {std::pair<const char*, int>{"BC", 32}, {"DC", 32}})
       if (over() && v[name] > value) v[name] = out[name] = value;

@@ -266,7 +266,7 @@ std::string AttentionFamily::unsupportedReason(const VariantDef& v, const ParamP
       return "flash_coopmat_f16 needs " + std::to_string(acc) + " O accumulators per subgroup at D = " +
              std::to_string(p.headDim) + ", at most " + std::to_string(kCoopMatMaxAccumulators) +
              " (a DO splits the head)";
-    // The Q tile (BR x D), the shared K/V buffer, S and P tiles in shared memory (attention_coopmat.comp).
+    // The Q, K, V, S and P tiles in shared memory (attention_coopmat.comp).
     const size_t local = coopMatLocalBytes(pt, p.headDim);
     if (local > dev.localMemBytes)
       return "flash_coopmat_f16 tiles need " + std::to_string(local) + " bytes of shared memory at D = " +
