@@ -311,10 +311,12 @@ int cmdTune(const std::vector<std::string>& argv) {
       db = TuningDatabase::loadOrEmpty(dbPath, key, dev);
       rebuildEntry(db, fam, inst, cache, dev, familySourceHash(ctx, fam));
       db.save(dbPath);
-      std::cout << "  " << res.measured + recorded.measured << " measured, " << res.reused + recorded.reused
-                << " reused from " << cache.path() << ", " << res.failed + recorded.failed << " failed";
-      if (recorded.measured + recorded.reused > 0)
-        std::cout << " (" << recorded.measured + recorded.reused << " of them the database's recorded points)";
+      std::cout << "  " << res.measured << " measured, " << res.reused << " reused from " << cache.path() << ", "
+                << res.failed << " failed";
+      // The recorded points apart: the counts above are the budget's, as before.
+      if (const int n = recorded.measured + recorded.reused; n > 0)
+        std::cout << "; " << n << " recorded point" << (n == 1 ? "" : "s") << " timed first: " << recorded.measured
+                  << " measured, " << recorded.reused << " reused, " << recorded.failed << " failed";
       // The entry's best: the search's, or a recorded point's re-timed above.
       for (const auto& e : db.entries())
         if (e.instance == inst && e.sourceHash.empty() && res.measured + res.reused + recorded.measured + recorded.reused > 0) {
