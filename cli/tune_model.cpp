@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/table.h"
@@ -46,16 +47,22 @@ void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst,
   for (const SweepRow* r : rows) db.record(inst, r->variant, r->params, r->medianUs, r->minUs);
 }
 
-namespace {
-// `params` as the variant parses it (a hand-written entry may order or omit keys) equals `p`.
-bool samePoint(const VariantDef& v, const ParamPoint& p, const std::string& params) {
-  try {
-    return v.parsePoint(params) == p;
-  } catch (const std::exception&) {
-    return false;  // the database's loader refuses such an entry first; never a match
+std::optional<size_t> candidateIndex(const std::vector<Candidate>& space, const std::string& variant,
+                                     const std::string& params) {
+  std::optional<ParamPoint> point;  // `params` parsed once, by the first candidate of the variant
+  for (size_t c = 0; c < space.size(); ++c) {
+    if (space[c].variant->name != variant) continue;
+    if (!point) {
+      try {
+        point = space[c].variant->parsePoint(params);
+      } catch (const std::exception&) {
+        return std::nullopt;  // the database's loader refuses such an entry first
+      }
+    }
+    if (space[c].point == *point) return c;
   }
+  return std::nullopt;
 }
-}  // namespace
 
 RecordedFirst timeRecordedPoints(const TuningDatabase& db, const OpInstance& inst, const std::vector<Candidate>& space,
                                  DeviceEvaluator& eval) {
@@ -63,14 +70,12 @@ RecordedFirst timeRecordedPoints(const TuningDatabase& db, const OpInstance& ins
   for (const auto& e : db.entries()) {
     if (!(e.instance == inst)) continue;
     for (const auto& [variant, tv] : e.variants)
-      for (size_t c = 0; c < space.size(); ++c)
-        if (space[c].variant->name == variant && samePoint(*space[c].variant, space[c].point, tv.params)) {
-          bool wasReused = false;
-          const SweepRow row = eval(c, wasReused);
-          ++(wasReused ? out.reused : out.measured);
-          if (row.status != Status::Ok && row.status != Status::Unsupported) ++out.failed;
-          break;
-        }
+      if (const auto c = candidateIndex(space, variant, tv.params)) {
+        bool wasReused = false;
+        const SweepRow row = eval(*c, wasReused);
+        ++(wasReused ? out.reused : out.measured);
+        if (row.status != Status::Ok && row.status != Status::Unsupported) ++out.failed;
+      }
   }
   return out;
 }
@@ -277,15 +282,13 @@ int tuneModel(const Args& args) {
     const double sliceStart = elapsed();
     DeviceEvaluator eval(ctx, fam, m.inst, space, *cache, policy, seed);
     // The current choice first: its time is the "before" of the summary.
-    for (size_t c = 0; c < space.size(); ++c)
-      if (space[c].variant->name == prior[i].variant && space[c].point.text() == prior[i].params) {
-        bool wasReused = false;
-        const SweepRow row = eval(c, wasReused);
-        (wasReused ? reused : measured)++;
-        if (row.status == Status::Ok) priorUs[i] = row.medianUs;
-        else if (row.status != Status::Unsupported) ++failures;
-        break;
-      }
+    if (const auto c = candidateIndex(space, prior[i].variant, prior[i].params)) {
+      bool wasReused = false;
+      const SweepRow row = eval(*c, wasReused);
+      (wasReused ? reused : measured)++;
+      if (row.status == Status::Ok) priorUs[i] = row.medianUs;
+      else if (row.status != Status::Unsupported) ++failures;
+    }
     const ProblemPtr prob = m.inst.problem(fam);
     auto strategy = makeStrategy(strategyName, space, budget, seed, prob.get());
     std::vector<size_t> ahead = strategy->plannedOrder();

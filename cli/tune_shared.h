@@ -2,6 +2,7 @@
 // one budget (tune_model.cpp) and one shard per GPU of the host (tune_gpus.cpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,11 @@ namespace sdspeed {
 // and records the family's source hash in the database.
 void rebuildEntry(TuningDatabase& db, const Family& fam, const OpInstance& inst, const SweepCache& cache,
                   const DeviceCaps& dev, const std::string& sourceHash);
+
+// The candidate of `space` with this variant and parameters (`params` parsed by the
+// variant: a hand-written database entry may order or omit keys), if the space has it.
+std::optional<size_t> candidateIndex(const std::vector<Candidate>& space, const std::string& variant,
+                                     const std::string& params);
 
 // What timeRecordedPoints did, counted as runSearch counts its points.
 struct RecordedFirst {
