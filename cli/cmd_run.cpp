@@ -35,7 +35,7 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "       [--no-decode] [--no-warmup] [--warmup-ms MS] [--keep-resident] [--weights-seed N] [--device P:D|NAME]\n"
            "       [--memory-budget SIZE] [--derived-weights resident|per-call] [--scratch planned|own]\n"
            "       [--arena-binding offsets|sub-buffers] [--stream-staging ring|pageable] [--vae-tile N] [--check-finite]\n"
-           "       [--allow-extra-weights]\n"
+           "       [--allow-extra-weights] [--context-ops once|every-step]\n"
            "Runs text encoder, the denoising loop and the VAE decoder on the device and reports time and memory.\n"
            "Each component is loaded and warmed up just before it first runs and freed once its output exists\n"
            "(--keep-resident: all loaded up front and kept to the end, the device holding all three at once).\n"
@@ -52,7 +52,10 @@ int cmdRun(const std::vector<std::string>& rawArgv) {
            "tensor or step). --check-finite (slow) runs op by op and names the first op whose output holds a NaN or inf.\n"
            "A checkpoint tensor the configs do not explain (more layers than the config) is an error naming it;\n"
            "--allow-extra-weights ignores such tensors. The model's memory is estimated from its configs before\n"
-           "anything is allocated: a size the device or host cannot hold is an error naming the key or -W/-H.\n";
+           "anything is allocated: a size the device or host cannot hold is an error naming the key or -W/-H.\n"
+           "--context-ops once (default): the UNet ops that read only the text context (the cross-attentions' K and\n"
+           "V projections) run at the first step and stay on the device for the later ones while the context is the\n"
+           "same; every-step runs them at every step (diffusers' behaviour; the UNet time then includes them).\n";
     return 0;
   }
   auto options = runSetupOptions();

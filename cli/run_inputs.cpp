@@ -126,7 +126,7 @@ std::set<std::string> runSetupOptions() {
   return {"model", "config", "prompt", "negative-prompt", "width", "height", "steps", "cfg-scale", "scheduler", "seed",
           "rng", "precision", "layout", "input-ids", "uncond-input-ids", "init-latents", "variant", "planner",
           "db-dir", "weights-seed", "memory-budget", "derived-weights", "scratch", "arena-binding", "weights",
-          "stream-staging", "vae-tile", "arithmetic"};
+          "stream-staging", "vae-tile", "arithmetic", "context-ops"};
 }
 
 std::set<std::string> runSetupFlags() { return {"random-weights", "check-finite", "allow-extra-weights"}; }
@@ -204,6 +204,12 @@ RunSetup runSetup(const Args& a, const DeviceCaps* device) {
   // --check-finite: op by op with a finish after each, every output scanned (slow: a
   // diagnostic for a NaN image, naming the op that first wrote a NaN or inf).
   s.exec.checkFinite = a.has("check-finite");
+  // --context-ops: the ops of the text context alone (cross-attention K and V) once per
+  // image (reused by later steps while the context is unchanged) or every step.
+  const std::string contextOps = a.get("context-ops", "once");
+  if (contextOps != "once" && contextOps != "every-step")
+    throw Error("--context-ops wants once or every-step, got '" + contextOps + "'");
+  s.exec.reuseSteadyOps = contextOps == "once";
   // Checkpoint tensors the configs do not explain: refused unless asked (SdPipeline).
   s.exec.allowExtraWeights = a.has("allow-extra-weights");
 

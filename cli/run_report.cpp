@@ -149,6 +149,11 @@ void RunReport::print(std::ostream& os) const {
   if (!r.unetMs.empty()) {
     os << "UNet / step    min " << ms(unet.minMs) << "  median " << ms(unet.medianMs) << "  max " << ms(unet.maxMs) << "  ("
        << r.unetMs.size() << " UNet calls, sum " << ms(std::accumulate(r.unetMs.begin(), r.unetMs.end(), 0.0)) << ")\n";
+    const int reused = r.unetReusedOps.empty() ? 0 : *std::max_element(r.unetReusedOps.begin(), r.unetReusedOps.end());
+    if (reused > 0)
+      os << "               " << reused << " ops of the text context (K and V) ran at the first step only, reused by "
+         << std::count_if(r.unetReusedOps.begin(), r.unetReusedOps.end(), [](int n) { return n > 0; })
+         << " later calls (--context-ops every-step runs them every step)\n";
   }
   if (!r.decoded.empty()) os << "VAE decoder    " << ms(r.vaeMs) << "\n";
   os << "total (device) " << ms(deviceTotalMs()) << "   (text encoder + every UNet call + VAE decoder)\n";
@@ -276,7 +281,8 @@ nlohmann::json RunReport::json() const {
               {"derived_weights", exec.derivedWeightsPerCall ? "per-call" : "resident"},
               {"memory_budget_bytes", exec.memoryBudget},
               {"arena_binding", exec.arenaSubBuffers ? "sub-buffers" : "offsets"},
-              {"stream_staging", exec.pinnedStaging ? "ring" : "pageable"}};
+              {"stream_staging", exec.pinnedStaging ? "ring" : "pageable"},
+              {"context_ops", exec.reuseSteadyOps ? "once" : "every-step"}};
   j["variant_overrides"] = exec.variants;
   const TimingStats unet = unetStats(r);
   j["time_ms"] = {{"text_encoder", r.textMs},
@@ -284,6 +290,7 @@ nlohmann::json RunReport::json() const {
                   {"unet_min", unet.minMs},
                   {"unet_median", unet.medianMs},
                   {"unet_max", unet.maxMs},
+                  {"unet_reused_ops", r.unetReusedOps},
                   {"vae_decoder", r.vaeMs},
                   {"total_device", deviceTotalMs()},
                   {"total_wall", r.totalMs},

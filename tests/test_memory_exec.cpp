@@ -137,6 +137,62 @@ TEST(MemoryModes, OutputsBitIdenticalInEveryMode) {
 }
 
 // f16 weights and activations: streamed weights are uploaded as the same half bits.
+// --context-ops once (ExecOptions::reuseSteadyOps): the cross-attentions' K and V
+// projections of the text context run when the context changes and are reused while it
+// stays the same, their outputs kept alive across calls by the plan. Every call is
+// bit-identical to the every-step run of the same inputs, under the plan and under a
+// budget that streams weights (the reused ops' weights are then not uploaded).
+TEST(MemoryModes, ContextOpsRunOnceAndMatchEveryStep) {
+  SafetensorsFile ref(kDir + "/reference.safetensors");
+  auto x = ref.toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  const std::vector<float> c1 = ref.toFloat("text_embeddings");
+  std::vector<float> c2(c1.rbegin(), c1.rend());  // another context of the same size
+  ModelSource src;
+  src.configDir = src.weightsDir = kDir;
+  ExecOptions every = baseOptions();
+  every.reuseSteadyOps = false;
+  std::vector<float> want1, want2;
+  ExecMemory full;
+  {
+    SdPipeline pipe(context(), src, every, 16, 16, 2);
+    want1 = pipe.predictNoise(x, 999.0f, c1);
+    EXPECT_EQ(pipe.stats("unet").last.reusedOps, 0);
+    want2 = pipe.predictNoise(x, 999.0f, c2);
+    EXPECT_EQ(pipe.stats("unet").last.reusedOps, 0);
+    for (bool steady : pipe.executor("unet").steadyOps()) EXPECT_FALSE(steady);
+    full = pipe.stats("unet").memory;
+  }
+  ASSERT_NE(want1, want2);
+  for (uint64_t budget : {uint64_t{0}, full.estimatedBytes / 2}) {
+    ExecOptions once = baseOptions();
+    once.memoryBudget = budget;
+    SdPipeline pipe(context(), src, once, 16, 16, 2);
+    const GraphExecutor& ex = pipe.executor("unet");
+    // The steady ops are exactly the K and V projections of every cross-attention (attn2).
+    int steady = 0;
+    for (size_t i = 0; i < ex.steadyOps().size(); ++i) {
+      const std::string& label = ex.graph().nodes()[i].label;
+      const bool kv = label.find(".attn2.to_k") != std::string::npos || label.find(".attn2.to_v") != std::string::npos;
+      EXPECT_EQ(bool(ex.steadyOps()[i]), kv) << label;
+      steady += ex.steadyOps()[i] ? 1 : 0;
+    }
+    ASSERT_GT(steady, 0);
+    if (budget) EXPECT_GT(pipe.stats("unet").memory.streamedBytes, 0u);
+    struct Call {
+      const std::vector<float>& context;
+      const std::vector<float>& want;
+      int reused;
+    };
+    const Call calls[] = {{c1, want1, 0}, {c1, want1, steady}, {c1, want1, steady},
+                          {c2, want2, 0}, {c2, want2, steady}, {c1, want1, 0}};
+    for (size_t k = 0; k < std::size(calls); ++k) {
+      EXPECT_EQ(pipe.predictNoise(x, 999.0f, calls[k].context), calls[k].want) << "budget " << budget << ", call " << k;
+      EXPECT_EQ(pipe.stats("unet").last.reusedOps, calls[k].reused) << "budget " << budget << ", call " << k;
+    }
+  }
+}
+
 TEST(MemoryModes, HalfWeightsStreamBitIdentical) {
   ExecOptions exec = baseOptions();
   exec.format = StorageFormat::parse("f16.buffer.nc4hw4");

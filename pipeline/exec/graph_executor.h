@@ -82,6 +82,11 @@ struct ExecOptions {
   // Checkpoint tensors the configs do not explain (more layers than the config, a block
   // it lacks) are ignored instead of refused (--allow-extra-weights; SdPipeline checks).
   bool allowExtraWeights = false;
+  // Ops that depend only on steady inputs (Graph::markSteady: the UNet's text context) and
+  // weights run once, when those inputs get new values; later runs reuse their outputs,
+  // kept alive across runs (--context-ops once). false: every op runs every call
+  // (--context-ops every-step, the behaviour before).
+  bool reuseSteadyOps = true;
 };
 
 // The weight format `component` runs with: its override, else opt.format.weights.
@@ -177,6 +182,7 @@ struct NodeTime {
 
 struct RunTiming {
   double deviceMs = 0;  // first kernel start of the first op to last kernel end of the last
+  int reusedOps = 0;    // steady ops not run: their outputs came from an earlier run
   double wallMs = 0;    // host: first enqueue to finish
   std::vector<NodeTime> nodes;  // filled when profiling
 };
@@ -218,12 +224,14 @@ struct ExecMemory {
 
 // The activations of a graph as the planner sees them: one record per tensor that
 // owns memory (views extend their base's lifetime; inputs live from op 0, outputs to
-// the last op), sized in `format`.
+// the last op), sized in `format`. `persistent` (by tensor id, optional): tensors alive
+// for the whole run, from op 0 to the last (outputs of reused steady ops).
 struct ActivationUsage {
   std::vector<TensorUsage> records;
   std::vector<int> tensors;  // the graph tensor of each record
 };
-ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format);
+ActivationUsage activationUsage(const Graph& graph, const StorageFormat& format,
+                                const std::vector<bool>* persistent = nullptr);
 // Every strategy's plan size (by planStrategyName) and "lower-bound".
 std::map<std::string, uint64_t> planSizes(const ActivationUsage& usage, uint64_t alignment);
 
@@ -253,6 +261,8 @@ class GraphExecutor {
 
   const Graph& graph() const { return graph_; }
   const std::vector<NodeChoice>& choices() const { return choices_; }
+  // By node: a steady op (ExecOptions::reuseSteadyOps), run only when a steady input changes.
+  const std::vector<bool>& steadyOps() const { return steadyOp_; }
   const ExecMemory& memory() const { return memory_; }
   // The arena's records (activations, streamed weights, scratch) and the plan placing
   // them; empty / null with planner "none". For tests that check no two live tensors overlap.
@@ -281,6 +291,7 @@ class GraphExecutor {
   void makePlaceholders(bool create);
   void bindArguments();
   void checkOutputFinite(size_t node) const;  // ExecOptions::checkFinite, after the node has finished
+  void findSteadyOps();  // steadyOp_, persistent_, steadyOnlyWeight_
 
   Backend& be_;
   const Graph& graph_;
@@ -306,6 +317,13 @@ class GraphExecutor {
   std::vector<std::vector<int>> uploadsAt_;    // per node: streamed weights whose upload starts with it
   std::vector<std::vector<int>> readyBy_;      // per node: streamed weights it must wait for
   bool warmingUp_ = false;                     // run() is warmUp's (error lines say so)
+  // Steady ops (ExecOptions::reuseSteadyOps): by node, whether it is one; by tensor id,
+  // whether the plan keeps it alive for the whole run (a steady op's output that others
+  // read, a steady input they read), and whether only steady ops read it (a streamed
+  // weight of theirs is not uploaded while their outputs are reused).
+  std::vector<bool> steadyOp_, persistent_, steadyOnlyWeight_;
+  bool steadyValid_ = false;  // the steady ops' outputs match the steady inputs' current values
+  std::map<std::string, std::vector<float>> steadyValues_;  // the values they were computed from
 };
 
 }  // namespace sdspeed

@@ -104,6 +104,11 @@ int Graph::add(const std::string& familyName, const ProblemPtr& problem, const s
 
 void Graph::markOutput(const std::string& name, int t) { outputs_[name] = t; }
 
+void Graph::markSteady(const std::string& input) {
+  if (!inputs_.count(input)) throw Error(component_ + ": no input '" + input + "' to mark steady");
+  steady_.insert(input);
+}
+
 int GraphBuilder::weight(const std::string& name, Shape shape, std::vector<int64_t> diskShape) {
   return g_.addWeight(name, shape, std::move(diskShape));
 }

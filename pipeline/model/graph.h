@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,13 @@ class Graph {
   int add(const std::string& family, const ProblemPtr& problem, const std::map<std::string, int>& bound,
           const std::string& label);
   void markOutput(const std::string& name, int tensor);
+  // An input that keeps its values from call to call in normal use: the UNet's text
+  // context, the same at every denoising step of an image. The executor runs the ops
+  // that depend on nothing else (besides weights: the cross-attentions' K and V
+  // projections) once, and reuses their outputs while the input's values stay the same
+  // (ExecOptions::reuseSteadyOps).
+  void markSteady(const std::string& input);
+  const std::set<std::string>& steadyInputs() const { return steady_; }
   const std::map<std::string, int>& inputs() const { return inputs_; }
   const std::map<std::string, int>& outputs() const { return outputs_; }
   // The tensor whose memory `id` uses (follows views).
@@ -67,6 +75,7 @@ class Graph {
   std::vector<GraphTensor> tensors_;
   std::vector<GraphNode> nodes_;
   std::map<std::string, int> inputs_, outputs_;
+  std::set<std::string> steady_;
 };
 
 // Builds nodes with diffusers' parameter names under a prefix: the small vocabulary

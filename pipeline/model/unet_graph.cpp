@@ -18,6 +18,7 @@ Graph buildUNetGraph(const UNetConfig& cfg, int64_t batch, int64_t latentH, int6
   const int sample = g.addInput("sample", {batch, cfg.inChannels, latentH, latentW}, true);
   const int timestep = g.addInput("timestep", {batch, 1, 1, 1}, false);
   const int context = g.addInput("encoder_hidden_states", {batch, cfg.crossAttentionDim, 1, contextTokens}, true);
+  g.markSteady("encoder_hidden_states");  // the same at every step of an image
   const int64_t c0 = cfg.blockOut[0], tdim = cfg.timeEmbedDim();
 
   // Timesteps (sinusoidal) -> TimestepEmbedding (linear_1 + SiLU, linear_2); every

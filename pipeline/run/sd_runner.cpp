@@ -130,6 +130,7 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
                   "--check-finite names the op that first wrote one");
     const ComponentStats st = pipe.stats("unet");
     r.unetMs.push_back(st.last.deviceMs);
+    r.unetReusedOps.push_back(st.last.reusedOps);
     if (req.profile) addProfile(pipe.executor("unet"), st.last, prof);
     const std::vector<float> guided = cfg ? classifierFreeGuidance(noise, req.guidance) : noise;
     latents = scheduler.step(guided, t, latents);
