@@ -599,6 +599,10 @@ if want race; then
   # RACE_OPENCL=0 skips the OpenCL run (a short call: compare with an earlier one's image).
   [ "${RACE_OPENCL:-1}" = 1 ] && sd_run run-opencl-f32 150
   sd_run run-vulkan-f16-race 150 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  # RACE_EVERY_STEP=1: the same with the text context's K and V recomputed at every step
+  # (--context-ops every-step, diffusers' behaviour), for the A/B of the default `once`.
+  [ "${RACE_EVERY_STEP:-0}" = 1 ] && sd_run run-vulkan-f16-every-step 150 --backend vulkan --arithmetic f16 \
+    --precision f16 --weights f16 --context-ops every-step
   # #22's 20-step target (text encoder + the UNet calls + VAE decoder, device total): the
   # race command at 20 DDIM steps (its report's total_device; no decoded tensor kept).
   step 150 steps20-vulkan-f16 $S run ${SD/--steps 5/--steps 20} --backend vulkan --arithmetic f16 --precision f16 \
@@ -692,7 +696,10 @@ if want tune; then
   # 300) caps each family's step in seconds.
   DB=build-dev/tuned-vk SW=build-dev/sweeps-vk
   mkdir -p $DB $SW
-  if [ -n "${TUNE_OPS:-}" ]; then
+  # TUNE_INSTANCES="OP:SHAPE:ATTRS;..." (e.g. gemm:2x1280x1x1:n=1280,bias=1): those op
+  # instances alone, every variant (TUNE_VARIANT narrows it), TUNE_POINTS points each, into
+  # the same database and sweeps (after TUNE_OPS when both are given).
+  if [ -n "${TUNE_OPS:-}${TUNE_INSTANCES:-}" ]; then
     cp configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
     # The checked-in sweeps too (never over a sweep this machine already extended): a
     # point measured at the family's current source is skipped, so re-tuning the stale
@@ -703,6 +710,13 @@ if want tune; then
         --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
         --budget ${TUNE_POINTS:-12} --db-dir $DB --sweep-dir $SW ${TUNE_VARIANT:+--variant $TUNE_VARIANT}
       grep -E "measured|skipped" "$R/tune-$op.txt" | tail -20
+    done
+    IFS=';' read -ra insts <<< "${TUNE_INSTANCES:-}"
+    for inst in "${insts[@]}"; do
+      IFS=':' read -r op shape attrs <<< "$inst"
+      step ${TUNE_CAP:-300} "tune-$op-$shape-${attrs//[=,]/_}" $S tune --op $op --shape $shape --attrs "$attrs" \
+        --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
+        --budget ${TUNE_POINTS:-12} --db-dir $DB --sweep-dir $SW ${TUNE_VARIANT:+--variant $TUNE_VARIANT}
     done
   else
     step $(( ${TUNE_SECONDS:-240} + 120 )) tune $S tune --model configs/models/sd15 --width 512 --height 512 --batch 2 \
