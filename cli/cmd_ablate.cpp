@@ -84,12 +84,14 @@ AblationMeasurement runRow(Backend& ctx, const RunSetup& setup, const AblationRo
   if (row.planScratch) exec.planScratch = *row.planScratch;
   if (row.derivedPerCall) exec.derivedWeightsPerCall = *row.derivedPerCall;
   if (row.budget) exec.memoryBudget = *row.budget;
+  if (row.reuseContextOps) exec.reuseSteadyOps = *row.reuseContextOps;
   AblationMeasurement m;
   m.row = row;
   m.released = row.release.value_or(!keepResident);
   m.planScratch = exec.planScratch;
   m.derivedPerCall = exec.derivedWeightsPerCall;
   m.budgetBytes = exec.memoryBudget;
+  m.reuseContextOps = exec.reuseSteadyOps;
   if (exec.memoryBudget && !m.released)
     throw Error("ablation row " + row.name + ": a budget holds one component at a time: it needs release: true");
   m.weights = weightsSpecText(exec);
@@ -153,6 +155,7 @@ json rowJson(const AblationMeasurement& m) {
           {"scratch", m.planScratch ? "planned" : "own"},
           {"derived_weights", m.derivedPerCall ? "per-call" : "resident"},
           {"budget_bytes", m.budgetBytes},
+          {"context_ops", m.reuseContextOps ? "once" : "every-step"},
           {"streamed_bytes_per_run", m.streamedBytes},
           {"budget_choices", m.budgetChoices},
           {"max_abs_vs_baseline", std::isfinite(m.maxAbs) ? json(m.maxAbs) : json("inf")},
@@ -212,7 +215,8 @@ std::string markdown(const json& j) {
     o << "- " << r["row"].get<std::string>() << (released ? " (components released)" : "") << " [weights "
       << r.value("weights", std::string("f32")) << ", arithmetic " << r.value("arithmetic", std::string("f32"))
       << ", scratch " << r.value("scratch", std::string("planned"))
-      << ", derived weights " << r.value("derived_weights", std::string("resident")) << forced << "]: " << v
+      << ", derived weights " << r.value("derived_weights", std::string("resident"))
+      << ", context ops " << r.value("context_ops", std::string("every-step")) << forced << "]: " << v
       << (fb ? " (" + std::to_string(fb) + " ops outside the row's variants: none allowed could run them)" : "") << "\n";
   }
   return o.str();

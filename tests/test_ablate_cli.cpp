@@ -128,12 +128,21 @@ TEST_F(Cli, AblateRowsAcrossBackends) {
 // configs/ablation/vulkan.yaml: the paper's rows on Vulkan, then f16 arithmetic, then the
 // tensor cores (running the whole file on lavapipe would take minutes: its parse and shape
 // here, the skip below on a two-row file).
-TEST(AblationPlan, VulkanFileEndsWithF16ArithmeticThenTensorCores) {
+TEST(AblationPlan, VulkanFileEndsWithF16ArithmeticTensorCoresThenContextOps) {
   const auto plan = sdspeed::loadAblationPlan(std::string(SDSPEED_SOURCE_DIR) + "/configs/ablation/vulkan.yaml");
-  ASSERT_GE(plan.rows.size(), 3u);
+  ASSERT_GE(plan.rows.size(), 4u);
   for (const auto& row : plan.rows) EXPECT_EQ(row.backend, "vulkan") << row.name;
-  const auto& f16 = plan.rows[plan.rows.size() - 2];
-  const auto& tc = plan.rows.back();
+  const auto& f16 = plan.rows[plan.rows.size() - 3];
+  const auto& tc = plan.rows[plan.rows.size() - 2];
+  // The last row turns on the context ops' reuse, every row before it runs them every
+  // step, and it changes nothing else.
+  const auto& ctx = plan.rows.back();
+  EXPECT_EQ(ctx.name, "+ context ops once");
+  EXPECT_EQ(ctx.reuseContextOps, std::optional<bool>(true));
+  for (size_t i = 0; i + 1 < plan.rows.size(); ++i)
+    EXPECT_EQ(plan.rows[i].reuseContextOps, std::optional<bool>(false)) << plan.rows[i].name;
+  EXPECT_EQ(ctx.variants, tc.variants);
+  EXPECT_EQ(ctx.arithmetic, tc.arithmetic);
   EXPECT_EQ(f16.name, "+ f16 arithmetic");
   EXPECT_EQ(f16.arithmetic, "f16");
   EXPECT_EQ(f16.weights, "f16");
@@ -202,6 +211,9 @@ TEST_F(Cli, AblateBadConfigIsOneLine) {
   expectOneLineError({"ablate", "--model", kA, "--keep-resident=1"}, {"--keep-resident", "takes no value"});
   std::ofstream(d.path() + "/bad5.yaml") << "format: 1\nrows:\n  - name: a\n    backend: metal\n";
   expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad5.yaml"}, {"bad5.yaml", "backend", "opencl or vulkan"});
+  std::ofstream(d.path() + "/bad6.yaml") << "format: 1\nrows:\n  - name: a\n    context_ops: twice\n";
+  expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad6.yaml"},
+                     {"bad6.yaml", "context_ops", "once or every-step"});
   std::ofstream(d.path() + "/bad3.yaml") << "format: [1]\nrows: []\n";
   expectOneLineError({"ablate", "--model", kA, "--ablation", d.path() + "/bad3.yaml"}, {"bad3.yaml"});
 }

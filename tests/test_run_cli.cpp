@@ -228,6 +228,39 @@ TEST_F(RunCli, ReleasedAndKeptResidentDecodeTheSamePixels) {
   EXPECT_EQ(report[false].at("memory").at("device_high_water_bytes").get<uint64_t>(), largest);
 }
 
+// --context-ops once (the default) against every-step on the fixture: the same decoded
+// pixels; once reuses the context's K and V ops at steps 2 and 3 and says so (report line
+// and JSON), every-step reuses none.
+TEST_F(RunCli, ContextOpsOnceDecodesTheSamePixelsAsEveryStep) {
+  std::map<std::string, std::vector<float>> decoded;
+  for (const std::string mode : {"once", "every-step"}) {
+    auto args = fixtureArgs(kA);
+    const std::string dec = out_.path() + "/" + mode + ".safetensors", rep = out_.path() + "/" + mode + ".json";
+    for (const auto& a : {"--steps", "3", "--save-decoded", dec.c_str(), "--report", rep.c_str(), "--context-ops", mode.c_str()})
+      args.push_back(a);
+    const Result r = run(args);
+    ASSERT_EQ(r.exitCode, 0) << r.describe();
+    decoded[mode] = sdspeed::SafetensorsFile(dec).toFloat("decoded");
+    const auto j = nlohmann::json::parse(slurp(rep));
+    EXPECT_EQ(j.at("run").at("context_ops"), mode);
+    const auto reused = j.at("time_ms").at("unet_reused_ops").get<std::vector<int>>();
+    ASSERT_EQ(reused.size(), 3u);
+    EXPECT_EQ(reused[0], 0);
+    if (mode == "once") {
+      EXPECT_GT(reused[1], 0);
+      EXPECT_EQ(reused[2], reused[1]);
+      EXPECT_NE(r.out.find(std::to_string(reused[1]) + " ops of the text context (K and V) ran at the first step only, "
+                           "reused by 2 later calls"),
+                std::string::npos)
+          << r.out;
+    } else {
+      EXPECT_EQ(reused, std::vector<int>(3, 0));
+      EXPECT_EQ(r.out.find("ops of the text context"), std::string::npos) << r.out;
+    }
+  }
+  EXPECT_EQ(decoded["once"], decoded["every-step"]);
+}
+
 TEST_F(RunCli, RandomWeightsSaySoFirst) {
   const std::string noDb = out_.path() + "/no-db";
   const Result r = run({"run", "--model", kA, "--random-weights", "--steps", "1", "--no-decode", "--db-dir", noDb});
@@ -275,6 +308,7 @@ TEST_F(RunCli, BadInputIsOneLine) {
   expectOneLineError({"run", "--model", "/no/such/model"}, {"/no/such/model", "no such model"});
   expectOneLineError({"run", "--model", kA, "-W", "33", "-H", "32"}, {"multiples of"});
   expectOneLineError({"run", "--model", kA, "--scheduler", "heun"}, {"heun"});
+  expectOneLineError({"run", "--model", kA, "--context-ops", "twice"}, {"--context-ops", "once or every-step", "twice"});
   // PoCL has no cl_khr_fp16: the families with half kernels cannot run them here.
   expectOneLineError({"run", "--model", kA, "--arithmetic", "f16", "--input-ids", kRef + ":input_ids_cond",
                       "--uncond-input-ids", kRef + ":input_ids_uncond", "--db-dir",

@@ -42,10 +42,11 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
     for (const auto& kv : r) {
       const std::string k = kv.first.as<std::string>();
       if (k != "name" && k != "fused" && k != "planner" && k != "precision" && k != "weights" && k != "arithmetic" && k != "backend" && k != "max_abs" &&
-          k != "variants" && k != "release" && k != "scratch" && k != "derived_weights" && k != "budget")
+          k != "variants" && k != "release" && k != "scratch" && k != "derived_weights" && k != "budget" &&
+          k != "context_ops")
         fail(kv.first, k,
              "unknown key (name, fused, planner, precision, weights, arithmetic, backend, max_abs, variants, release, scratch, "
-             "derived_weights, budget)");
+             "derived_weights, budget, context_ops)");
     }
     if (!r["name"]) fail(r, "name", "every row needs a name");
     try {
@@ -91,6 +92,11 @@ AblationPlan loadAblationPlanUnchecked(const std::string& path) {
         const std::string v = n.as<std::string>();
         if (v != "resident" && v != "per-call") fail(n, "derived_weights", "want resident or per-call");
         cur.derivedPerCall = v == "per-call";
+      }
+      if (const YAML::Node n = r["context_ops"]) {
+        const std::string v = n.as<std::string>();
+        if (v != "once" && v != "every-step") fail(n, "context_ops", "want once or every-step");
+        cur.reuseContextOps = v == "once";
       }
       if (const YAML::Node n = r["budget"]) {
         const std::string v = n.as<std::string>();

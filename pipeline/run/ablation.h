@@ -36,6 +36,9 @@ struct AblationRow {
   // (ExecOptions::planScratch, derivedWeightsPerCall, memoryBudget); unset: the command's.
   std::optional<bool> planScratch, derivedPerCall;
   std::optional<uint64_t> budget;
+  // `context_ops: once|every-step` (ExecOptions::reuseSteadyOps: the UNet's text-context
+  // ops run once per image, or every step); unset: the command's --context-ops.
+  std::optional<bool> reuseContextOps;
   std::map<std::string, std::vector<std::string>> variants;
 };
 
@@ -72,6 +75,7 @@ struct AblationMeasurement {
   bool released = false;                   // the components were released after use
   bool planScratch = true, derivedPerCall = false;  // what the row ran with (row key or command)
   uint64_t budgetBytes = 0;                         // per component; 0: none
+  bool reuseContextOps = true;                      // context_ops: once (true) or every-step
   uint64_t streamedBytes = 0;                       // weight bytes uploaded per run, all components
   std::vector<std::string> budgetChoices;           // "component: choice", what the budget forced
   double maxAbs = 0, psnrDb = 0;           // decoded image vs the first row's
