@@ -174,6 +174,16 @@ int cmdCheck(const std::vector<std::string>& argv) {
         skipped.push_back(fam->name() + " " + v.name + ": " +
                           (why.empty() ? "no parameter point this device can run" : why));
       }
+      // A variant whose defaults are sized to the problem (VariantDef::fitDefaults:
+      // coopmat split-K, FlashAttention's O columns at D = 160 and 512) is checked at
+      // each problem's fitted defaults, the point an untuned run executes; the sampled
+      // points beside them are the same for every problem (one seed).
+      if (v.fitDefaults && !args.has("params")) {
+        for (const auto& prob : problems)
+          for (const auto& p : samplePoints(v, ctx.caps(), extra, seed, prob.get()))
+            for (const auto& f : famFormats) cases.push_back({fam, &v, p, f, prob});
+        continue;
+      }
       for (const auto& p : points)
         for (const auto& f : famFormats)
           for (const auto& prob : problems) cases.push_back({fam, &v, p, f, prob});
