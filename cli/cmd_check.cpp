@@ -175,13 +175,23 @@ int cmdCheck(const std::vector<std::string>& argv) {
                           (why.empty() ? "no parameter point this device can run" : why));
       }
       // A variant whose defaults are sized to the problem (VariantDef::fitDefaults:
-      // coopmat split-K, FlashAttention's O columns at D = 160 and 512) is checked at
-      // each problem's fitted defaults, the point an untuned run executes; the sampled
-      // points beside them are the same for every problem (one seed).
+      // coopmat split-K, FlashAttention's O columns at D = 160 and 512) is checked at each
+      // problem's fitted defaults where the declared ones are a case, the point an untuned
+      // run executes; a fitted point the device cannot run is a skipped line.
       if (v.fitDefaults && !args.has("params")) {
-        for (const auto& prob : problems)
-          for (const auto& p : samplePoints(v, ctx.caps(), extra, seed, prob.get()))
-            for (const auto& f : famFormats) cases.push_back({fam, &v, p, f, prob});
+        for (const auto& p : points)
+          for (const auto& f : famFormats)
+            for (const auto& prob : problems) {
+              const ParamPoint q = p == v.defaults() ? v.fitPoint(p, *prob) : p;
+              std::string why = v.violatedConstraint(q);
+              if (why.empty()) why = v.deviceLimitReason(q, ctx.caps());
+              if (!why.empty()) {
+                const std::string line = fam->name() + " " + v.name + " [" + q.text() + "] " + prob->text() + ": " + why;
+                if (std::find(skipped.begin(), skipped.end(), line) == skipped.end()) skipped.push_back(line);
+                continue;
+              }
+              cases.push_back({fam, &v, q, f, prob});
+            }
         continue;
       }
       for (const auto& p : points)

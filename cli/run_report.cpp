@@ -151,7 +151,7 @@ void RunReport::print(std::ostream& os) const {
        << r.unetMs.size() << " UNet calls, sum " << ms(std::accumulate(r.unetMs.begin(), r.unetMs.end(), 0.0)) << ")\n";
     const int reused = r.unetReusedOps.empty() ? 0 : *std::max_element(r.unetReusedOps.begin(), r.unetReusedOps.end());
     if (reused > 0)
-      os << "               " << reused << " ops of the text context (K and V) ran at the first step only, reused by "
+      os << "               " << reused << " ops of the text context (K and V) ran once, at the first step, reused by "
          << std::count_if(r.unetReusedOps.begin(), r.unetReusedOps.end(), [](int n) { return n > 0; })
          << " later calls (--context-ops every-step runs them every step)\n";
   }
@@ -229,7 +229,8 @@ void RunReport::print(std::ostream& os) const {
     os << kProfileHeader;
     for (const auto& row : profileRows(r.profile)) {
       char line[512];
-      std::snprintf(line, sizeof line, "  %5.0f %10.3f %6.1f%%  %s  %-22s  %s\n", row.calls / calls, row.us / calls / 1000,
+      // %5.3g: ops run once per image (--context-ops once) count a fraction per iteration.
+      std::snprintf(line, sizeof line, "  %5.3g %10.3f %6.1f%%  %s  %-22s  %s\n", row.calls / calls, row.us / calls / 1000,
                     100.0 * row.us / calls / unetUs, memoryColumns(row).c_str(), row.variant.c_str(), row.instance.c_str());
       os << line;
     }

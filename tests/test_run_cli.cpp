@@ -249,7 +249,7 @@ TEST_F(RunCli, ContextOpsOnceDecodesTheSamePixelsAsEveryStep) {
     if (mode == "once") {
       EXPECT_GT(reused[1], 0);
       EXPECT_EQ(reused[2], reused[1]);
-      EXPECT_NE(r.out.find(std::to_string(reused[1]) + " ops of the text context (K and V) ran at the first step only, "
+      EXPECT_NE(r.out.find(std::to_string(reused[1]) + " ops of the text context (K and V) ran once, at the first step, "
                            "reused by 2 later calls"),
                 std::string::npos)
           << r.out;

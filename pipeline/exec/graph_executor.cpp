@@ -982,9 +982,21 @@ void GraphExecutor::setInput(const std::string& name, const std::vector<float>& 
     // The same values again (the next denoising step's context): the steady ops' outputs
     // still hold, and so does the input where a non-steady op reads it (persistent).
     auto& last = steadyValues_[name];
-    if (steadyValid_ && last == nchw) return;
-    steadyValid_ = false;
+    if (steadyValid_ && last == nchw) {
+      steadySkipped_.insert(name);
+      return;
+    }
     last = nchw;
+    if (steadyValid_) {
+      // The steady ops run again and read every steady input: those whose upload was
+      // skipped since the last run (not persistent when only steady ops read them, so
+      // other tensors may have used their memory) go up again.
+      steadyValid_ = false;
+      for (const auto& other : steadySkipped_)
+        if (other != name)
+          tensors_[static_cast<size_t>(graph_.inputs().at(other))]->upload(steadyValues_.at(other));
+    }
+    steadySkipped_.clear();
   }
   tensors_[static_cast<size_t>(it->second)]->upload(nchw);
 }
@@ -1053,6 +1065,7 @@ RunTiming GraphExecutor::run(bool profile) {
   be_.finish();
   // Valid until a steady input gets other values (setInput).
   steadyValid_ = std::find(steadyOp_.begin(), steadyOp_.end(), true) != steadyOp_.end();
+  steadySkipped_.clear();  // read by no op while the outputs are reused
   t.wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (firstEvent) t.deviceMs = eventSpanNs({firstEvent, lastEvent}) * 1e-6;
   if (profile)

@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -225,7 +226,8 @@ struct ExecMemory {
 // The activations of a graph as the planner sees them: one record per tensor that
 // owns memory (views extend their base's lifetime; inputs live from op 0, outputs to
 // the last op), sized in `format`. `persistent` (by tensor id, optional): tensors alive
-// for the whole run, from op 0 to the last (outputs of reused steady ops).
+// for the whole run, from op 0 to the last (what reused steady ops leave for the others:
+// their outputs, and steady inputs a non-steady op reads).
 struct ActivationUsage {
   std::vector<TensorUsage> records;
   std::vector<int> tensors;  // the graph tensor of each record
@@ -324,6 +326,7 @@ class GraphExecutor {
   std::vector<bool> steadyOp_, persistent_, steadyOnlyWeight_;
   bool steadyValid_ = false;  // the steady ops' outputs match the steady inputs' current values
   std::map<std::string, std::vector<float>> steadyValues_;  // the values they were computed from
+  std::set<std::string> steadySkipped_;  // steady inputs set to the same values since the last run (no upload)
 };
 
 }  // namespace sdspeed
