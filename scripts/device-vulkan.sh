@@ -164,8 +164,9 @@ want bench && step 180 bench-conv-coopmat $S bench --backend vulkan --op conv --
   --storage f16.buffer.nchw --weights f16 --points 8 --llc-mib 60 --csv "$R/bench-conv-coopmat.csv"
 # attention flash_coopmat_f16 (issue #22, FlashAttention on tensor cores): its first run on
 # coopmat hardware (kernels/attention/README.md), the quick problems at sampled points,
-# then SD 1.5's sizes (--full at the defaults: D = 40, 80, 160; the VAE's D = 512 refused
-# there, so run again with DO = 128),
+# then SD 1.5's sizes (--full at the defaults, fitted to each problem since session 43: D =
+# 40, 80, 160 and 512 are each checked at the point an untuned run takes), the VAE's size
+# again at DO = 128,
 # and its time against flash_f16 at S = L = 4096, D = 40.
 want coopmat && step 100 check-attn-coopmat $S check --backend vulkan --op attention \
   --variant flash_coopmat_f16 --arithmetic f16 --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 6 \
