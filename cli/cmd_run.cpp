@@ -168,7 +168,9 @@ int cmdShapes(const std::vector<std::string>& rawArgv) {
       "The op instances of the model in " + dir + " at " + std::to_string(w) + "x" + std::to_string(h) + ", batch " +
       std::to_string(batch) + " for the text encoder and UNet (classifier-free guidance) and 1 for the VAE\n"
       "decoder, each with its component and how many times it runs per call of that component (a UNet\n"
-      "call is one denoising step), the most costly first. Generated from the model graph by:\n"
+      "call is one denoising step), the most costly first; `steady`: how many of those runs read only the\n"
+      "text context (K and V of the cross-attentions), once per image at `run`'s default --context-ops once.\n"
+      "Generated from the model graph by:\n"
       "  sdspeed shapes --model " + dir + " -W " + std::to_string(w) + " -H " + std::to_string(h) +
       " --batch " + std::to_string(batch) + (a.has("output") ? " -o " + a.get("output") : "");
   const std::string text = shapeSetYaml(a.get("name", fs::path(dir).filename().string() + "-" + std::to_string(w)), entries, header);

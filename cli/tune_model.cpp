@@ -104,15 +104,22 @@ struct ModelInstance {
   OpInstance inst;
   const Family* fam = nullptr;
   std::map<std::string, int> counts;  // component -> runs per call of it
+  std::map<std::string, int> steady;  // component -> of those, runs once per image (ShapeEntry::steady)
   double estimateUs = 0;              // current time: the database's, else the cost model's
   bool fromDatabase = false;
   // Time per run: a run calls the UNet once per denoising step (unetCalls, --steps) and
   // the text encoder and the VAE decoder once, so a UNet instance weighs steps times its
   // per-call count (without this, the VAE decoder's few large convolutions outweighed the
-  // UNet on the H200 and took a whole 10-minute budget: results/scale/README.md).
+  // UNet on the H200 and took a whole 10-minute budget: results/scale/README.md). Steady
+  // runs (the text context's K and V: run once per image, `run --context-ops once`) weigh
+  // one call's worth.
   double weight(int unetCalls) const {
     double n = 0;
-    for (const auto& [c, k] : counts) n += static_cast<double>(k) * (c == "unet" ? unetCalls : 1);
+    for (const auto& [c, k] : counts) {
+      const auto s = steady.find(c);
+      const int once = s == steady.end() ? 0 : s->second;
+      n += static_cast<double>(k - once) * (c == "unet" ? unetCalls : 1) + once;
+    }
     return n * estimateUs;
   }
 };
@@ -174,8 +181,9 @@ int tuneModel(const Args& args) {
     for (const auto& f : formats) {
       const OpInstance inst = OpInstance::of(fam, *prob, f);
       auto [it, fresh] = byText.emplace(inst.text(), all.size());
-      if (fresh) all.push_back({inst, &fam, {}, 0, false});
+      if (fresh) all.push_back({inst, &fam, {}, {}, 0, false});
       all[it->second].counts[e.component] += e.count;
+      all[it->second].steady[e.component] += e.steady;
     }
   }
   if (all.empty()) throw Error("the model in " + dir + " has no ops in the chosen components");
@@ -325,7 +333,8 @@ int tuneModel(const Args& args) {
                  "reaches them; the same command again reuses every measured point and spends its time on new ones)\n";
 
   // Expected gain per component call: count x (current choice's time - tuned best),
-  // over the instances whose current choice was measured here.
+  // over the instances whose current choice was measured here; a UNet instance's steady
+  // runs count 1/--steps per call (once per image).
   TextTable table({"component", "instances", "with baseline", "before ms", "after ms", "gain ms", "gain"});
   for (const auto& comp : components) {
     int n = 0, based = 0;
@@ -336,8 +345,11 @@ int tuneModel(const Args& args) {
       ++n;
       if (std::isnan(priorUs[i]) || std::isnan(afterUs[i])) continue;
       ++based;
-      b += it->second * priorUs[i] / 1e3;
-      a += it->second * std::min(priorUs[i], afterUs[i]) / 1e3;
+      const auto s = all[i].steady.find(comp);
+      const int once = s == all[i].steady.end() ? 0 : s->second;
+      const double perCall = (it->second - once) + static_cast<double>(once) / (comp == "unet" ? unetCalls : 1);
+      b += perCall * priorUs[i] / 1e3;
+      a += perCall * std::min(priorUs[i], afterUs[i]) / 1e3;
     }
     if (n == 0) continue;
     table.add({comp, std::to_string(n), std::to_string(based), fmtFixed(b, 3), fmtFixed(a, 3), fmtFixed(b - a, 3),

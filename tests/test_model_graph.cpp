@@ -10,6 +10,7 @@
 #include "pipeline/exec/graph_executor.h"
 #include "pipeline/exec/weight_kinds.h"
 #include "pipeline/model/sd_graphs.h"
+#include "pipeline/run/model_shapes.h"
 #include "pipeline/run/sd_pipeline.h"
 #include "pipeline/weights.h"
 #include "test_support.h"
@@ -43,6 +44,35 @@ TEST_F(Sd15, GraphsHaveTheArchitecturesOps) {
   const auto t = familyCounts(buildTextEncoderGraph(clip, 2, 77, "text_model."));
   EXPECT_EQ(t.at("attention"), 12);  // 12 layers
   EXPECT_EQ(t.at("layernorm"), 25);  // 2 per layer + the final one
+}
+
+// The UNet's steady ops (those that read only the text context and weights) are exactly
+// the 16 cross-attentions' K and V projections, in the graph and in the shape list that
+// `tune --model` weighs (their runs once per image); the other components have none.
+TEST_F(Sd15, SteadyNodesAreTheCrossAttentionsKAndV) {
+  const Graph g = buildUNetGraph(unet, 2, 64, 64, 77);
+  const std::vector<bool> steady = g.steadyNodes();
+  ASSERT_EQ(steady.size(), g.nodes().size());
+  int n = 0;
+  for (size_t i = 0; i < steady.size(); ++i) {
+    const std::string& label = g.nodes()[i].label;
+    const bool kv = label.find("attn2.to_k") != std::string::npos || label.find("attn2.to_v") != std::string::npos;
+    EXPECT_EQ(bool(steady[i]), kv) << label;
+    n += steady[i] ? 1 : 0;
+  }
+  EXPECT_EQ(n, 32);
+  for (bool s : buildVaeDecoderGraph(vae, 1, 64, 64).steadyNodes()) EXPECT_FALSE(s);
+  for (bool s : buildTextEncoderGraph(clip, 2, 77, "text_model.").steadyNodes()) EXPECT_FALSE(s);
+  int listed = 0;
+  for (const auto& e : modelShapes(kSd15, 512, 512, 2)) {
+    EXPECT_LE(e.steady, e.count) << e.op << " " << e.shape.text();
+    if (e.steady == 0) continue;
+    EXPECT_EQ(e.component, "unet");
+    EXPECT_EQ(e.op, "gemm");
+    EXPECT_EQ(e.shape.text(), "2x768x1x77");  // the text context, K = 768 channels, 77 tokens
+    listed += e.steady;
+  }
+  EXPECT_EQ(listed, 32);
 }
 
 // Every GEMM and convolution of SD 1.5 has a layer kind (--weights KIND=FORMAT reaches

@@ -480,6 +480,13 @@ TEST(ShapeSets, MalformedFilesNameLineAndKey) {
   writeFileAtomically(path, "instances: [\n");
   msg = sdspeed_test::errorMessage([&] { loadShapeSet(path); });
   EXPECT_NE(msg.find("malformed YAML"), std::string::npos) << msg;
+  // `steady` (runs once per image) is a part of `count`.
+  writeFileAtomically(path, "format: 1\ninstances:\n  - {op: groupnorm, shape: 2x32x4x4, component: unet, count: 2, steady: 3}\n");
+  msg = sdspeed_test::errorMessage([&] { loadShapeSet(path); });
+  EXPECT_NE(msg.find("'steady'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("0..2"), std::string::npos) << msg;
+  writeFileAtomically(path, "format: 1\ninstances:\n  - {op: groupnorm, shape: 2x32x4x4, component: unet, count: 2, steady: 1}\n");
+  EXPECT_EQ(loadShapeSet(path).at(0).steady, 1);
 }
 
 TEST(TuningDatabase, RuntimeLookupReadsTheDevicesFile) {

@@ -34,6 +34,15 @@ std::vector<ShapeEntry> loadShapeSet(const std::string& path) {
         }
         if (e.count <= 0) throw Error(at(n["count"], "count") + ": must be positive");
       }
+      if (n["steady"]) {
+        try {
+          e.steady = n["steady"].as<int>();
+        } catch (const YAML::Exception&) {
+          throw Error(at(n["steady"], "steady") + ": not an integer");
+        }
+        if (e.steady < 0 || e.steady > e.count)
+          throw Error(at(n["steady"], "steady") + ": must be 0.." + std::to_string(e.count) + " (the entry's count)");
+      }
       if (const YAML::Node a = n["attrs"]) {
         if (!a.IsMap()) throw Error(at(a, "attrs") + ": not a mapping");
         for (const auto& kv : a) e.attrs[kv.first.as<std::string>()] = kv.second.as<std::string>();

@@ -17,6 +17,10 @@ struct ShapeEntry {
   std::map<std::string, std::string> attrs;
   std::string component;
   int count = 1;
+  // Of `count`, the runs that read only steady inputs (the UNet's text context: its K and
+  // V projections), once per image rather than once per call of the component
+  // (Graph::steadyNodes): what `tune --model` weighs them by. 0..count.
+  int steady = 0;
   double weight() const { return static_cast<double>(count) * static_cast<double>(shape.elements()); }
 };
 

@@ -551,8 +551,8 @@ GraphExecutor::GraphExecutor(Backend& backend, const Graph& graph, const WeightS
   }
 }
 
-// An op is steady when every tensor it reads is a weight, a steady input or a steady op's
-// output, at least one of them not a weight; its output is then steady too. In the UNet:
+// Steady ops (Graph::steadyNodes): every tensor they read is a weight, a steady input or a
+// steady op's output, at least one of them not a weight. In the UNet:
 // the 16 cross-attentions' K and V projections of the text context (32 GEMMs, 0.72 ms of
 // a 26.9 ms step on an H100: results/vulkan/flash3/call11-h100/profile-vulkan-f16-race.txt).
 // A steady tensor that a non-steady op reads (or a graph output) is persistent: alive for
@@ -566,25 +566,17 @@ void GraphExecutor::findSteadyOps() {
   persistent_.assign(ts.size(), false);
   steadyOnlyWeight_.assign(ts.size(), false);
   if (!opt_.reuseSteadyOps || graph_.steadyInputs().empty()) return;
-  std::vector<bool> steady(ts.size(), false);  // by storage tensor
+  steadyOp_ = graph_.steadyNodes();
+  std::vector<bool> steady(ts.size(), false);  // by storage tensor: steady inputs and steady ops' outputs
   for (const auto& name : graph_.steadyInputs())
     steady[static_cast<size_t>(graph_.storageOf(graph_.inputs().at(name)))] = true;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (steadyOp_[i]) steady[static_cast<size_t>(graph_.storageOf(nodes[i].output()))] = true;
   auto reads = [&](const GraphNode& n, auto&& visit) {  // visit(storage id) for each read slot's tensor
     const auto slots = n.family->slots();
     for (size_t k = 0; k < slots.size(); ++k)
       if (n.args[k] >= 0 && slots[k].access != Access::Write) visit(static_cast<size_t>(graph_.storageOf(n.args[k])));
   };
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    bool any = false, all = true;
-    reads(nodes[i], [&](size_t s) {
-      if (ts[s].kind == GraphTensor::Kind::Weight) return;
-      if (steady[s]) any = true;
-      else all = false;
-    });
-    if (!any || !all) continue;
-    steadyOp_[i] = true;
-    steady[static_cast<size_t>(graph_.storageOf(nodes[i].output()))] = true;
-  }
   std::vector<bool> readByOther(ts.size(), false);
   for (size_t i = 0; i < nodes.size(); ++i)
     if (!steadyOp_[i])

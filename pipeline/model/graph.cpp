@@ -109,6 +109,29 @@ void Graph::markSteady(const std::string& input) {
   steady_.insert(input);
 }
 
+std::vector<bool> Graph::steadyNodes() const {
+  std::vector<bool> node(nodes_.size(), false);
+  if (steady_.empty()) return node;
+  std::vector<bool> steady(tensors_.size(), false);  // by storage tensor
+  for (const auto& name : steady_) steady[static_cast<size_t>(storageOf(inputs_.at(name)))] = true;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    const GraphNode& n = nodes_[i];
+    const auto slots = n.family->slots();
+    bool any = false, all = true;
+    for (size_t k = 0; k < slots.size(); ++k) {
+      if (n.args[k] < 0 || slots[k].access == Access::Write) continue;
+      const auto s = static_cast<size_t>(storageOf(n.args[k]));
+      if (tensors_[s].kind == GraphTensor::Kind::Weight) continue;
+      if (steady[s]) any = true;
+      else all = false;
+    }
+    if (!any || !all) continue;
+    node[i] = true;
+    steady[static_cast<size_t>(storageOf(n.output()))] = true;
+  }
+  return node;
+}
+
 int GraphBuilder::weight(const std::string& name, Shape shape, std::vector<int64_t> diskShape) {
   return g_.addWeight(name, shape, std::move(diskShape));
 }

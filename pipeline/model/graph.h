@@ -65,6 +65,11 @@ class Graph {
   // (ExecOptions::reuseSteadyOps).
   void markSteady(const std::string& input);
   const std::set<std::string>& steadyInputs() const { return steady_; }
+  // Per node: whether it is steady, i.e. every tensor it reads is a weight, a steady
+  // input or a steady node's output, at least one of them not a weight. Such a node
+  // computes the same values at every call while the steady inputs keep theirs: the
+  // executor runs it once per image, `tune --model` weighs it once per image.
+  std::vector<bool> steadyNodes() const;
   const std::map<std::string, int>& inputs() const { return inputs_; }
   const std::map<std::string, int>& outputs() const { return outputs_; }
   // The tensor whose memory `id` uses (follows views).

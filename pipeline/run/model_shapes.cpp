@@ -17,7 +17,9 @@ struct Counted {
 };
 
 void collect(const Graph& g, std::map<std::string, Counted>& out) {
-  for (const GraphNode& n : g.nodes()) {
+  const std::vector<bool> steady = g.steadyNodes();
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const GraphNode& n = g.nodes()[i];
     const Problem& p = *n.problem;
     std::string key = g.component() + " " + p.text();
     auto& c = out[key];
@@ -25,6 +27,7 @@ void collect(const Graph& g, std::map<std::string, Counted>& out) {
       c.entry = {n.family->name(), p.shape(), p.attributes(), g.component(), 0};
     }
     ++c.entry.count;
+    if (steady[i]) ++c.entry.steady;
     const double flops = n.family->minFlops(p);
     c.cost += flops > 0 ? flops : static_cast<double>(n.family->minBytes(p, StorageFormat{}));
   }
@@ -83,7 +86,9 @@ std::string shapeSetYaml(const std::string& name, const std::vector<ShapeEntry>&
       o << (first ? "" : ", ") << k << ": " << val;
       first = false;
     }
-    o << "}, component: " << e.component << ", count: " << e.count << "}\n";
+    o << "}, component: " << e.component << ", count: " << e.count;
+    if (e.steady > 0) o << ", steady: " << e.steady;
+    o << "}\n";
   }
   return o.str();
 }
