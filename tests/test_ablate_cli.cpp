@@ -128,21 +128,30 @@ TEST_F(Cli, AblateRowsAcrossBackends) {
 // configs/ablation/vulkan.yaml: the paper's rows on Vulkan, then f16 arithmetic, then the
 // tensor cores (running the whole file on lavapipe would take minutes: its parse and shape
 // here, the skip below on a two-row file).
-TEST(AblationPlan, VulkanFileEndsWithF16ArithmeticTensorCoresThenContextOps) {
+TEST(AblationPlan, VulkanFileEndsWithF16ArithmeticTensorCoresContextOpsThenGemv) {
   const auto plan = sdspeed::loadAblationPlan(std::string(SDSPEED_SOURCE_DIR) + "/configs/ablation/vulkan.yaml");
-  ASSERT_GE(plan.rows.size(), 4u);
+  ASSERT_GE(plan.rows.size(), 5u);
   for (const auto& row : plan.rows) EXPECT_EQ(row.backend, "vulkan") << row.name;
-  const auto& f16 = plan.rows[plan.rows.size() - 3];
-  const auto& tc = plan.rows[plan.rows.size() - 2];
-  // The last row turns on the context ops' reuse, every row before it runs them every
-  // step, and it changes nothing else.
-  const auto& ctx = plan.rows.back();
+  const auto& f16 = plan.rows[plan.rows.size() - 4];
+  const auto& tc = plan.rows[plan.rows.size() - 3];
+  // The row before last turns on the context ops' reuse, every row before it runs them
+  // every step, and it changes nothing else.
+  const auto& ctx = plan.rows[plan.rows.size() - 2];
   EXPECT_EQ(ctx.name, "+ context ops once");
   EXPECT_EQ(ctx.reuseContextOps, std::optional<bool>(true));
-  for (size_t i = 0; i + 1 < plan.rows.size(); ++i)
+  for (size_t i = 0; i + 2 < plan.rows.size(); ++i)
     EXPECT_EQ(plan.rows[i].reuseContextOps, std::optional<bool>(false)) << plan.rows[i].name;
   EXPECT_EQ(ctx.variants, tc.variants);
   EXPECT_EQ(ctx.arithmetic, tc.arithmetic);
+  // The last adds gemv_f16 to gemm's list, last, and changes nothing else.
+  const auto& gemv = plan.rows.back();
+  EXPECT_EQ(gemv.name, "+ gemv");
+  EXPECT_EQ(gemv.reuseContextOps, std::optional<bool>(true));
+  auto gemm = ctx.variants.at("gemm");
+  gemm.push_back("gemv_f16");
+  EXPECT_EQ(gemv.variants.at("gemm"), gemm);
+  for (const auto& [family, list] : ctx.variants)
+    if (family != "gemm") EXPECT_EQ(gemv.variants.at(family), list) << family;
   EXPECT_EQ(f16.name, "+ f16 arithmetic");
   EXPECT_EQ(f16.arithmetic, "f16");
   EXPECT_EQ(f16.weights, "f16");

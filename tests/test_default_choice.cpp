@@ -58,15 +58,17 @@ const std::string kKey = "vulkan-nvidia-h200-580";
 }  // namespace
 
 TEST(DefaultChoice, GemmOrderIsDeclaredAsData) {
-  // Among the f16-arithmetic variants: the tensor cores first, direct_f16 last (tiled_f16,
-  // the half lane's, between them: it inherits tiled's rank through halfVariant).
+  // Among the f16-arithmetic variants: gemv_f16 first (it refuses problems of more than a
+  // few positions per sample), then the tensor cores, direct_f16 last (tiled_f16, the
+  // half lane's, between them: it inherits tiled's rank through halfVariant).
   std::vector<std::string> half, all;
   for (const VariantDef* v : defaultOrder(findFamily("gemm"))) {
     all.push_back(v->name);
     if (computesInHalf(*v)) half.push_back(v->name);
   }
   ASSERT_GE(half.size(), 2u);
-  EXPECT_EQ(half.front(), "coopmat_f16");
+  EXPECT_EQ(half.front(), "gemv_f16");
+  EXPECT_EQ(half.at(1), "coopmat_f16");
   EXPECT_EQ(half.back(), "direct_f16");
   // f32: tiled, the tuned one, before direct, as when the first declared variant was the default.
   EXPECT_LT(std::find(all.begin(), all.end(), "tiled"), std::find(all.begin(), all.end(), "direct"));
@@ -91,11 +93,12 @@ TEST(DefaultChoice, UntunedF16GemmRunsTheTensorCoresWhereTheDeviceHasThem) {
   EXPECT_EQ(onH200.variant, "coopmat_f16") << onH200.source;
   EXPECT_EQ(onH200.source.find("fallback"), std::string::npos) << onH200.source;
 
-  // lavapipe: the next f16 variant in the family's order, saying why not the tensor cores.
+  // lavapipe: the next f16 variant in the family's order that takes 256 positions, saying
+  // why not the tensor cores.
   const NodeChoice onLavapipe = k.choose(TunedChooser(dir.path(), kKey, lavapipe()), lavapipe());
   std::string next;
   for (const VariantDef* v : defaultOrder(k.fam))
-    if (computesInHalf(*v) && v->name != "coopmat_f16" && next.empty()) next = v->name;
+    if (computesInHalf(*v) && v->name != "coopmat_f16" && v->name != "gemv_f16" && next.empty()) next = v->name;
   EXPECT_EQ(onLavapipe.variant, next);
   EXPECT_NE(onLavapipe.variant, "coopmat_f16");
   EXPECT_NE(onLavapipe.source.find("not coopmat_f16"), std::string::npos) << onLavapipe.source;
@@ -106,6 +109,22 @@ TEST(DefaultChoice, UntunedF16GemmRunsTheTensorCoresWhereTheDeviceHasThem) {
   // f32 arithmetic on the same device: tiled, as before ranks existed.
   k.format = k.format.withArithmetic(DType::F32);
   EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "tiled");
+}
+
+// The time embedding's Linears (2 positions): gemv, untuned, on every device and in both
+// arithmetics; past 16 positions per sample it refuses and the order goes on.
+TEST(DefaultChoice, UntunedFewPositionGemmRunsGemv) {
+  sdspeed_test::TempDir dir;
+  Case k;
+  k.prob = k.fam.makeProblem({2, 1280, 1, 1}, {{"n", "1280"}});
+  EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "gemv_f16");
+  EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, lavapipe()), lavapipe()).variant, "gemv_f16");
+  k.format = k.format.withArithmetic(DType::F32);
+  EXPECT_EQ(k.choose(TunedChooser(dir.path(), kKey, h200()), h200()).variant, "gemv");
+  k.prob = k.fam.makeProblem({2, 1280, 1, 17}, {{"n", "1280"}});
+  const NodeChoice wide = k.choose(TunedChooser(dir.path(), kKey, h200()), h200());
+  EXPECT_EQ(wide.variant, "tiled");
+  EXPECT_NE(wide.source.find("at most 16 positions"), std::string::npos) << wide.source;
 }
 
 TEST(DefaultChoice, ADatabaseEntryWinsOverTheDefaultOrder) {

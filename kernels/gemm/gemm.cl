@@ -28,6 +28,8 @@
 //     step's products summed in half, those sums in f32 (see realT below).
 //   DIRECT: gemm_direct, the ablation baseline: one work-item per (position, 4 output
 //     channels), no local memory, K loop over float4 slices of x; WG work-items.
+//   GEMV: gemm_gemv, for a few positions (H*W <= 16): each (position, 4 output channels)
+//     dot product split over a work-group of WG work-items, summed in local memory.
 
 #ifndef GEGLU
 #define GEGLU 0
@@ -103,6 +105,14 @@ inline float4 gemm_w4(w_PARAMS, const int row, const int k, const int K) {
 #endif
 }
 
+// The 4 output channels' products of K-slice ks: w rows `rows` (+ `base`), in f32 (gemv).
+inline float4 gemm_slice(w_PARAMS, const float4 xv, const int* rows, const int base, const int ks, const int K) {
+  float4 w[4];
+  for (int l = 0; l < 4; ++l) w[l] = gemm_w4(w_ARGS, base + rows[l], 4 * ks, K);
+  return xv.x * (float4)(w[0].x, w[1].x, w[2].x, w[3].x) + xv.y * (float4)(w[0].y, w[1].y, w[2].y, w[3].y) +
+         xv.z * (float4)(w[0].z, w[1].z, w[2].z, w[3].z) + xv.w * (float4)(w[0].w, w[1].w, w[2].w, w[3].w);
+}
+
 #ifdef SD_HALF
 // The half twins' epilogue (direct_f16, tiled_f16): bias, activation and residual in
 // half on the f32 sum rounded once.
@@ -137,6 +147,17 @@ inline void gemm_epilogue_h(bias_PARAMS, residual_PARAMS, y_PARAMS, const int b,
 #endif
   if (hasResidual) out += convert_half4(residual_LOAD4(b, s, t));
   y_STORE4(b, s, t, convert_float4(out));
+}
+
+// The 4 output channels' products of K-slice ks added to acc in half (direct_f16, gemv_f16): w rows `rows` (+ `base`).
+inline half4 gemm_slice_h(w_PARAMS, const half4 xv, const int* rows, const int base, const int ks, const int K,
+                          half4 acc) {
+  half4 w[4];
+  for (int l = 0; l < 4; ++l) w[l] = convert_half4(gemm_w4(w_ARGS, base + rows[l], 4 * ks, K));
+  acc = fma((half4)(xv.x), (half4)(w[0].x, w[1].x, w[2].x, w[3].x), acc);
+  acc = fma((half4)(xv.y), (half4)(w[0].y, w[1].y, w[2].y, w[3].y), acc);
+  acc = fma((half4)(xv.z), (half4)(w[0].z, w[1].z, w[2].z, w[3].z), acc);
+  return fma((half4)(xv.w), (half4)(w[0].w, w[1].w, w[2].w, w[3].w), acc);
 }
 
 #endif  // SD_HALF
@@ -377,17 +398,6 @@ void gemm_direct(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, con
 // K) of the output, so its rounding adds ~u of it, and the error stays ~u sqrt(K / 4
 // HK) * sqrt(4 HK / K) ~ u at every K. The epilogue (bias, activation, residual) runs
 // in half on the f32 sum rounded once.
-// The 4 output channels' products of K-slice ks added to acc: w rows `rows` (+ `base`).
-inline half4 gemm_slice_h(w_PARAMS, const half4 xv, const int* rows, const int base, const int ks, const int K,
-                          half4 acc) {
-  half4 w[4];
-  for (int l = 0; l < 4; ++l) w[l] = convert_half4(gemm_w4(w_ARGS, base + rows[l], 4 * ks, K));
-  acc = fma((half4)(xv.x), (half4)(w[0].x, w[1].x, w[2].x, w[3].x), acc);
-  acc = fma((half4)(xv.y), (half4)(w[0].y, w[1].y, w[2].y, w[3].y), acc);
-  acc = fma((half4)(xv.z), (half4)(w[0].z, w[1].z, w[2].z, w[3].z), acc);
-  return fma((half4)(xv.w), (half4)(w[0].w, w[1].w, w[2].w, w[3].w), acc);
-}
-
 // Grid (roundup(T, WG), ceil(F / 4), B), local (WG, 1, 1).
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void gemm_direct(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, const int epi, const int hasBias,
@@ -415,3 +425,65 @@ void gemm_direct(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, con
                   hasResidual);
 }
 #endif  // DIRECT && SD_HALF
+
+#ifdef GEMV
+// GEMV: gemm_gemv (gemv, gemv_f16), for a few positions per sample (H*W <= 16, the
+// family's rule: the time embedding's Linears, where M = B = 2). gemm_direct's work-item
+// per (position, 4 output channels) walks all of K alone; at M = 2 only ~F/4 work-items
+// exist, each waiting on ~K/4 dependent loads (an H100: 80 to 166 us at 2x1280x1x1, for
+// 3.3 MB of f16 weights). Here a work-group of WG work-items shares each such dot product:
+// work-item i takes K-slices i, i + WG, ... (neighbours read neighbouring 16-byte slices of
+// each weight row: coalesced), and the partial sums meet in local memory (a tree, WG a
+// power of two). One work-group per (4 output channels, position, sample).
+// gemv_f16 (SD_HALF): each slice's 4 products summed in half, those sums in f32
+// (direct_f16's scheme with HK = 1); the epilogue in half.
+// Grid (WG * ceil(F / 4), T, B), local (WG, 1, 1).
+__kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
+void gemm_gemv(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, const int epi, const int hasBias,
+               const int hasResidual) {
+  const int i = get_local_id(0), s = get_group_id(0), t = get_global_id(1), b = get_global_id(2);
+  const int K = x_C, F = y_C;
+  int rows[4];
+  for (int l = 0; l < 4; ++l) rows[l] = min(4 * s + l, F - 1);  // lanes past F: not stored
+  float4 h = (float4)(0.0f), g = (float4)(0.0f);
+  for (int ks = i; ks < x_SLICES; ks += WG) {
+    const float4 xv = x_LOAD4(b, ks, t);  // lanes past K are 0
+#ifdef SD_HALF
+    h += convert_float4(gemm_slice_h(w_ARGS, convert_half4(xv), rows, 0, ks, K, (half4)(0.0h)));
+#if GEGLU
+    g += convert_float4(gemm_slice_h(w_ARGS, convert_half4(xv), rows, F, ks, K, (half4)(0.0h)));
+#endif
+#else
+    h += gemm_slice(w_ARGS, xv, rows, 0, ks, K);
+#if GEGLU
+    g += gemm_slice(w_ARGS, xv, rows, F, ks, K);
+#endif
+#endif
+  }
+  __local float4 red[WG * PAIRS];
+  red[i] = h;
+#if GEGLU
+  red[WG + i] = g;
+#endif
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int n = WG / 2; n > 0; n >>= 1) {
+    if (i < n) {
+      red[i] += red[i + n];
+#if GEGLU
+      red[WG + i] += red[WG + i + n];
+#endif
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (i != 0) return;
+#if GEGLU
+  g = red[WG];
+#endif
+#ifdef SD_HALF
+  gemm_epilogue_h(bias_ARGS, residual_ARGS, y_ARGS, b, s, t, convert_half4(red[0]), convert_half4(g), epi, hasBias,
+                  hasResidual);
+#else
+  gemm_epilogue(bias_ARGS, residual_ARGS, y_ARGS, b, s, t, red[0], g, epi, hasBias, hasResidual);
+#endif
+}
+#endif  // GEMV

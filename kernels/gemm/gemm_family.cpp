@@ -105,6 +105,24 @@ GemmFamily::GemmFamily() {
                                  "their sums accumulated in f32");
   dh.params.push_back({"HK", {4, 1, 8, 16}, "K slices (4 channels each) summed in half before the f32 accumulator"});
   variants_.push_back(dh);
+
+  // For a few positions per sample (kMaxGemvPositions, unsupportedReason): the time
+  // embedding's Linears (M = B = 2), where direct has ~F/4 work-items each walking all of
+  // K and the tiled and coopmat tiles are mostly empty. Ranked first (3) so that an
+  // untuned run takes it where it applies; the tuner times it against the others.
+  VariantDef gv;
+  gv.name = "gemv";
+  gv.defaultRank = 3;
+  gv.summary = "a work-group per (position, 4 output channels): its work-items split K, partial sums reduced in "
+               "local memory; H*W <= 16 only";
+  gv.defines = {{"GEMV", 1}};
+  gv.params = {{"WG", {64, 32, 128, 256}, "work-items sharing one dot product (K-slices each: K / 4 / WG)"}};
+  gv.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
+  // red[WG * PAIRS] float4s; GEGLU doubles it: declared for the larger.
+  gv.localMemBytes = [](const ParamPoint& p) { return 2 * 16 * static_cast<size_t>(p["WG"]); };
+  variants_.push_back(gv);
+  variants_.push_back(halfVariant(gv, "gemv computing in half: each K-slice's 4 products summed in half, those "
+                                      "sums in f32"));
   variants_.push_back(coopMatVariant());  // tensor cores, Vulkan only (gemm_coopmat.cpp)
 }
 
@@ -146,6 +164,12 @@ std::vector<ProblemPtr> GemmFamily::checkProblems(bool full) const {
       // HW % 4 == 0 and K % 8 == 0 (every other one has an odd HW): coopmat_f16's
       // 16-byte weight chunks (gemm_coopmat.comp's BVEC) beside NC4HW4's x quads (AVEC).
       problem({2, 40, 4, 20}, 24, "gelu", true, true),
+      // A few positions per sample (gemv's rule: H*W <= 16; {1, 48, 3, 5} above is one
+      // too, with K % 8 == 0: gemm_gemv.comp's 16-byte weight chunks): GEGLU with an odd
+      // K and F (F = 19: a partial output slice, NC4HW4's padding lane), and no bias
+      // with a residual over 3 samples of 2 positions.
+      problem({2, 37, 1, 1}, 38, "geglu"),
+      problem({3, 40, 1, 2}, 20, "none", false, true),
   };
   if (!full) return out;
   // SD 1.5 at 512x512, batch 2: the Linear layers of a transformer block at each level
@@ -170,6 +194,7 @@ std::vector<ProblemPtr> GemmFamily::checkProblems(bool full) const {
   out.push_back(problem({2, 768, 1, 77}, 3072, "quick_gelu"));      // fc1
   out.push_back(problem({2, 3072, 1, 77}, 768, "none", true, true)); // fc2 + residual
   out.push_back(problem({2, 320, 1, 1}, 1280, "silu"));             // time embedding linear_1
+  out.push_back(problem({2, 1280, 1, 1}, 1280, "none"));            // linear_2, the resnets' time_emb_proj
   return out;
 }
 
@@ -232,7 +257,9 @@ Tolerance GemmFamily::tolerance(const VariantDef& v, DType dtype) const {
   // activation's built-in, the residual): 1.5e-2 / 1e-2 / 4e-3, still far under a lost
   // K tail or a swapped GEGLU half (O(1)). tiled_f16 is the same scheme with a chunk of
   // one KWG step (HK = KWG / 4 = 2, 4 or 8: inside the emulated HK <= 16), its tiles
-  // rounded to half once as direct_f16's x and w are: the same tolerance.
+  // rounded to half once as direct_f16's x and w are: the same tolerance. gemv_f16 sums
+  // each K-slice's 4 products in half (HK = 1 on OpenCL) or each 8 (HK = 2 on Vulkan),
+  // those sums in f32 (a tree over the work-group instead of a loop: the same bound).
   return {1.5e-2, 1e-2, 4e-3};
 }
 
@@ -281,6 +308,9 @@ std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "GEGLU tiles need " + std::to_string(local) + " bytes of local memory, device has " +
              std::to_string(dev.localMemBytes);
   }
+  if (baseVariantName(v) == "gemv" && p.x.hw() > kMaxGemvPositions)
+    return "gemv serves at most " + std::to_string(kMaxGemvPositions) + " positions per sample (H*W), this problem has " +
+           std::to_string(p.x.hw()) + ": the tiled and coopmat variants serve it";
   if (v.name == kCoopMatVariant)
     if (std::string why = coopMatSplitKReason(coopMatSplitKBytes(p, coopMatSplitK(pt)), dev); !why.empty()) return why;
   if (v.name == kCoopMatVariant && p.epilogue == "geglu") {
@@ -317,6 +347,10 @@ std::unique_ptr<PreparedOp> GemmFamily::prepare(Context& ctx, const VariantDef& 
     // One work-group per MWG x NWG output tile.
     l = Launch::cover(3, {(T + mwg - 1) / mwg * mdim, (F + nwg - 1) / nwg * ndim, B}, {mdim, ndim, 1});
     kernel = "gemm_tiled";
+  } else if (baseVariantName(v) == "gemv") {
+    const size_t wg = p["WG"];
+    l = Launch::cover(3, {wg * ((F + 3) / 4), T, B}, {wg, 1, 1});  // a work-group per output slice
+    kernel = "gemm_gemv";
   } else {
     const size_t wg = p["WG"];
     l = Launch::cover(3, {T, (F + 3) / 4, B}, {wg, 1, 1});

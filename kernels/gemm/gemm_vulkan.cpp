@@ -1,6 +1,6 @@
-// GEMM's Vulkan lowering: gemm.comp (the direct variant and its half twin) and
+// GEMM's Vulkan lowering: gemm.comp (the direct variant and its half twin),
 // gemm_tiled.comp (the tiled variant, the tuner's parameters as specialization
-// constants), one dispatch each. w is read in the op's weight format (f32, f16, q8_0,
+// constants) and gemm_gemv.comp (gemv, for a few positions), one dispatch each. w is read in the op's weight format (f32, f16, q8_0,
 // q4_0) and bias in f32 or f16, decoded from uint words (kernels/common/weights.glsl,
 // specialization constant 20).
 #include "kernels/gemm/gemm_family.h"
@@ -17,8 +17,8 @@ std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family&
                                             const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
   if (v.name == GemmFamily::kCoopMatVariant) return lowerGemmCoopMatVulkan(be, fam, v, p, prob, f);
   const std::string base = baseVariantName(v);
-  if (base != "direct" && base != "tiled")
-    throw UnsupportedError("gemm " + v.name + " has no vulkan kernels (direct, tiled and coopmat_f16 have)");
+  if (base != "direct" && base != "tiled" && base != "gemv")
+    throw UnsupportedError("gemm " + v.name + " has no vulkan kernels (direct, tiled, gemv and coopmat_f16 have)");
   const auto* g = dynamic_cast<const GemmProblem*>(&prob);
   if (!g) throw Error("gemm given a problem of another family: " + prob.text());
   const uint32_t epi = static_cast<uint32_t>(GemmFamily::epilogueCode(g->epilogue));
@@ -39,6 +39,18 @@ std::unique_ptr<PreparedOp> lowerGemmVulkan(vk::VulkanBackend& be, const Family&
     return std::make_unique<VkDispatchOp>(
         be, pipe, std::move(push),
         std::array<uint32_t, 3>{ceilDiv(y.hw(), u("MWG")), ceilDiv(y.c, u("NWG")), u32(y.n)}, kVkWeightBindings12);
+  }
+  if (base == "gemv") {
+    // A work-group per (4 output channels, position, sample); f16 weights of K % 8 == 0
+    // are read a chunk of 8 at a time (WVEC: 16-byte aligned, as coopmat_f16's BVEC).
+    const uint32_t wg = static_cast<uint32_t>(p["WG"]);
+    const uint32_t wvec = vulkanWeightChunks(fam, f, g->x.c);
+    const auto& pipe = be.pipeline(vulkanModuleFor("gemm_gemv", f), 5, 6 * 4,
+                                   {vulkanLocalSizeX(be, wg), vk::specU32(1, g->epilogue == "geglu" ? 2u : 1u),
+                                    vk::specU32(2, wvec), vulkanWeightFormat(fam, f)});
+    return std::make_unique<VkDispatchOp>(be, pipe, std::move(push),
+                                          std::array<uint32_t, 3>{ceilDiv(y.c, 4), u32(y.hw()), u32(y.n)},
+                                          kVkWeightBindings12);
   }
   const uint32_t wg = static_cast<uint32_t>(p["WG"]), items = 1;
   const uint32_t hk = v.param("HK") ? static_cast<uint32_t>(p["HK"]) : 4u;

@@ -18,7 +18,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"concat", &lowerConcatVulkan, "concat"},
       {"reshape", &lowerReshapeVulkan, "reshape"},
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
-      {"gemm", &lowerGemmVulkan, "gemm gemm_tiled gemm_coopmat gemm_coopmat_reduce"},
+      {"gemm", &lowerGemmVulkan, "gemm gemm_tiled gemm_gemv gemm_coopmat gemm_coopmat_reduce"},
       {"conv", &lowerConvVulkan, "conv conv_winograd conv_coopmat conv_coopmat_reduce conv_coopmat_weights"},
       {"timestep", &lowerTimestepVulkan, "timestep"},
       {"attention", &lowerAttentionVulkan, "attention attention_coopmat"},
