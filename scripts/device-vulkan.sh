@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemv gemm-peer run race peer nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -61,8 +61,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|gemm-peer|run|race|peer|nontc|ab|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemm-peer run race peer nontc ab tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|gemv|gemm-peer|run|race|peer|nontc|ab|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemv gemm-peer run race peer nontc ab tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -546,6 +546,26 @@ if want gn; then
   summarize
   step 120 profile-vulkan-f16-gn2 $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --variant groupnorm=two_pass_f16 --profile --report "$R/profile-vulkan-f16-gn2.json" -o "$R/profile-gn2.png"
+  pack
+fi
+if want gemv; then
+  # gemm gemv / gemv_f16 (gemm_gemv.comp, session 44): checked on the GPU at sampled points,
+  # every storage and weight format, and at SD 1.5's sizes (--full: the time embedding's
+  # Linears), then benched against coopmat_f16 (tensor cores, split-K: 18-21 us at M = 2 on
+  # an H100) at the time embedding's four instances, f16 as the race runs them.
+  step 120 check-gemv $S check --backend vulkan --op gemm --variant gemv,gemv_f16 --arithmetic f32,f16 \
+    --storage f32.buffer.nchw,f16.buffer.nc4hw4 --weights f32,f16,int8,int4 --points 4 --csv "$R/check-gemv.csv"
+  tail -n 2 "$R/check-gemv.txt"
+  step 90 check-gemv-full $S check --backend vulkan --op gemm --variant gemv_f16 --arithmetic f16 \
+    --storage f16.buffer.nc4hw4 --weights f16 --points 0 --full --csv "$R/check-gemv-full.csv"
+  tail -n 2 "$R/check-gemv-full.txt"
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --op gemm"
+  i=0
+  for inst in 2x1280x1x1:n=1280,bias=1 2x1280x1x1:n=640,bias=1 2x1280x1x1:n=320,bias=1 2x320x1x1:n=1280,bias=1,epilogue=silu; do
+    i=$((i + 1))
+    step 60 gemv-$i $B --shape ${inst%%:*} --attrs ${inst#*:} --variant gemv_f16,coopmat_f16 --points 4
+  done
+  grep -hE "^gemm " "$R"/gemv-*.txt > "$R/gemv.txt"; cat "$R/gemv.txt"
   pack
 fi
 if want gemm-peer; then
