@@ -174,7 +174,7 @@ TEST(Mutations, GemmInt4NibbleHalvesSwapped) {
   // layout mistake gguf's byte order makes easy. Every check problem has K >= 17.
   Mutant<GemmFamily> fam("j < 16 ? (b & (uchar4)(15)) : (b >> (uchar4)(4))", "j >= 16 ? (b & (uchar4)(15)) : (b >> (uchar4)(4))");
   Tally t = run(fam, "direct", "WG=64", "f32.buffer.nchw.wint4");
-  EXPECT_EQ(t.inaccurate, 7);
+  EXPECT_EQ(t.inaccurate, 9);
   EXPECT_EQ(t.ok, 0);
 }
 
@@ -182,7 +182,7 @@ TEST(Mutations, GemmInt8ValuesOfTheWrongLane) {
   // Each group of 4 int8 values read from its neighbour group in the block.
   Mutant<GemmFamily> fam("(__global const char*)blk + 2 + j)", "(__global const char*)blk + 2 + (j ^ 4))");
   Tally t = run(fam, "tiled", "", "f16.buffer.nc4hw4.wint8");
-  EXPECT_EQ(t.inaccurate, 7);
+  EXPECT_EQ(t.inaccurate, 9);
   EXPECT_EQ(t.ok, 0);
 }
 
@@ -226,11 +226,11 @@ TEST(Mutations, ConvTimeEmbeddingOfTheWrongBatch) {
 }
 
 TEST(Mutations, GemmKLoopDroppingTheTail) {
-  // Whole KWG steps only: wrong wherever K % KWG != 0 (K = 37, 100, 19, 24, 40 with
-  // KWG = 16), right where K is a multiple (64, 48).
+  // Whole KWG steps only: wrong wherever K % KWG != 0 (K = 37, 100, 19, 24, 40, 37, 40
+  // with KWG = 16), right where K is a multiple (64, 48).
   Mutant<GemmFamily> fam("for (int k0 = 0; k0 < K; k0 += KWG)", "for (int k0 = 0; k0 + KWG <= K; k0 += KWG)");
   Tally t = run(fam, "tiled", "KWG=16,MWG=32,MWI=4,NWG=64,NWI=4,SB=1,VEC=4", "f32.buffer.nchw");
-  EXPECT_EQ(t.inaccurate, 5);
+  EXPECT_EQ(t.inaccurate, 7);
   EXPECT_EQ(t.ok, 2);
 }
 
@@ -238,16 +238,26 @@ TEST(Mutations, GemmGegluWithHiddenAndGateSwapped) {
   Mutant<GemmFamily> fam("float4 out = h * gemm_gelu(g);", "float4 out = g * gemm_gelu(h);");
   for (const char* variant : {"tiled", "direct"}) {
     Tally t = run(fam, variant, "", "f16.buffer.nc4hw4");
-    EXPECT_EQ(t.inaccurate, 1) << variant;  // the geglu problem only
-    EXPECT_EQ(t.ok, 6) << variant;
+    EXPECT_EQ(t.inaccurate, 2) << variant;  // the two geglu problems only
+    EXPECT_EQ(t.ok, 7) << variant;
   }
+}
+
+TEST(Mutations, GemmGemvReductionStoppingOneFoldEarly) {
+  // The work-group's tree skips its last fold: work-item 1's half of every partial sum is
+  // lost, wrong on each problem gemv serves (2x37x1x1, 3x40x1x2); the other seven have
+  // more than 8 positions and are refused.
+  Mutant<GemmFamily> fam("for (int n = WG / 2; n > 0; n >>= 1)", "for (int n = WG / 2; n > 1; n >>= 1)");
+  Tally t = run(fam, "gemv", "WG=32", "f32.buffer.nc4hw4");
+  EXPECT_EQ(t.inaccurate, 2);
+  EXPECT_EQ(t.ok, 0);
 }
 
 TEST(Mutations, GemmGateTakingTheHiddenBias) {
   Mutant<GemmFamily> fam("g += gemm_bias4(bias_ARGS, F + c, valid);", "g += gemm_bias4(bias_ARGS, c, valid);");
   Tally t = run(fam, "tiled", "KWG=8,MWG=64,MWI=8,NWG=32,NWI=4,PF=0,SB=0,VEC=1", "f32.image2d.nc4hw4");
-  EXPECT_EQ(t.inaccurate, 1);
-  EXPECT_EQ(t.ok, 6);
+  EXPECT_EQ(t.inaccurate, 2);  // the two geglu problems
+  EXPECT_EQ(t.ok, 7);
 }
 
 TEST(Mutations, AMutationThatDoesNotApplyIsAnError) {

@@ -28,7 +28,7 @@
 //     step's products summed in half, those sums in f32 (see realT below).
 //   DIRECT: gemm_direct, the ablation baseline: one work-item per (position, 4 output
 //     channels), no local memory, K loop over float4 slices of x; WG work-items.
-//   GEMV: gemm_gemv, for a few positions (H*W <= 16): each (position, 4 output channels)
+//   GEMV: gemm_gemv, for a few positions (B*H*W <= 8): each (position, 4 output channels)
 //     dot product split over a work-group of WG work-items, summed in local memory.
 
 #ifndef GEGLU
@@ -427,13 +427,13 @@ void gemm_direct(x_PARAMS, w_PARAMS, bias_PARAMS, residual_PARAMS, y_PARAMS, con
 #endif  // DIRECT && SD_HALF
 
 #ifdef GEMV
-// GEMV: gemm_gemv (gemv, gemv_f16), for a few positions per sample (H*W <= 16, the
-// family's rule: the time embedding's Linears, where M = B = 2). gemm_direct's work-item
+// GEMV: gemm_gemv (gemv, gemv_f16), for a few positions (B*H*W <= 8, the family's rule:
+// the time embedding's Linears, where M = B = 2). gemm_direct's work-item
 // per (position, 4 output channels) walks all of K alone; at M = 2 only ~F/4 work-items
 // exist, each waiting on ~K/4 dependent loads (an H100: 80 to 166 us at 2x1280x1x1, for
 // 3.3 MB of f16 weights). Here a work-group of WG work-items shares each such dot product:
-// work-item i takes K-slices i, i + WG, ... (neighbours read neighbouring 16-byte slices of
-// each weight row: coalesced), and the partial sums meet in local memory (a tree, WG a
+// work-item i takes K-slices i, i + WG, ... (neighbours read neighbouring 4-weight slices
+// of each weight row, 16 bytes in f32, 8 in f16: coalesced), and the partial sums meet in local memory (a tree, WG a
 // power of two). One work-group per (4 output channels, position, sample).
 // gemv_f16 (SD_HALF): each slice's 4 products summed in half, those sums in f32
 // (direct_f16's scheme with HK = 1); the epilogue in half.

@@ -106,7 +106,7 @@ GemmFamily::GemmFamily() {
   dh.params.push_back({"HK", {4, 1, 8, 16}, "K slices (4 channels each) summed in half before the f32 accumulator"});
   variants_.push_back(dh);
 
-  // For a few positions per sample (kMaxGemvPositions, unsupportedReason): the time
+  // For a few positions in all (kMaxGemvPositions, unsupportedReason): the time
   // embedding's Linears (M = B = 2), where direct has ~F/4 work-items each walking all of
   // K and the tiled and coopmat tiles are mostly empty. Ranked first (3) so that an
   // untuned run takes it where it applies; the tuner times it against the others.
@@ -114,9 +114,11 @@ GemmFamily::GemmFamily() {
   gv.name = "gemv";
   gv.defaultRank = 3;
   gv.summary = "a work-group per (position, 4 output channels): its work-items split K, partial sums reduced in "
-               "local memory; H*W <= 16 only";
+               "local memory; B*H*W <= 8 only";
   gv.defines = {{"GEMV", 1}};
-  gv.params = {{"WG", {64, 32, 128, 256}, "work-items sharing one dot product (K-slices each: K / 4 / WG)"}};
+  gv.params = {{"WG", {64, 32, 128, 256},
+                "work-items sharing one dot product (each takes K / 4 / WG float4 slices on OpenCL, K / 8 / WG chunks "
+                "of 8 on Vulkan)"}};
   gv.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]); };
   // red[WG * PAIRS] float4s; GEGLU doubles it: declared for the larger.
   gv.localMemBytes = [](const ParamPoint& p) { return 2 * 16 * static_cast<size_t>(p["WG"]); };
@@ -164,10 +166,10 @@ std::vector<ProblemPtr> GemmFamily::checkProblems(bool full) const {
       // HW % 4 == 0 and K % 8 == 0 (every other one has an odd HW): coopmat_f16's
       // 16-byte weight chunks (gemm_coopmat.comp's BVEC) beside NC4HW4's x quads (AVEC).
       problem({2, 40, 4, 20}, 24, "gelu", true, true),
-      // A few positions per sample (gemv's rule: H*W <= 16; {1, 48, 3, 5} above is one
-      // too, with K % 8 == 0: gemm_gemv.comp's 16-byte weight chunks): GEGLU with an odd
-      // K and F (F = 19: a partial output slice, NC4HW4's padding lane), and no bias
-      // with a residual over 3 samples of 2 positions.
+      // A few positions in all (gemv's rule: B*H*W <= 8): GEGLU with an odd K and F (F =
+      // 19: a partial output slice, NC4HW4's padding lane), and no bias with a residual
+      // over 3 samples of 2 positions with K % 8 == 0 (gemm_gemv.comp's 16-byte weight
+      // chunks).
       problem({2, 37, 1, 1}, 38, "geglu"),
       problem({3, 40, 1, 2}, 20, "none", false, true),
   };
@@ -308,9 +310,9 @@ std::string GemmFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
       return "GEGLU tiles need " + std::to_string(local) + " bytes of local memory, device has " +
              std::to_string(dev.localMemBytes);
   }
-  if (baseVariantName(v) == "gemv" && p.x.hw() > kMaxGemvPositions)
-    return "gemv serves at most " + std::to_string(kMaxGemvPositions) + " positions per sample (H*W), this problem has " +
-           std::to_string(p.x.hw()) + ": the tiled and coopmat variants serve it";
+  if (baseVariantName(v) == "gemv" && p.x.n * p.x.hw() > kMaxGemvPositions)
+    return "gemv serves at most " + std::to_string(kMaxGemvPositions) + " positions (B*H*W), this problem has " +
+           std::to_string(p.x.n * p.x.hw()) + ": the tiled and coopmat variants serve it";
   if (v.name == kCoopMatVariant)
     if (std::string why = coopMatSplitKReason(coopMatSplitKBytes(p, coopMatSplitK(pt)), dev); !why.empty()) return why;
   if (v.name == kCoopMatVariant && p.epilogue == "geglu") {

@@ -74,9 +74,10 @@ class GemmFamily : public Family {
   // f16*f16+f32->f32 subgroup shapes; 32-invocation subgroups) and its tolerance.
   static VariantDef coopMatVariant();
   static constexpr const char* kCoopMatVariant = "coopmat_f16";  // its name
-  // gemv and gemv_f16 serve problems of at most this many positions per sample (H*W):
-  // past it a work-group per position's dot product is the wrong shape (the tiles win).
-  static constexpr int64_t kMaxGemvPositions = 16;
+  // gemv and gemv_f16 serve problems of at most this many positions in all (B*H*W): each
+  // work-group re-reads its weight rows for its one position, so the weights are read
+  // B*H*W times (the tiles read them about once); measured only at 2 (session 44).
+  static constexpr int64_t kMaxGemvPositions = 8;
   static size_t coopMatLocalBytes(const ParamPoint& p, bool geglu);
   static std::string coopMatDeviceRule(const ParamPoint& p, const DeviceCaps& dev);
   // The same rule for another family's variant on the same tiles and shapes (conv

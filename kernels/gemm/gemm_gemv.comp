@@ -1,5 +1,5 @@
 #version 450
-// GEMM / Linear for a few positions per sample (H*W <= 16: GemmFamily::kMaxGemvPositions),
+// GEMM / Linear for a few positions (B*H*W <= 8: GemmFamily::kMaxGemvPositions),
 // the gemv variant of gemm.cl (and its half twin gemv_f16):
 //   y[b, o, t] = epilogue(sum_k x[b, k, t] w[r, k] + bias[r]) (+ residual[b, o, t])
 // The time embedding's Linears (M = B = 2, K and F 320 to 1280) are its reason: there
