@@ -198,12 +198,15 @@ void RunReport::print(std::ostream& os) const {
     if (c.memory.quantizedFromFileBytes)
       os << "  weights: " << mib(c.memory.quantizedFromFileBytes) << " of int8/int4 blocks uploaded as the file holds them (sdspeed quantize or GGUF)\n";
     if (c.tiling.tiled()) os << "  tiles: " << c.tiling.describe() << "\n";
-    if (c.memory.streamedBytes)
+    if (c.memory.streamedBytes || c.memory.streamedOnceBytes)
       os << "  streamed weights: " << mib(c.memory.stagingHostBytes) << " from packed host copies, "
          << mib(c.memory.streamedMappedBytes) << " from the mapped checkpoint (host memory), uploaded "
          << (c.memory.stagingRingBytes ? "through a pinned staging ring of " + mib(c.memory.stagingRingBytes) + " (counted)"
                                        : std::string("from pageable memory"))
          << "\n";
+    if (c.memory.streamedOnceBytes)
+      os << "  streamed once per image: " << mib(c.memory.streamedOnceBytes)
+         << " of weights only the text context's ops read (K and V), uploaded when those run (not in streamed/run)\n";
   }
   if (exec.memoryBudget)
     os << "memory budget " << gb(exec.memoryBudget) << " per component\n";
@@ -325,6 +328,7 @@ nlohmann::json RunReport::json() const {
               {"scratch_peak_bytes", c.memory.scratchPeakBytes},
               {"planned_scratch_bytes", c.memory.plannedScratchBytes},
               {"streamed_bytes_per_run", c.memory.streamedBytes},
+              {"streamed_once_bytes", c.memory.streamedOnceBytes},
               {"streamed_host_copy_bytes", c.memory.stagingHostBytes},
               {"streaming_ring_bytes", c.memory.stagingRingBytes},
               {"streamed_from_mapped_checkpoint_bytes", c.memory.streamedMappedBytes},

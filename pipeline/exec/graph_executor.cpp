@@ -660,8 +660,8 @@ void GraphExecutor::allocate(const WeightSource& weights) {
       // f16 tensors (also a quantized run's unquantized ones); int8/int4 blocks hold an
       // f16 scale of max|x|/127 or /8, finite for any weight that fits f16.
       if (desc.format.dtype != DType::F32) checkFitsF16(values, graph_.component(), t.name);
-      if (streamed_[id]) {  // placed in the arena below, uploaded before every run
-        memory_.streamedBytes += desc.bytes();
+      if (streamed_[id]) {  // placed in the arena below, uploaded before every run (steady-only: once)
+        (steadyOnlyWeight_[id] ? memory_.streamedOnceBytes : memory_.streamedBytes) += desc.bytes();
         // Weights are packed NCHW (StorageFormat::params()): the checkpoint's element order.
         // (Quantized blocks are made here from f32/f16 checkpoints: never mapped.)
         const auto mapped = isQuantized(desc.format.dtype)
@@ -790,8 +790,8 @@ bool GraphExecutor::uploadQuantizedFromFile(const WeightSource& weights, size_t 
 }
 
 void GraphExecutor::placeFileWeight(size_t id, const TensorDesc& desc, std::span<const uint8_t> bytes) {
-  if (streamed_[id]) {  // uploaded before every run from the file's pages
-    memory_.streamedBytes += desc.bytes();
+  if (streamed_[id]) {  // uploaded before every run (steady-only: once) from the file's pages
+    (steadyOnlyWeight_[id] ? memory_.streamedOnceBytes : memory_.streamedBytes) += desc.bytes();
     hostWeights_[id] = bytes;
     memory_.streamedMappedBytes += bytes.size();
     return;

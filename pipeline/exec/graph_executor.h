@@ -196,6 +196,8 @@ struct ExecMemory {
   uint64_t plannedScratchBytes = 0; // what planned scratch adds to the arena (0 when not planned)
   uint64_t activationBytes = 0;     // the chosen plan's device memory: activations (+ planned scratch, streamed weights)
   uint64_t streamedBytes = 0;       // weight bytes uploaded per run (streaming)
+  uint64_t streamedOnceBytes = 0;   // streamed weights only steady ops read (the text context's K and V):
+                                    // uploaded when those run, once per image; not in streamedBytes
   uint64_t stagingHostBytes = 0;    // their packed host copies (host memory, not in the device count)
   uint64_t streamedMappedBytes = 0; // ... uploaded from the mapped checkpoint instead (no copy)
   uint64_t stagingRingBytes = 0;    // the pinned staging ring they pass through (counted)
