@@ -115,12 +115,16 @@ struct ModelInstance {
   // one call's worth.
   double weight(int unetCalls) const {
     double n = 0;
-    for (const auto& [c, k] : counts) {
-      const auto s = steady.find(c);
-      const int once = s == steady.end() ? 0 : s->second;
-      n += static_cast<double>(k - once) * (c == "unet" ? unetCalls : 1) + once;
-    }
+    for (const auto& [c, k] : counts) n += runsPerRun(c, unetCalls);
     return n * estimateUs;
+  }
+  static int callsPerRun(const std::string& component, int unetCalls) { return component == "unet" ? unetCalls : 1; }
+  // This instance's runs in `component` per run of the model: count per call x calls,
+  // except the steady ones, once per image.
+  double runsPerRun(const std::string& component, int unetCalls) const {
+    const auto k = counts.find(component), s = steady.find(component);
+    const int all = k == counts.end() ? 0 : k->second, once = s == steady.end() ? 0 : s->second;
+    return static_cast<double>(all - once) * callsPerRun(component, unetCalls) + once;
   }
 };
 
@@ -345,9 +349,7 @@ int tuneModel(const Args& args) {
       ++n;
       if (std::isnan(priorUs[i]) || std::isnan(afterUs[i])) continue;
       ++based;
-      const auto s = all[i].steady.find(comp);
-      const int once = s == all[i].steady.end() ? 0 : s->second;
-      const double perCall = (it->second - once) + static_cast<double>(once) / (comp == "unet" ? unetCalls : 1);
+      const double perCall = all[i].runsPerRun(comp, unetCalls) / ModelInstance::callsPerRun(comp, unetCalls);
       b += perCall * priorUs[i] / 1e3;
       a += perCall * std::min(priorUs[i], afterUs[i]) / 1e3;
     }

@@ -26,20 +26,19 @@ std::vector<ShapeEntry> loadShapeSet(const std::string& path) {
       } catch (const Error& err) {
         throw Error(at(n["shape"], "shape") + ": " + err.what());
       }
-      if (n["count"]) {
+      auto integer = [&](const char* key) {
         try {
-          e.count = n["count"].as<int>();
+          return n[key].as<int>();
         } catch (const YAML::Exception&) {
-          throw Error(at(n["count"], "count") + ": not an integer");
+          throw Error(at(n[key], key) + ": not an integer");
         }
+      };
+      if (n["count"]) {
+        e.count = integer("count");
         if (e.count <= 0) throw Error(at(n["count"], "count") + ": must be positive");
       }
       if (n["steady"]) {
-        try {
-          e.steady = n["steady"].as<int>();
-        } catch (const YAML::Exception&) {
-          throw Error(at(n["steady"], "steady") + ": not an integer");
-        }
+        e.steady = integer("steady");
         if (e.steady < 0 || e.steady > e.count)
           throw Error(at(n["steady"], "steady") + ": must be 0.." + std::to_string(e.count) + " (the entry's count)");
       }

@@ -1,8 +1,8 @@
 // GEMM's Vulkan lowering: gemm.comp (the direct variant and its half twin),
 // gemm_tiled.comp (the tiled variant, the tuner's parameters as specialization
-// constants) and gemm_gemv.comp (gemv, for a few positions), one dispatch each. w is read in the op's weight format (f32, f16, q8_0,
-// q4_0) and bias in f32 or f16, decoded from uint words (kernels/common/weights.glsl,
-// specialization constant 20).
+// constants) and gemm_gemv.comp (gemv, for a few positions), one dispatch each. w is read
+// in the op's weight format (f32, f16, q8_0, q4_0) and bias in f32 or f16, decoded from
+// uint words (kernels/common/weights.glsl, specialization constant 20).
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
