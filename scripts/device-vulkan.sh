@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemv gemm-peer run race peer nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -61,8 +61,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|gemv|gemm-peer|run|race|peer|nontc|ab|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn gemv gemm-peer run race peer nontc ab tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|ln|gemv|gemm-peer|run|race|peer|nontc|ab|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer nontc ab tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -548,6 +548,30 @@ if want gn; then
     --variant groupnorm=two_pass_f16 --profile --report "$R/profile-vulkan-f16-gn2.json" -o "$R/profile-gn2.png"
   pack
 fi
+if want ln; then
+  # layernorm / softmax split, split_f16 (token_row: TX tokens by PARTS work-items sharing
+  # each token's channels, session 45): checked on the GPU, benched against cooperative_f16
+  # (the database's LayerNorm entries) at SD 1.5's five LayerNorm instances, f16 as the race
+  # runs them, then the race command as the database has it beside the same with split_f16
+  # named for every LayerNorm (~3 min).
+  for op in layernorm softmax; do
+    step 100 check-split-$op $S check --backend vulkan --op $op --variant split,split_f16 --arithmetic f32,f16 \
+      --storage f32.buffer.nchw,f16.buffer.nc4hw4 --points 4 --csv "$R/check-split-$op.csv"
+    tail -n 1 "$R/check-split-$op.txt"
+  done
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --op layernorm"
+  i=0
+  for sh in 2x320x1x4096 2x640x1x1024 2x1280x1x256 2x1280x1x64 2x768x1x77; do
+    i=$((i + 1))
+    step 60 ln-$i $B --shape $sh --attrs eps=1e-05 --variant cooperative_f16,split_f16 --points 6
+  done
+  grep -hE "^layernorm " "$R"/ln-*.txt > "$R/ln.txt"; cat "$R/ln.txt"
+  sd_run run-vulkan-f16-db 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  sd_run run-vulkan-f16-ln-split 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+    --variant layernorm=split_f16
+  summarize
+  pack
+fi
 if want gemv; then
   # gemm gemv / gemv_f16 (gemm_gemv.comp, session 44): checked on the GPU at sampled points,
   # every storage and weight format, and at SD 1.5's sizes (--full: the time embedding's
@@ -717,8 +741,8 @@ if want tune; then
   # 300) caps each family's step in seconds.
   DB=build-dev/tuned-vk SW=build-dev/sweeps-vk
   mkdir -p $DB $SW
-  # TUNE_INSTANCES="OP:SHAPE:ATTRS;..." (e.g. gemm:2x1280x1x1:n=1280,bias=1): those op
-  # instances alone, every variant (TUNE_VARIANT narrows it), TUNE_POINTS points each, into
+  # TUNE_INSTANCES="OP:SHAPE:ATTRS[:VARIANT];..." (e.g. gemm:2x1280x1x1:n=1280,bias=1:gemv_f16):
+  # those op instances alone, every variant (VARIANT or TUNE_VARIANT narrows it), TUNE_POINTS points each, into
   # the same database and sweeps (after TUNE_OPS when both are given).
   if [ -n "${TUNE_OPS:-}${TUNE_INSTANCES:-}" ]; then
     cp configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
@@ -734,10 +758,13 @@ if want tune; then
     done
     IFS=';' read -ra insts <<< "${TUNE_INSTANCES:-}"
     for inst in "${insts[@]}"; do
-      IFS=':' read -r op shape attrs <<< "$inst"
+      # OP:SHAPE:ATTRS[:VARIANT]: a fourth field narrows that instance to one variant
+      # (TUNE_VARIANT otherwise).
+      IFS=':' read -r op shape attrs variant <<< "$inst"
+      variant=${variant:-${TUNE_VARIANT:-}}
       step ${TUNE_CAP:-300} "tune-$op-$shape-${attrs//[=,]/_}" $S tune --op $op --shape $shape --attrs "$attrs" \
         --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
-        --budget ${TUNE_POINTS:-12} --db-dir $DB --sweep-dir $SW ${TUNE_VARIANT:+--variant $TUNE_VARIANT}
+        --budget ${TUNE_POINTS:-12} --db-dir $DB --sweep-dir $SW ${variant:+--variant $variant}
     done
   else
     step $(( ${TUNE_SECONDS:-240} + 120 )) tune $S tune --model configs/models/sd15 --width 512 --height 512 --batch 2 \

@@ -118,10 +118,13 @@ TEST_F(Bench, EveryInstanceAndVariantWithCountersAndContext) {
   const bool haveDb = fs::exists(dbPath);
   // The families this device's checked-in database has entries for: their variants run
   // tuned parameters (exact or a fallback), the others their declared defaults.
-  std::set<std::string> tunedFamilies;
+  // "family/variant" of every variant the database records (a variant added since the
+  // device was tuned runs its declared defaults).
+  std::set<std::string> tunedVariants;
   if (haveDb) {
     const sdspeed::TuningDatabase db = sdspeed::TuningDatabase::load(dbPath);
-    for (const auto& e : db.entries()) tunedFamilies.insert(e.instance.family);
+    for (const auto& e : db.entries())
+      for (const auto& [variant, tv] : e.variants) tunedVariants.insert(e.instance.family + "/" + variant);
   }
   EXPECT_EQ(ctx.contains("copy_gb_per_s"), haveCeil);
 
@@ -130,8 +133,8 @@ TEST_F(Bench, EveryInstanceAndVariantWithCountersAndContext) {
   for (const auto& [n, b] : benches) names.insert(n);
   const std::set<std::string> want = {
       "groupnorm/two_pass/" + kGroupNorm, "groupnorm/one_pass/" + kGroupNorm, "groupnorm/split/" + kGroupNorm,
-      "layernorm/per_item/" + kLayerNorm, "layernorm/cooperative/" + kLayerNorm,
-      "softmax/per_item/" + kSoftmax,     "softmax/cooperative/" + kSoftmax,
+      "layernorm/per_item/" + kLayerNorm, "layernorm/cooperative/" + kLayerNorm, "layernorm/split/" + kLayerNorm,
+      "softmax/per_item/" + kSoftmax,     "softmax/cooperative/" + kSoftmax,     "softmax/split/" + kSoftmax,
       "activation/slices/" + kGeglu};
   EXPECT_EQ(names, want);
 
@@ -144,9 +147,9 @@ TEST_F(Bench, EveryInstanceAndVariantWithCountersAndContext) {
     EXPECT_GT(b.at("iterations").get<double>(), 0);
     // Label: params=tuned|default and the point.
     const std::string label = b.value("label", "");
-    const bool tuned = tunedFamilies.count(name.substr(0, name.find('/'))) > 0;
+    const bool tuned = tunedVariants.count(name.substr(0, name.find('/', name.find('/') + 1))) > 0;
     EXPECT_EQ(label.rfind(tuned ? "params=tuned " : "params=default ", 0), 0u) << label;
-    EXPECT_NE(label.find("WG="), std::string::npos) << label;
+    EXPECT_TRUE(label.find("WG=") != std::string::npos || label.find("TX=") != std::string::npos) << label;
     // Rates over the iteration (manual) time, from the op's bytes and FLOPs.
     const double bytes = b.at("bytes").get<double>(), flops = b.at("flops").get<double>();
     EXPECT_GT(bytes, 0);
@@ -189,14 +192,16 @@ TEST_F(Bench, FailingCheckIsSkippedWithStatus) {
   const BenchRun r = run({"--shapes", kShapes, "--op", "softmax", "--kernel-dir", kernels.path(), "--batch-ms", "1"});
   EXPECT_EQ(r.exitCode, 1) << r.describe();
   const auto benches = byName(r.report);
-  ASSERT_EQ(benches.size(), 2u);
+  ASSERT_EQ(benches.size(), 3u);
   const json& bad = benches.at("softmax/per_item/" + kSoftmax);
   EXPECT_TRUE(bad.value("error_occurred", false));
   EXPECT_EQ(bad.value("error_message", "").rfind("inaccurate: ", 0), 0u) << bad.value("error_message", "");
   EXPECT_NE(r.err.find("softmax/per_item"), std::string::npos) << r.err;
-  const json& good = benches.at("softmax/cooperative/" + kSoftmax);
-  EXPECT_FALSE(good.value("error_occurred", false)) << good.value("error_message", "");
-  EXPECT_GT(good.value("median_us", 0.0), 0);
+  for (const char* v : {"cooperative", "split"}) {
+    const json& good = benches.at(std::string("softmax/") + v + "/" + kSoftmax);
+    EXPECT_FALSE(good.value("error_occurred", false)) << good.value("error_message", "");
+    EXPECT_GT(good.value("median_us", 0.0), 0);
+  }
 }
 
 // Variants that cannot store a format are skipped as unsupported, not failures.

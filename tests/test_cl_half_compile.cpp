@@ -219,7 +219,7 @@ TEST_F(ClHalfCompile, EveryHalfProgramCompiles) {
   std::cout << "[   INFO   ] " << compiled << " f16-arithmetic programs compiled:" << names << "\n";
   // kernels/README.md's table: every half twin is compiled here.
   for (const char* name : {"activation.slices_f16", "binary.slices_f16", "groupnorm.one_pass_f16",
-                           "layernorm.cooperative_f16", "softmax.cooperative_f16", "gemm.direct_f16", "gemm.tiled_f16", "gemm.gemv_f16",
+                           "layernorm.cooperative_f16", "layernorm.split_f16", "softmax.cooperative_f16", "softmax.split_f16", "gemm.direct_f16", "gemm.tiled_f16", "gemm.gemv_f16",
                            "conv.im2col_gemm_f16", "conv.conv1x1_f16", "attention.flash_f16"})
     EXPECT_EQ(variants.count(name), 1u) << name << " was not compiled";
   // act_slices, gn_one_pass and gemm_direct have f32 and half bodies: the check above ran.

@@ -73,11 +73,19 @@ TEST(DefaultChoice, GemmOrderIsDeclaredAsData) {
   // f32: tiled, the tuned one, before direct, as when the first declared variant was the default.
   EXPECT_LT(std::find(all.begin(), all.end(), "tiled"), std::find(all.begin(), all.end(), "direct"));
   // A family with no ranks keeps its declaration order.
-  const Family& gn = findFamily("softmax");
+  const Family& conv = findFamily("activation");
   std::vector<std::string> declared, ordered;
-  for (const auto& v : gn.variants()) declared.push_back(v.name);
-  for (const VariantDef* v : defaultOrder(gn)) ordered.push_back(v->name);
+  for (const auto& v : conv.variants()) declared.push_back(v.name);
+  for (const VariantDef* v : defaultOrder(conv)) ordered.push_back(v->name);
+  ASSERT_GE(declared.size(), 2u);
   EXPECT_EQ(ordered, declared);
+  // The token-row families: split and its half twin (rank 1) first, the rest as declared.
+  for (const char* name : {"softmax", "layernorm"}) {
+    std::vector<std::string> rows;
+    for (const VariantDef* v : defaultOrder(findFamily(name))) rows.push_back(v->name);
+    EXPECT_EQ(rows, (std::vector<std::string>{"split", "split_f16", "per_item", "cooperative", "cooperative_f16"}))
+        << name;
+  }
   // GroupNorm: two_pass_f16 first (the VAE's 32 work-groups under one_pass), the rest as declared.
   std::vector<std::string> gnOrder;
   for (const VariantDef* v : defaultOrder(findFamily("groupnorm"))) gnOrder.push_back(v->name);

@@ -80,6 +80,23 @@ TEST(Mutations, LayerNormCountingPaddingLanes) {
   EXPECT_GT(t.ok, 0);          // C % 4 == 0 problems are unaffected: the failure is specific
 }
 
+TEST(Mutations, LayerNormSplitDroppingTheLastPart) {
+  // The token's sums add all but the last of PARTS work-items' partial sums.
+  Mutant<LayerNormFamily> fam("for (int k = 0; k < PARTS; ++k) tot += red[k][tx];",
+                              "for (int k = 0; k < PARTS - 1; ++k) tot += red[k][tx];");
+  Tally t = run(fam, "split", "PARTS=4,TX=16", "f32.buffer.nc4hw4");
+  EXPECT_GT(t.inaccurate, 0);  // every token with a fourth slice (C > 12)
+  EXPECT_GT(t.ok, 0);          // C <= 12: the last part walks no slice, so nothing is lost
+}
+
+TEST(Mutations, SoftmaxSplitCombiningOnlyTheFirstPart) {
+  Mutant<SoftmaxFamily> fam("for (int k = 1; k < PARTS; ++k) tot = sm_combine(tot, red[k][tx])",
+                            "for (int k = 1; k < 1; ++k) tot = sm_combine(tot, red[k][tx])");
+  Tally t = run(fam, "split", "PARTS=4,TX=16", "f32.buffer.nchw");
+  EXPECT_EQ(t.ok, 0);  // every check problem has C > 4: a second part holds a slice
+  EXPECT_GT(t.inaccurate, 0);
+}
+
 TEST(Mutations, GroupNormOnePassWithoutPaddingZeroing) {
   Mutant<GroupNormFamily> fam("gn_zero_padding(y_ARGS, n, g, G);", ";");
   Tally t = run(fam, "one_pass", "CACHE=8,VEC=4,WG=256", "f32.buffer.nc4hw4");

@@ -21,8 +21,10 @@
 #if AFP_F16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #define afp float16_t
+#define afp4 f16vec4
 #else
 #define afp float
+#define afp4 vec4
 #endif
 // Whatever the arithmetic type, reductions (sums, statistics, softmax's max and sum) stay
 // float in every shader: half's 11 bits would lose a sum of thousands of terms.

@@ -31,6 +31,44 @@ VariantDef makeVariant(const std::string& name, const std::string& define, const
   return v;
 }
 
+// split: TX tokens per work-group, each token's channel slices (4 channels) dealt round-robin
+// over PARTS work-items; the parts' sums meet in local memory, added in part order (so the
+// result does not depend on scheduling). Why: on NC4HW4 a token's channels are HW * 4
+// elements apart, so cooperative's work-group per token reads 8-byte pieces scattered over
+// the tensor (27 us for SD 1.5's 2x320x1x4096 LayerNorm on an H100, about 10x its bytes'
+// time), while per_item's one work-item per token leaves a GPU mostly idle (8192 tokens)
+// with C / 4 dependent steps each. Here a warp's lanes read adjacent tokens (contiguous in
+// both layouts) and PARTS work-items share each token's walk.
+VariantDef makeSplitVariant() {
+  VariantDef v;
+  v.name = "split";
+  v.summary = "TX tokens per work-group, each token's channels dealt over PARTS work-items";
+  v.defines = {{"TOKEN_SPLIT", 1}};
+  v.params = {{"TX", {32, 16, 64, 8}, "tokens per work-group (adjacent tokens: the coalesced dimension)"},
+              {"PARTS", {8, 4, 16, 2}, "work-items sharing one token's channels"}};
+  v.constraints = {{"TX * PARTS in 64..512", [](const ParamPoint& p) {
+                      const int wg = p["TX"] * p["PARTS"];
+                      return wg >= 64 && wg <= 512;
+                    }}};
+  v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["TX"] * p["PARTS"]); };
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["TX"] * p["PARTS"]) * 8; };
+  // Untuned: the most parts the channels give work to (at least 4 slices each, so the
+  // reduction stays small against the walk), the tokens per group shrunk while the
+  // dispatch would have fewer than 128 work-groups (a few-token instance, e.g. 2x1280x1x64).
+  v.fitDefaults = [](const ParamPoint&, const Problem& prob) {
+    const Shape s = prob.shape();
+    const int64_t slices = (s.c + 3) / 4, tokens = s.n * s.hw();
+    int parts = 16;
+    while (parts > 2 && slices < 4 * parts) parts /= 2;
+    int tx = 64;
+    while (tx > 8 && (tx * parts > 512 || (tokens + tx - 1) / tx < 128)) tx /= 2;
+    while (tx * parts < 64) parts *= 2;  // the work-group's lower bound
+    return std::map<std::string, int>{{"TX", tx}, {"PARTS", parts}};
+  };
+  v.defaultRank = 1;
+  return v;
+}
+
 }  // namespace
 
 std::string TokenRowProblem::text() const {
@@ -49,7 +87,10 @@ TokenRowFamily::TokenRowFamily(std::string name, std::string kernelPrefix, bool 
                 makeVariant("cooperative", "COOPERATIVE", "one work-group per token with a local-memory reduction"),
                 // Its kernel <prefix>_cooperative_f16 (what stays f32: the family's .cl).
                 halfVariant(makeVariant("cooperative", "COOPERATIVE", ""),
-                            "cooperative computing per element in half (cl_khr_fp16); the row's reduction in f32")} {}
+                            "cooperative computing per element in half (cl_khr_fp16); the row's reduction in f32"),
+                makeSplitVariant(),
+                halfVariant(makeSplitVariant(),
+                            "split computing per element in half (cl_khr_fp16); the token's sums in f32")} {}
 
 std::vector<TensorSlot> TokenRowFamily::slots() const {
   if (!affine_) return {{"x", Access::Read, true}, {"y", Access::Write, true}};
@@ -126,11 +167,15 @@ std::unique_ptr<PreparedOp> TokenRowFamily::prepare(Context& ctx, const VariantD
                                                     const Problem& prob, const StorageFormat& f) const {
   const auto& rp = asRow(prob, name_);
   const ClBuiltProgram program = buildProgram(ctx, v, p, f, 1);
-  const size_t wg = p["WG"], hw = static_cast<size_t>(rp.dims.hw()), n = static_cast<size_t>(rp.dims.n);
+  const size_t hw = static_cast<size_t>(rp.dims.hw()), n = static_cast<size_t>(rp.dims.n);
   Launch l;
   if (v.name == "per_item") {
-    l = Launch::cover(2, {hw, n, 1}, {wg, 1, 1});
+    l = Launch::cover(2, {hw, n, 1}, {static_cast<size_t>(p["WG"]), 1, 1});
+  } else if (baseVariantName(v) == "split") {
+    const size_t tx = p["TX"], parts = p["PARTS"];
+    l = Launch::cover(3, {hw, parts, n}, {tx, parts, 1});
   } else {
+    const size_t wg = p["WG"];
     l = Launch::cover(1, {wg * n * hw, 1, 1}, {wg, 1, 1});  // a work-group per row
   }
   // The attribute is the kernels' one scalar, under its attribute name (eps, scale).

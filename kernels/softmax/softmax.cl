@@ -3,7 +3,9 @@
 // channels. x (read), y (write); every storage format through LOAD4/STORE4. The row
 // maximum is subtracted before exp, so large logits (tests add +100) cannot overflow.
 // Parameters: WG (work-group size, a power of two); per_item: a work-item per token;
-// cooperative: a work-group per token, combining (max, sum) pairs (online softmax).
+// cooperative: a work-group per token, combining (max, sum) pairs (online softmax);
+// split (TX, PARTS): TX tokens per work-group, each token's slices dealt over PARTS
+// work-items, their pairs combined in part order (kernels/common/token_row_family.cpp).
 
 // Slice s of token (n, hw), scaled, with the padding lanes (channels >= C) at -inf.
 #define SM_SLICE(n, s, hw, scale) sm_mask(x_LOAD4(n, s, hw) * (scale), s, x_C)
@@ -28,14 +30,16 @@ void sm_per_item(x_PARAMS, y_PARAMS, const float scale) {
 }
 #endif
 
-#ifdef COOPERATIVE
+#if defined(COOPERATIVE) || defined(TOKEN_SPLIT)
 // (max, sum of exp(x - max)) of two parts, as one.
 inline float2 sm_combine(float2 a, float2 b) {
   const float m = fmax(a.x, b.x);
   if (m == -INFINITY) return (float2)(m, 0.0f);
   return (float2)(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
 }
+#endif
 
+#ifdef COOPERATIVE
 // Grid (WG * N * HW): work-group r handles token r % HW of sample r / HW.
 __kernel __attribute__((reqd_work_group_size(WG, 1, 1)))
 void sm_cooperative(x_PARAMS, y_PARAMS, const float scale) {
@@ -96,3 +100,51 @@ void sm_cooperative_f16(x_PARAMS, y_PARAMS, const float scale) {
     y_STORE4(n, s, hw, convert_float4(exp(convert_half4(SM_SLICE(n, s, hw, scale) - t.x)) * inv));
 }
 #endif  // SD_HALF
+
+#ifdef TOKEN_SPLIT
+// Token (n, hw)'s (max, sum) pair: each part's over slices part, part + PARTS, .. (EXPF
+// its exponential), then the PARTS pairs combined in part order through red, every part
+// reading the total. Spare lanes past HW walk the last token (no store), so every
+// work-item reaches the barrier.
+#define SM_SPLIT_PAIR(red, EXPF)                                                    \
+  const int tx = get_local_id(0), part = get_local_id(1), n = get_global_id(2);    \
+  const int hw = get_global_id(0), t = min(hw, x_HW - 1);                           \
+  float2 acc = (float2)(-INFINITY, 0.0f);                                           \
+  for (int s = part; s < x_SLICES; s += PARTS) {                                    \
+    const float4 v = SM_SLICE(n, s, t, scale);                                      \
+    const float m = sm_max4(v);                                                     \
+    acc = sm_combine(acc, (float2)(m, sd_hsum4(EXPF(v - m))));                      \
+  }                                                                                 \
+  red[part][tx] = acc;                                                              \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                     \
+  float2 tot = red[0][tx];                                                          \
+  for (int k = 1; k < PARTS; ++k) tot = sm_combine(tot, red[k][tx])
+#define SM_EXP_F32(v) exp(v)
+
+// Grid (roundup(HW, TX), PARTS, N), work-groups (TX, PARTS, 1).
+__kernel __attribute__((reqd_work_group_size(TX, PARTS, 1)))
+void sm_split(x_PARAMS, y_PARAMS, const float scale) {
+  __local float2 red[PARTS][TX];
+  SM_SPLIT_PAIR(red, SM_EXP_F32);
+  const float inv = 1.0f / tot.y;
+  if (hw >= x_HW) return;
+  for (int s = part; s < x_SLICES; s += PARTS) y_STORE4(n, s, hw, exp(SM_SLICE(n, s, hw, scale) - tot.x) * inv);
+}
+#endif
+
+#if defined(TOKEN_SPLIT) && defined(SD_HALF)
+// split_f16: sm_split with the exponentials and the normalization in half, as
+// cooperative_f16 (what stays f32, and why, is said there).
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define SM_EXP_F16(v) convert_float4(exp(convert_half4(v)))
+// Grid (roundup(HW, TX), PARTS, N), work-groups (TX, PARTS, 1).
+__kernel __attribute__((reqd_work_group_size(TX, PARTS, 1)))
+void sm_split_f16(x_PARAMS, y_PARAMS, const float scale) {
+  __local float2 red[PARTS][TX];
+  SM_SPLIT_PAIR(red, SM_EXP_F16);
+  const half inv = (half)(1.0f / tot.y);
+  if (hw >= x_HW) return;
+  for (int s = part; s < x_SLICES; s += PARTS)
+    y_STORE4(n, s, hw, convert_float4(exp(convert_half4(SM_SLICE(n, s, hw, scale) - tot.x)) * inv));
+}
+#endif  // TOKEN_SPLIT && SD_HALF
