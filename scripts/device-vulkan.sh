@@ -566,6 +566,22 @@ if want ln; then
     step 60 ln-$i $B --shape $sh --attrs eps=1e-05 --variant cooperative_f16,split_f16 --points 6
   done
   grep -hE "^layernorm " "$R"/ln-*.txt > "$R/ln.txt"; cat "$R/ln.txt"
+  # GroupNorm two_pass_f16's NC4HW4 slices (QUADS, session 45) against its per-element
+  # form (SDSPEED_VK_GN_PER_ELEMENT=1), at the UNet's and the VAE's largest instances.
+  B="$S bench --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --llc-mib 60 --op groupnorm"
+  i=0
+  for sh in 2x320x64x64:eps=1e-05,silu=1 2x320x1x4096:eps=1e-06,silu=0 1x128x512x512:eps=1e-06,silu=1 1x512x128x128:eps=1e-06,silu=1; do
+    i=$((i + 1))
+    step 60 gnq-$i $B --shape ${sh%%:*} --attrs g=32,${sh#*:} --variant two_pass_f16 --points 4
+    step 60 gne-$i env SDSPEED_VK_GN_PER_ELEMENT=1 $B --shape ${sh%%:*} --attrs g=32,${sh#*:} --variant two_pass_f16 --points 4
+  done
+  for f in "$R"/gnq-*.txt "$R"/gne-*.txt; do echo "${f##*/}: $(grep -hE "^groupnorm " "$f" | head -1)"; done > "$R/gn-quads.txt"
+  cat "$R/gn-quads.txt"
+  # The race command: before both (the database's LayerNorms, GroupNorm per element), with
+  # GroupNorm's slices, then with split_f16 named for every LayerNorm too.
+  step 100 run-vulkan-f16-before env SDSPEED_VK_GN_PER_ELEMENT=1 $S run $SD --report "$R/run-vulkan-f16-before.json" \
+    -o "$R/run-vulkan-f16-before.png" --save-decoded "$R/run-vulkan-f16-before.safetensors" --backend vulkan \
+    --arithmetic f16 --precision f16 --weights f16
   sd_run run-vulkan-f16-db 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   sd_run run-vulkan-f16-ln-split 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --variant layernorm=split_f16

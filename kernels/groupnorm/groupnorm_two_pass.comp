@@ -16,6 +16,13 @@
 // GroupNorms took 17.6 ms (results/vulkan/taps/README.md), against ~43 us each at the
 // card's bandwidth. SPLIT spreads a group's statistics over SPLIT work-groups and the
 // normalize pass over every element.
+// QUADS = 1 (the lowering's choice for NC4HW4, since session 45): both stages read and
+// write whole slices (4 channels of a position, one vector access; the X4 / R4 / Y4
+// views), lanes outside the group masked: STAGE 0's chunks are ranges of positions
+// walked for each slice the group touches (no division per element), and STAGE 1 has an
+// invocation per (slice, position), grid (ceil(HW / NWG), slices, N), the slice's up to 4
+// groups' statistics set up in shared memory by its first 4 invocations. Per element
+// (QUADS = 0) a lane of NC4HW4 read 2 bytes 8 apart, and STAGE 0 divided by HW per element.
 // Statistics in float always; in the f16-arithmetic modules (two_pass_f16) the
 // per-element math after them is float16_t, x - mean formed in float first (as
 // one_pass_f16). gamma and beta are uint words holding f32 or f16 (weights.glsl).
@@ -26,6 +33,7 @@ layout(local_size_x_id = 0) in;  // STAGE 0: the family's WG (a power of two); S
 layout(constant_id = 1) const uint VEC = 4;    // STAGE 0: consecutive elements per invocation and chunk
 layout(constant_id = 2) const uint SPLIT = 8;  // work-groups sharing one group's statistics
 layout(constant_id = 3) const uint STAGE = 0;
+layout(constant_id = 4) const uint QUADS = 0;  // 1: NC4HW4 slices (see above)
 
 layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, G, wgamma)
@@ -33,6 +41,9 @@ SD_WEIGHT_BUFFER(2, Bt, wbeta)
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
 layout(std430, binding = 5) buffer Part { float part[]; };  // N * G * SPLIT * 2 floats (the op's scratch)
+layout(std430, binding = 0) readonly buffer X4 { sfp4 x4[]; };  // x, res and y again, as NC4HW4 slices
+layout(std430, binding = 3) readonly buffer R4 { sfp4 res4[]; };
+layout(std430, binding = 4) writeonly buffer Y4 { sfp4 y4[]; };
 layout(push_constant) uniform Push {
   uint C, HW, G, flags, layout_;  // flags: 1 = SiLU, 2 = residual
   float eps;
@@ -40,6 +51,69 @@ layout(push_constant) uniform Push {
 
 shared vec2 red[gl_WorkGroupSize.x];
 shared float stat[2];  // STAGE 1: the group's mean of x - K, and rstd
+shared vec3 quadStat[4];  // STAGE 1, QUADS: per lane of the slice, its group's K, mean of x - K, rstd
+
+// Channels 4s .. 4s + 3 that lie in [c0, c1).
+bvec4 lanesIn(uint s, uint c0, uint c1) {
+  const uvec4 c = uvec4(4u * s) + uvec4(0u, 1u, 2u, 3u);
+  return bvec4(uvec4(greaterThanEqual(c, uvec4(c0))) * uvec4(lessThan(c, uvec4(c1))));
+}
+
+void statisticsQuads() {
+  const uint chunk = gl_WorkGroupID.x, ng = gl_WorkGroupID.y, n = ng / p.G, g = ng % p.G;
+  const uint cpg = p.C / p.G, c0 = g * cpg, lid = gl_LocalInvocationID.x, S = (p.C + 3u) / 4u;
+  const float K = float(x[sd_index(p.layout_, n, c0, 0u, p.C, p.HW)]);
+  const uint per = (p.HW + SPLIT - 1u) / SPLIT, first = chunk * per, end = min(p.HW, first + per);
+  vec2 acc = vec2(0.0);
+  for (uint sl = c0 / 4u; sl <= (c0 + cpg - 1u) / 4u; ++sl) {
+    const vec4 live = vec4(lanesIn(sl, c0, c0 + cpg));
+    const uint row = (n * S + sl) * p.HW;
+    for (uint base = first; base < end; base += gl_WorkGroupSize.x * VEC)
+      [[unroll]] for (uint j = 0u; j < VEC; ++j) {
+        const uint hw = base + j * gl_WorkGroupSize.x + lid;
+        if (hw < end) {
+          const vec4 d = (vec4(x4[row + hw]) - K) * live;
+          acc += vec2(dot(d, vec4(1.0)), dot(d, d));
+        }
+      }
+  }
+  red[lid] = acc;
+  barrier();
+  for (uint off = gl_WorkGroupSize.x / 2u; off > 0u; off >>= 1u) {
+    if (lid < off) red[lid] += red[lid + off];
+    barrier();
+  }
+  if (lid == 0u) {
+    part[(ng * SPLIT + chunk) * 2u] = red[0].x;
+    part[(ng * SPLIT + chunk) * 2u + 1u] = red[0].y;
+  }
+}
+
+void normalizeQuads() {
+  const uint hw = gl_GlobalInvocationID.x, sl = gl_WorkGroupID.y, n = gl_WorkGroupID.z, lid = gl_LocalInvocationID.x;
+  const uint cpg = p.C / p.G, S = (p.C + 3u) / 4u;
+  if (lid < 4u) {  // lane lid's group: K, the mean of x - K and rstd from its SPLIT partials
+    const uint c = min(4u * sl + lid, p.C - 1u), g = c / cpg, ng = n * p.G + g;
+    vec2 t = vec2(0.0);
+    for (uint k = 0u; k < SPLIT; ++k) t += vec2(part[(ng * SPLIT + k) * 2u], part[(ng * SPLIT + k) * 2u + 1u]);
+    const float count = float(cpg * p.HW), m = t.x / count;
+    quadStat[lid] = vec3(float(x[sd_index(p.layout_, n, g * cpg, 0u, p.C, p.HW)]), m,
+                         inversesqrt(max(t.y / count - m * m, 0.0) + p.eps));
+  }
+  barrier();
+  if (hw >= p.HW) return;
+  const uint at = (n * S + sl) * p.HW + hw;
+  const vec4 v = vec4(x4[at]);
+  afp4 o;
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) {
+    const uint c = min(4u * sl + j, p.C - 1u);
+    const vec3 st = quadStat[j];
+    o[j] = afp((v[j] - st.x) - st.y) * afp(st.z) * afp(wgamma_p(c)) + afp(wbeta_p(c));
+  }
+  if ((p.flags & 1u) != 0u) o = o / (afp(1.0) + exp(-o));
+  if ((p.flags & 2u) != 0u) o += afp4(res4[at]);
+  y4[at] = sfp4(mix(vec4(0.0), vec4(o), lanesIn(sl, 0u, p.C)));  // NC4HW4's pad channels 0
+}
 
 void statistics() {
   const uint chunk = gl_WorkGroupID.x, ng = gl_WorkGroupID.y, n = ng / p.G, g = ng % p.G;
@@ -93,6 +167,11 @@ void normalize() {
 }
 
 void main() {
-  if (STAGE == 0u) statistics();
-  else normalize();
+  if (QUADS == 1u) {
+    if (STAGE == 0u) statisticsQuads();
+    else normalizeQuads();
+  } else {
+    if (STAGE == 0u) statistics();
+    else normalize();
+  }
 }

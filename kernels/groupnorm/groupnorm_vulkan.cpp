@@ -6,6 +6,7 @@
 // element; one recording, so the op's time is the first start to the last end. split
 // (co-resident work-groups that wait for each other) has no Vulkan kernels: refused with
 // one line, as a family without any is.
+#include <cstdlib>
 #include <cstring>
 
 #include "kernels/groupnorm/groupnorm_family.h"
@@ -33,13 +34,26 @@ std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend& be, const Fa
   auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
   if (base == "two_pass") {
     const auto& module = vulkanModuleFor("groupnorm_two_pass", f);
+    // NC4HW4: whole slices, one vector access each (QUADS, groupnorm_two_pass.comp);
+    // SDSPEED_VK_GN_PER_ELEMENT=1 turns it off (an A/B switch for one device call; the
+    // sweep cache does not record it).
+    static const bool perElement = [] {
+      const char* e = std::getenv("SDSPEED_VK_GN_PER_ELEMENT");
+      return e && std::string(e) == "1";
+    }();
+    const uint32_t quads = layout == 1u && !perElement ? 1u : 0u;
     auto pipeline = [&](uint32_t stage, uint32_t wg) {
       return &be.pipeline(module, 6, 6 * 4,
                           {vulkanLocalSizeX(be, wg), vk::specU32(1, u("VEC")), vk::specU32(2, u("SPLIT")),
-                           vk::specU32(3, stage), vulkanWeightFormat(fam, f)});  // gamma, beta: f32 or f16
+                           vk::specU32(3, stage), vk::specU32(4, quads),
+                           vulkanWeightFormat(fam, f)});  // gamma, beta: f32 or f16
     };
     const std::array<uint32_t, 3> statsGroups{u("SPLIT"), N * G, 1};
-    const std::array<uint32_t, 3> normGroups = channelGrid(s, layout, u("NWG"), 1);
+    // QUADS: an invocation per (slice, position); else per stored element.
+    const std::array<uint32_t, 3> normGroups =
+        quads ? std::array<uint32_t, 3>{(static_cast<uint32_t>(s.hw()) + u("NWG") - 1) / u("NWG"),
+                                        static_cast<uint32_t>((s.c + 3) / 4), N}
+              : channelGrid(s, layout, u("NWG"), 1);
     vulkanCheckGroupCount(be, "groupnorm " + v.name, statsGroups);
     vulkanCheckGroupCount(be, "groupnorm " + v.name, normGroups);
     const uint64_t partials = uint64_t{N} * G * u("SPLIT") * 2 * sizeof(float);
