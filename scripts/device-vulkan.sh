@@ -41,6 +41,10 @@
 #   38) checked and benched against one_pass_f16 at SD 1.5's GroupNorm shapes (the VAE's
 #   first), then the race command with it named for every GroupNorm and its profile (~3 min;
 #   not yet run).
+#   `ln`: layernorm/softmax split and split_f16 (session 45) checked on the GPU, LayerNorm
+#   benched against cooperative_f16 at SD 1.5's five instances, GroupNorm two_pass_f16's
+#   NC4HW4 slices against its per-element form (SDSPEED_VK_GN_PER_ELEMENT=1), and the race
+#   command before both, with the slices, and with split_f16 too (~5 min).
 #   `setup` instead: issue #22's setup target (<= 5 s with a warm pipeline cache, the weights
 #   read from an f16 safetensors file): SD 1.5's seeded weights written once as an f16
 #   checkpoint folder (`sdspeed quantize --random-weights --weights f16`, /tmp/sd15-f16, kept
