@@ -45,7 +45,7 @@ VariantDef makeSplitVariant() {
   v.summary = "TX tokens per work-group, each token's channels dealt over PARTS work-items";
   v.defines = {{"TOKEN_SPLIT", 1}};
   v.params = {{"TX", {32, 16, 64, 8}, "tokens per work-group (adjacent tokens: the coalesced dimension)"},
-              {"PARTS", {8, 4, 16, 2}, "work-items sharing one token's channels"}};
+              {"PARTS", {8, 4, 16, 2, 32, 64}, "work-items sharing one token's channels"}};
   v.constraints = {{"TX * PARTS in 64..512", [](const ParamPoint& p) {
                       const int wg = p["TX"] * p["PARTS"];
                       return wg >= 64 && wg <= 512;
