@@ -117,7 +117,7 @@ void splitMain() {
   for (uint s = part; s < S; s += PARTS) {
     const vec4 v = mix(vec4(-1.0 / 0.0), p.attr * load4(n, s, t, 0.0), live4(s));
     const float m = max(max(v.x, v.y), max(v.z, v.w));
-    acc = combine(acc, vec2(m, dot(vec4(exp(afp4(v - m))), vec4(1.0))));
+    acc = combine(acc, vec2(m, dot(exp(v - m), vec4(1.0))));  // the statistics in float (above)
   }
   acc = combineParts(acc, true);
   if (hw >= p.HW) return;

@@ -44,25 +44,29 @@ VariantDef makeSplitVariant() {
   v.name = "split";
   v.summary = "TX tokens per work-group, each token's channels dealt over PARTS work-items";
   v.defines = {{"TOKEN_SPLIT", 1}};
+  // Defaults: PARTS = 16 was the best split point at all five of SD 1.5's LayerNorm
+  // instances on an H100 (results/vulkan/session45/README.md).
   v.params = {{"TX", {32, 16, 64, 8}, "tokens per work-group (adjacent tokens: the coalesced dimension)"},
-              {"PARTS", {8, 4, 16, 2, 32, 64}, "work-items sharing one token's channels"}};
+              {"PARTS", {16, 8, 4, 2, 32, 64}, "work-items sharing one token's channels"}};
   v.constraints = {{"TX * PARTS in 64..512", [](const ParamPoint& p) {
                       const int wg = p["TX"] * p["PARTS"];
                       return wg >= 64 && wg <= 512;
                     }}};
   v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(p["TX"] * p["PARTS"]); };
   v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["TX"] * p["PARTS"]) * 8; };
-  // Untuned: the most parts the channels give work to (at least 4 slices each, so the
-  // reduction stays small against the walk), the tokens per group shrunk while the
-  // dispatch would have fewer than 128 work-groups (a few-token instance, e.g. 2x1280x1x64).
-  v.fitDefaults = [](const ParamPoint&, const Problem& prob) {
+  // Launch geometry for one problem, from the base point (the declared defaults, or a point
+  // tuned on another instance): PARTS halved while some part would get no slice at all (C
+  // under 4 * PARTS channels), TX halved while the dispatch would have fewer than 128
+  // work-groups (a few-token instance, e.g. 2x1280x1x64) or the group exceeds 512; then
+  // doubled back to the 64-item lower bound. A tuned point's PARTS and TX stay where the
+  // instance feeds them.
+  v.fitDefaults = [](const ParamPoint& base, const Problem& prob) {
     const Shape s = prob.shape();
     const int64_t slices = (s.c + 3) / 4, tokens = s.n * s.hw();
-    int parts = 16;
-    while (parts > 2 && slices < 4 * parts) parts /= 2;
-    int tx = 64;
+    int parts = base["PARTS"], tx = base["TX"];
+    while (parts > 2 && slices < parts) parts /= 2;
     while (tx > 8 && (tx * parts > 512 || (tokens + tx - 1) / tx < 128)) tx /= 2;
-    while (tx * parts < 64) parts *= 2;  // the work-group's lower bound
+    while (tx * parts < 64 && tx < 64) tx *= 2;  // the work-group's lower bound
     return std::map<std::string, int>{{"TX", tx}, {"PARTS", parts}};
   };
   v.defaultRank = 1;

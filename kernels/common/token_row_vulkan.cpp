@@ -41,6 +41,7 @@ std::unique_ptr<PreparedOp> lowerTokenRowVulkan(vk::VulkanBackend& be, const Fam
       coop    ? std::array<uint32_t, 3>{std::min(N * HW, 65535u), (N * HW + 65534u) / 65535u, 1}
       : split ? std::array<uint32_t, 3>{(HW + wg - 1) / wg, 1, N}
               : std::array<uint32_t, 3>{(HW + wg - 1) / wg, N, 1};
+  vulkanCheckGroupCount(be, fam.name() + " " + v.name, groups);
   return std::make_unique<VkDispatchOp>(be, pipe, std::vector<uint32_t>{N, C, HW, layout, attrBits}, groups,
                                         layerNorm ? kVkWeightBindings12 : 0u);
 }

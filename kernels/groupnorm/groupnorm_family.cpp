@@ -32,8 +32,9 @@ VariantDef twoPass() {
       {"NWG >= 4", [](const ParamPoint& p) { return p["NWG"] >= 4; }},
   };
   v.workGroupSize = [](const ParamPoint& p) { return static_cast<size_t>(std::max(p["WG"], p["NWG"])); };
-  // gn_stats: float2 red[WG]; gn_normalize: 3 x float[4].
-  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 8 + 48; };
+  // gn_stats: float2 red[WG]; gn_normalize: 3 x float[4] (OpenCL). Vulkan's
+  // groupnorm_two_pass.comp: vec2 red[WG], float stat[2] and vec3 quadStat[4] (<= 64 bytes).
+  v.localMemBytes = [](const ParamPoint& p) { return static_cast<size_t>(p["WG"]) * 8 + 72; };
   return v;
 }
 

@@ -66,13 +66,14 @@ void statisticsQuads() {
   const uint per = (p.HW + SPLIT - 1u) / SPLIT, first = chunk * per, end = min(p.HW, first + per);
   vec2 acc = vec2(0.0);
   for (uint sl = c0 / 4u; sl <= (c0 + cpg - 1u) / 4u; ++sl) {
-    const vec4 live = vec4(lanesIn(sl, c0, c0 + cpg));
+    const bvec4 live = lanesIn(sl, c0, c0 + cpg);
     const uint row = (n * S + sl) * p.HW;
     for (uint base = first; base < end; base += gl_WorkGroupSize.x * VEC)
       [[unroll]] for (uint j = 0u; j < VEC; ++j) {
         const uint hw = base + j * gl_WorkGroupSize.x + lid;
         if (hw < end) {
-          const vec4 d = (vec4(x4[row + hw]) - K) * live;
+          // A select, not a product: another group's inf or NaN stays out of this one's sums.
+          const vec4 d = mix(vec4(0.0), vec4(x4[row + hw]) - K, live);
           acc += vec2(dot(d, vec4(1.0)), dot(d, d));
         }
       }
