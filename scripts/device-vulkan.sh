@@ -583,9 +583,9 @@ if want ln; then
   cat "$R/gn-quads.txt"
   # The race command: before both (the database's LayerNorms, GroupNorm per element), with
   # GroupNorm's slices, then with split_f16 named for every LayerNorm too.
-  step 100 run-vulkan-f16-before env SDSPEED_VK_GN_PER_ELEMENT=1 $S run $SD --report "$R/run-vulkan-f16-before.json" \
-    -o "$R/run-vulkan-f16-before.png" --save-decoded "$R/run-vulkan-f16-before.safetensors" --backend vulkan \
-    --arithmetic f16 --precision f16 --weights f16
+  # (An assignment before a function call is in the environment of what the function runs.)
+  SDSPEED_VK_GN_PER_ELEMENT=1 sd_run run-vulkan-f16-before 100 --backend vulkan --arithmetic f16 --precision f16 \
+    --weights f16
   sd_run run-vulkan-f16-db 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   sd_run run-vulkan-f16-ln-split 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --variant layernorm=split_f16

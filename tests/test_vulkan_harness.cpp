@@ -255,6 +255,17 @@ TEST(VulkanHarnessCoverage, GroupNormTwoPassRunsEverySplit) {
     const CheckResult r = checkCase(*be, fam, h, v.parsePoint("SPLIT=4"), *prob, fh, 17);
     EXPECT_EQ(r.status, Status::Ok) << r.problem << ": " << r.message;
   }
+  // SDSPEED_VK_GN_PER_ELEMENT=1 (the device script's A/B switch): NC4HW4 per element
+  // again, not in slices (QUADS = 0), f32 and f16 arithmetic.
+  setenv("SDSPEED_VK_GN_PER_ELEMENT", "1", 1);
+  for (const auto& prob : fam.checkProblems(false)) {
+    const CheckResult r = checkCase(*be, fam, v, v.defaults(), *prob, StorageFormat::parse("f32.buffer.nc4hw4"), 19);
+    EXPECT_EQ(r.status, Status::Ok) << r.problem << ": " << r.message;
+    EXPECT_EQ(r.badPadding, 0u);
+    const CheckResult rh = checkCase(*be, fam, h, v.defaults(), *prob, fh, 23);
+    EXPECT_EQ(rh.status, Status::Ok) << rh.problem << ": " << rh.message;
+  }
+  unsetenv("SDSPEED_VK_GN_PER_ELEMENT");
   const auto prob = fam.checkProblems(false).front();
   auto op = prepareOp(*be, fam, v, v.defaults(), *prob, StorageFormat{});
   OpTensors t = OpTensors::create(*be, fam, *prob, StorageFormat{}, false);

@@ -57,5 +57,11 @@ uint sd_index(uint layout_, uint n, uint c, uint hw, uint C, uint HW) {
 // an expression (`pair * F + o` gave a branch and a merge again).
 #define SD_GUARD(ok, v) ((ok) ? (v) : 0u)
 
+// NC4HW4: the lanes of slice s (channels 4s .. 4s + 3) that lie in [c0, c1).
+bvec4 sd_slice_lanes(uint s, uint c0, uint c1) {
+  const uvec4 c = uvec4(4u * s) + uvec4(0u, 1u, 2u, 3u);
+  return bvec4(uvec4(greaterThanEqual(c, uvec4(c0))) * uvec4(lessThan(c, uvec4(c1))));
+}
+
 // Channels a layout stores per sample: C, or C rounded up to whole slices.
 uint sd_stored_channels(uint layout_, uint C) { return layout_ == SD_NCHW ? C : (C + 3u) / 4u * 4u; }

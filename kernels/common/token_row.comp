@@ -68,17 +68,17 @@ vec2 reduceGroup(vec2 v, bool softmaxPair) {
 }
 
 // The lanes of slice s that hold channels (< C).
-bvec4 live4(uint s) {
-  const uint c = 4u * s;
-  return lessThan(uvec4(c, c + 1u, c + 2u, c + 3u), uvec4(p.C));
-}
+bvec4 live4(uint s) { return sd_slice_lanes(s, 0u, p.C); }
+
+// Slice s of token (n, t) in the NC4HW4 views X4 / Y4.
+uint sliceIndex(uint n, uint s, uint t) { return (n * ((p.C + 3u) / 4u) + s) * p.HW + t; }
 
 // Slice s (channels 4s .. 4s + 3) of token (n, t); lanes past C read as `pad`.
 vec4 load4(uint n, uint s, uint t, float pad) {
   const uint c = 4u * s;
   vec4 v;
   if (p.layout_ == SD_NC4HW4) {
-    v = vec4(x4[(n * ((p.C + 3u) / 4u) + s) * p.HW + t]);
+    v = vec4(x4[sliceIndex(n, s, t)]);
   } else {
     [[unroll]] for (uint j = 0u; j < 4u; ++j) v[j] = load(n, min(c + j, p.C - 1u), t);
   }
@@ -90,7 +90,7 @@ void store4(uint n, uint s, uint t, vec4 v) {
   const uint c = 4u * s;
   const bvec4 live = live4(s);
   if (p.layout_ == SD_NC4HW4) {
-    y4[(n * ((p.C + 3u) / 4u) + s) * p.HW + t] = sfp4(mix(vec4(0.0), v, live));
+    y4[sliceIndex(n, s, t)] = sfp4(mix(vec4(0.0), v, live));
   } else {
     [[unroll]] for (uint j = 0u; j < 4u; ++j)
       if (live[j]) store(n, c + j, t, v[j]);

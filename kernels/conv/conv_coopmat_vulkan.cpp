@@ -16,7 +16,6 @@
 // first call with a weight tensor and kept per tensor (VkDerivedWeights); that dispatch's
 // event is dropped, so the op's time is the per-inference work, as Winograd's. Per call
 // (the executor's memory modes), they are made into a scratch region at every call, timed.
-#include <cstdlib>
 #include <optional>
 
 #include "kernels/conv/conv_family.h"
@@ -37,12 +36,6 @@ constexpr uint32_t kPushWords = 7;  // Cin, H, W, Cout, Ho, Wo, flags (the layou
 constexpr uint32_t kReduceWg = 64;
 // The weight rows' pass: an invocation per 8-half chunk, 64 chunks of one row per group.
 constexpr uint32_t kWeightsWg = 64;
-
-// Read at every lowering (not once): a test switches it per case.
-bool channelMajorForced() {
-  const char* e = std::getenv("SDSPEED_VK_CONV_CHANNEL_MAJOR");
-  return e && std::string(e) == "1";
-}
 
 using Pass = VkMultiDispatchOp::Pass;
 
@@ -128,7 +121,7 @@ std::unique_ptr<PreparedOp> lowerConvCoopMatVulkan(vk::VulkanBackend& be, const 
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
   const uint32_t K = u32(d.cin * d.kernel * d.kernel);
   const ConvScratch s = ConvFamily::scratch(v, c, p);
-  const bool taps = s.weights > 0 && !channelMajorForced();
+  const bool taps = s.weights > 0 && !vulkanSwitch("SDSPEED_VK_CONV_CHANNEL_MAJOR");
   const uint32_t bvec = taps ? 0u : vulkanWeightChunks(fam, f, K);  // conv_coopmat.comp's BVEC
   // Output channels in tiles of BN (a multiple of 8): they also cover NC4HW4's padding
   // channels, which the shader writes as 0 (or, split, the reduce pass does).

@@ -53,31 +53,9 @@ shared vec2 red[gl_WorkGroupSize.x];
 shared float stat[2];  // STAGE 1: the group's mean of x - K, and rstd
 shared vec3 quadStat[4];  // STAGE 1, QUADS: per lane of the slice, its group's K, mean of x - K, rstd
 
-// Channels 4s .. 4s + 3 that lie in [c0, c1).
-bvec4 lanesIn(uint s, uint c0, uint c1) {
-  const uvec4 c = uvec4(4u * s) + uvec4(0u, 1u, 2u, 3u);
-  return bvec4(uvec4(greaterThanEqual(c, uvec4(c0))) * uvec4(lessThan(c, uvec4(c1))));
-}
-
-void statisticsQuads() {
-  const uint chunk = gl_WorkGroupID.x, ng = gl_WorkGroupID.y, n = ng / p.G, g = ng % p.G;
-  const uint cpg = p.C / p.G, c0 = g * cpg, lid = gl_LocalInvocationID.x, S = (p.C + 3u) / 4u;
-  const float K = float(x[sd_index(p.layout_, n, c0, 0u, p.C, p.HW)]);
-  const uint per = (p.HW + SPLIT - 1u) / SPLIT, first = chunk * per, end = min(p.HW, first + per);
-  vec2 acc = vec2(0.0);
-  for (uint sl = c0 / 4u; sl <= (c0 + cpg - 1u) / 4u; ++sl) {
-    const bvec4 live = lanesIn(sl, c0, c0 + cpg);
-    const uint row = (n * S + sl) * p.HW;
-    for (uint base = first; base < end; base += gl_WorkGroupSize.x * VEC)
-      [[unroll]] for (uint j = 0u; j < VEC; ++j) {
-        const uint hw = base + j * gl_WorkGroupSize.x + lid;
-        if (hw < end) {
-          // A select, not a product: another group's inf or NaN stays out of this one's sums.
-          const vec4 d = mix(vec4(0.0), vec4(x4[row + hw]) - K, live);
-          acc += vec2(dot(d, vec4(1.0)), dot(d, d));
-        }
-      }
-  }
+// STAGE 0: the work-group's sums of (x - K, (x - K)^2) added over its invocations (a tree)
+// and written as partial `chunk` of (sample, group) ng.
+void storePartial(vec2 acc, uint ng, uint chunk, uint lid) {
   red[lid] = acc;
   barrier();
   for (uint off = gl_WorkGroupSize.x / 2u; off > 0u; off >>= 1u) {
@@ -90,16 +68,43 @@ void statisticsQuads() {
   }
 }
 
+// STAGE 1: (sample, group) ng's mean of x - K and rstd, from its SPLIT partials added in
+// chunk order (the result does not depend on scheduling).
+vec2 groupStatistics(uint ng) {
+  vec2 t = vec2(0.0);
+  for (uint k = 0u; k < SPLIT; ++k) t += vec2(part[(ng * SPLIT + k) * 2u], part[(ng * SPLIT + k) * 2u + 1u]);
+  const float count = float(p.C / p.G * p.HW), m = t.x / count;
+  return vec2(m, inversesqrt(max(t.y / count - m * m, 0.0) + p.eps));
+}
+
+void statisticsQuads() {
+  const uint chunk = gl_WorkGroupID.x, ng = gl_WorkGroupID.y, n = ng / p.G, g = ng % p.G;
+  const uint cpg = p.C / p.G, c0 = g * cpg, lid = gl_LocalInvocationID.x, S = (p.C + 3u) / 4u;
+  const float K = float(x[sd_index(p.layout_, n, c0, 0u, p.C, p.HW)]);
+  const uint per = (p.HW + SPLIT - 1u) / SPLIT, first = chunk * per, end = min(p.HW, first + per);
+  vec2 acc = vec2(0.0);
+  for (uint sl = c0 / 4u; sl <= (c0 + cpg - 1u) / 4u; ++sl) {
+    const bvec4 live = sd_slice_lanes(sl, c0, c0 + cpg);
+    const uint row = (n * S + sl) * p.HW;
+    for (uint base = first; base < end; base += gl_WorkGroupSize.x * VEC)
+      [[unroll]] for (uint j = 0u; j < VEC; ++j) {
+        const uint hw = base + j * gl_WorkGroupSize.x + lid;
+        if (hw < end) {
+          // A select, not a product: another group's inf or NaN stays out of this one's sums.
+          const vec4 d = mix(vec4(0.0), vec4(x4[row + hw]) - K, live);
+          acc += vec2(dot(d, vec4(1.0)), dot(d, d));
+        }
+      }
+  }
+  storePartial(acc, ng, chunk, lid);
+}
+
 void normalizeQuads() {
   const uint hw = gl_GlobalInvocationID.x, sl = gl_WorkGroupID.y, n = gl_WorkGroupID.z, lid = gl_LocalInvocationID.x;
   const uint cpg = p.C / p.G, S = (p.C + 3u) / 4u;
   if (lid < 4u) {  // lane lid's group: K, the mean of x - K and rstd from its SPLIT partials
-    const uint c = min(4u * sl + lid, p.C - 1u), g = c / cpg, ng = n * p.G + g;
-    vec2 t = vec2(0.0);
-    for (uint k = 0u; k < SPLIT; ++k) t += vec2(part[(ng * SPLIT + k) * 2u], part[(ng * SPLIT + k) * 2u + 1u]);
-    const float count = float(cpg * p.HW), m = t.x / count;
-    quadStat[lid] = vec3(float(x[sd_index(p.layout_, n, g * cpg, 0u, p.C, p.HW)]), m,
-                         inversesqrt(max(t.y / count - m * m, 0.0) + p.eps));
+    const uint c = min(4u * sl + lid, p.C - 1u), g = c / cpg;
+    quadStat[lid] = vec3(float(x[sd_index(p.layout_, n, g * cpg, 0u, p.C, p.HW)]), groupStatistics(n * p.G + g));
   }
   barrier();
   if (hw >= p.HW) return;
@@ -113,7 +118,7 @@ void normalizeQuads() {
   }
   if ((p.flags & 1u) != 0u) o = o / (afp(1.0) + exp(-o));
   if ((p.flags & 2u) != 0u) o += afp4(res4[at]);
-  y4[at] = sfp4(mix(vec4(0.0), vec4(o), lanesIn(sl, 0u, p.C)));  // NC4HW4's pad channels 0
+  y4[at] = sfp4(mix(vec4(0.0), vec4(o), sd_slice_lanes(sl, 0u, p.C)));  // NC4HW4's pad channels 0
 }
 
 void statistics() {
@@ -130,16 +135,7 @@ void statistics() {
         s += vec2(v, v * v);
       }
     }
-  red[lid] = s;
-  barrier();
-  for (uint off = gl_WorkGroupSize.x / 2u; off > 0u; off >>= 1u) {
-    if (lid < off) red[lid] += red[lid + off];
-    barrier();
-  }
-  if (lid == 0u) {
-    part[(ng * SPLIT + chunk) * 2u] = red[0].x;
-    part[(ng * SPLIT + chunk) * 2u + 1u] = red[0].y;
-  }
+  storePartial(s, ng, chunk, lid);
 }
 
 void normalize() {
@@ -150,11 +146,9 @@ void normalize() {
   }
   const uint cpg = p.C / p.G, g = c / cpg, ng = n * p.G + g;
   if (gl_LocalInvocationID.x == 0u) {
-    vec2 t = vec2(0.0);
-    for (uint k = 0u; k < SPLIT; ++k) t += vec2(part[(ng * SPLIT + k) * 2u], part[(ng * SPLIT + k) * 2u + 1u]);
-    const float count = float(cpg * p.HW), m = t.x / count;
-    stat[0] = m;
-    stat[1] = inversesqrt(max(t.y / count - m * m, 0.0) + p.eps);
+    const vec2 st = groupStatistics(ng);
+    stat[0] = st.x;
+    stat[1] = st.y;
   }
   barrier();
   if (hw >= p.HW) return;

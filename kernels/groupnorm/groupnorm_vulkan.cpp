@@ -6,7 +6,6 @@
 // element; one recording, so the op's time is the first start to the last end. split
 // (co-resident work-groups that wait for each other) has no Vulkan kernels: refused with
 // one line, as a family without any is.
-#include <cstdlib>
 #include <cstring>
 
 #include "kernels/groupnorm/groupnorm_family.h"
@@ -35,13 +34,8 @@ std::unique_ptr<PreparedOp> lowerGroupNormVulkan(vk::VulkanBackend& be, const Fa
   if (base == "two_pass") {
     const auto& module = vulkanModuleFor("groupnorm_two_pass", f);
     // NC4HW4: whole slices, one vector access each (QUADS, groupnorm_two_pass.comp);
-    // SDSPEED_VK_GN_PER_ELEMENT=1 turns it off (an A/B switch for one device call; the
-    // sweep cache does not record it).
-    static const bool perElement = [] {
-      const char* e = std::getenv("SDSPEED_VK_GN_PER_ELEMENT");
-      return e && std::string(e) == "1";
-    }();
-    const uint32_t quads = layout == 1u && !perElement ? 1u : 0u;
+    // SDSPEED_VK_GN_PER_ELEMENT=1 turns it off (an A/B switch).
+    const uint32_t quads = layout == 1u && !vulkanSwitch("SDSPEED_VK_GN_PER_ELEMENT") ? 1u : 0u;
     auto pipeline = [&](uint32_t stage, uint32_t wg) {
       return &be.pipeline(module, 6, 6 * 4,
                           {vulkanLocalSizeX(be, wg), vk::specU32(1, u("VEC")), vk::specU32(2, u("SPLIT")),

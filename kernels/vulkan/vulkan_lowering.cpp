@@ -146,11 +146,13 @@ std::array<uint32_t, 3> channelGrid(const Shape& out, uint32_t layout, uint32_t 
   return {(perItem + wg - 1) / wg, stored, static_cast<uint32_t>(out.n)};
 }
 
+bool vulkanSwitch(const char* name) {
+  const char* e = std::getenv(name);
+  return e && std::string(e) == "1";
+}
+
 bool vulkanVectorStaging() {
-  static const bool on = [] {
-    const char* e = std::getenv("SDSPEED_VK_SCALAR_STAGING");
-    return !(e && std::string(e) == "1");
-  }();
+  static const bool on = !vulkanSwitch("SDSPEED_VK_SCALAR_STAGING");
   return on;
 }
 

@@ -49,6 +49,10 @@ void vulkanCheckGroupCount(vk::VulkanBackend& be, const std::string& what, const
 // (kernels/common/weights.glsl's SD_WFMT): the op's weight format, fam.keyFormat(f).weights
 // (0 f32, 1 f16, 2 q8_0, 3 q4_0); the non-quantizable slots are f16 under q8_0/q4_0.
 vk::SpecConstant vulkanWeightFormat(const Family& fam, const StorageFormat& f);
+// Whether the environment sets the A/B switch `name` to 1 (the device scripts' switches for
+// measuring a change both ways in one call; the sweep cache does not record them). Read at
+// each call, so a test can switch it per case.
+bool vulkanSwitch(const char* name);
 // Whether the coopmat shaders may stage x and w with vector loads (gemm_coopmat.comp's
 // AVEC / BVEC, conv_coopmat.comp's BVEC) where the problem allows: true unless the
 // environment sets SDSPEED_VK_SCALAR_STAGING=1, an ablation switch for measuring what they
