@@ -287,7 +287,6 @@ int cmdTune(const std::vector<std::string>& argv) {
       std::cout << inst.text() << ": " << strategyName << ", " << budget << " of " << instSpace.size() << " points"
                 << std::endl;
       const ProblemPtr prob = inst.problem(fam);
-      auto strategy = makeStrategy(strategyName, instSpace, budget, seed, prob.get());
       DeviceEvaluator eval(ctx, fam, inst, instSpace, cache, policy, seed);
       // The points the database already records for the instance (each variant's, tuned
       // against this source or an older one) are timed first, beside the budget, as the
@@ -295,11 +294,15 @@ int cmdTune(const std::vector<std::string>& argv) {
       // the old winner would otherwise replace it with a slower entry (session 42: the
       // VAE's attention, 3.6 ms at its recorded point, re-tuned at 5 points to 9.9 ms).
       const RecordedFirst recorded = timeRecordedPoints(mergedDb ? *mergedDb : db, inst, instSpace, eval);
+      // anneal and model walk from those points (the best first); proposed again, they are
+      // cache hits beside the budget.
+      auto strategy = makeStrategy(strategyName, instSpace, budget, seed, prob.get(), recorded.indexes);
+      const size_t searchBudget = std::min(instSpace.size(), budget + strategy->knownProposals());
       // Exhaustive and random search know their order: build the budget's points ahead.
       std::vector<size_t> order = strategy->plannedOrder();
       if (order.size() > budget) order.resize(budget);
       if (!order.empty()) eval.prebuild(order, threads);
-      SearchResult res = runSearch(instSpace, *strategy, budget, seconds,
+      SearchResult res = runSearch(instSpace, *strategy, searchBudget, seconds,
                                    [&](size_t i, bool& reused) { return eval(i, reused); }, progressPrinter());
       failures += res.failed + recorded.failed;
       // The instance's entry is rebuilt from everything measured for it on this device

@@ -69,8 +69,12 @@ RecordedFirst timeRecordedPoints(const TuningDatabase& db, const OpInstance& ins
   RecordedFirst out;
   for (const auto& e : db.entries()) {
     if (!(e.instance == inst)) continue;
-    for (const auto& [variant, tv] : e.variants)
+    // The recorded best first: the search walks from the first known point.
+    std::vector<std::pair<std::string, TunedVariant>> recorded(e.variants.begin(), e.variants.end());
+    std::stable_partition(recorded.begin(), recorded.end(), [&](const auto& v) { return v.first == e.best; });
+    for (const auto& [variant, tv] : recorded)
       if (const auto c = candidateIndex(space, variant, tv.params)) {
+        out.indexes.push_back(*c);
         bool wasReused = false;
         const SweepRow row = eval(*c, wasReused);
         ++(wasReused ? out.reused : out.measured);
@@ -293,8 +297,12 @@ int tuneModel(const Args& args) {
                                            familyParamNames(fam));
     const double sliceStart = elapsed();
     DeviceEvaluator eval(ctx, fam, m.inst, space, *cache, policy, seed);
-    // The current choice first: its time is the "before" of the summary.
+    // The current choice first: its time is the "before" of the summary, and the search
+    // starts from it (on a device with no database yet it is a sibling's tuned point,
+    // through the vendor fallback: the H200 starts where the H100's tune ended).
+    std::vector<size_t> known;
     if (const auto c = candidateIndex(space, prior[i].variant, prior[i].params)) {
+      known.push_back(*c);
       bool wasReused = false;
       const SweepRow row = eval(*c, wasReused);
       (wasReused ? reused : measured)++;
@@ -302,7 +310,7 @@ int tuneModel(const Args& args) {
       else if (row.status != Status::Unsupported) ++failures;
     }
     const ProblemPtr prob = m.inst.problem(fam);
-    auto strategy = makeStrategy(strategyName, space, budget, seed, prob.get());
+    auto strategy = makeStrategy(strategyName, space, budget, seed, prob.get(), known);
     std::vector<size_t> ahead = strategy->plannedOrder();
     if (ahead.size() > budget) ahead.resize(budget);
     if (!ahead.empty()) eval.prebuild(ahead, threads);
@@ -316,7 +324,8 @@ int tuneModel(const Args& args) {
                     m.inst.text().c_str(), n, res.bestIndex >= 0 ? " (ok)" : "");
       std::cout << "\r\033[K" << line << std::flush;
     };
-    SearchResult res = runSearch(space, *strategy, budget, left,
+    // The known point, proposed again, is a cache hit beside the budget.
+    SearchResult res = runSearch(space, *strategy, std::min(space.size(), budget + strategy->knownProposals()), left,
                                  [&](size_t c, bool& r) { return eval(c, r); }, progress);
     measured += static_cast<size_t>(res.measured);
     reused += static_cast<size_t>(res.reused);

@@ -29,6 +29,7 @@ std::optional<size_t> candidateIndex(const std::vector<Candidate>& space, const 
 // What timeRecordedPoints did, counted as runSearch counts its points.
 struct RecordedFirst {
   int measured = 0, reused = 0, failed = 0;
+  std::vector<size_t> indexes;  // the points timed, into the space (the entry's best first)
 };
 // Times, through `eval`, the points `db` records for `inst` (every variant's, whatever
 // source they were tuned against) that are in `space`, before a search spends its budget:

@@ -96,6 +96,21 @@ TEST_F(Cli, ReTuneTimesTheRecordedPointsFirst) {
   EXPECT_NE(shards.find("1 recorded point timed first"), std::string::npos) << shards;
 }
 
+// anneal and model start from the recorded points: proposed again they are cache hits
+// beside the budget, so a budget of 1 still measures one new point.
+TEST_F(Cli, ReTuneWalksFromTheRecordedPoints) {
+  TempDir dir;
+  const std::vector<std::string> tune = {"tune", "--op", "groupnorm", "--shape", "1x16x4x4", "--attrs", "g=4",
+                                         "--budget", "1", "--min-ms", "1", "--threads", "1",
+                                         "--db-dir", dir.path() + "/tuned", "--sweep-dir", dir.path() + "/s"};
+  Result r = run(with(tune, {"--strategy", "random", "--seed", "5"}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  r = run(with(tune, {"--strategy", "anneal", "--seed", "6"}));
+  ASSERT_EQ(r.exitCode, 0) << r.describe();
+  EXPECT_NE(r.out.find("1 measured, 1 reused"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 recorded point timed first: 0 measured, 1 reused, 0 failed"), std::string::npos) << r.out;
+}
+
 // --device gpus on a host without GPUs, through its test hook: two "GPUs" (PoCL's CPU
 // device twice) run one shard each in parallel child processes, then the merge leaves
 // the unsharded files, with the points of one unsharded run and no shard file.

@@ -104,6 +104,34 @@ TEST(Strategies, PlannedOrderIsTheProposalOrder) {
   for (const char* name : {"anneal", "model"}) EXPECT_TRUE(makeStrategy(name, space, 10, 5)->plannedOrder().empty());
 }
 
+// Known points (the current choice, a database's recorded points) come first from
+// anneal and model, in the order given, once each and before the variants' defaults,
+// and are counted for the driver's budget; out-of-space indexes are dropped; exhaustive
+// and random search keep their order. Without this the H200's first tune would start
+// from the defaults, not from the H100's tuned points its untuned run already takes.
+TEST(Strategies, AnnealAndModelProposeKnownPointsFirst) {
+  GroupNormFamily fam;
+  const auto space = tuningSpace(fam, fakeDevice(DeviceType::Gpu, 256));
+  ASSERT_GT(space.size(), 10u);
+  const std::vector<size_t> known = {space.size() - 1, 7, space.size() - 1, space.size() + 3};
+  for (const char* name : {"anneal", "model"}) {
+    auto st = makeStrategy(name, space, 5, 1, nullptr, known);
+    EXPECT_EQ(st->knownProposals(), 2u) << name;
+    for (size_t k : {space.size() - 1, size_t{7}}) {
+      auto idx = st->next();
+      ASSERT_TRUE(idx) << name;
+      EXPECT_EQ(*idx, k) << name;
+      st->report(*idx, k == 7 ? 1.0 : 2.0);
+    }
+    EXPECT_EQ(makeStrategy(name, space, 5, 1)->knownProposals(), 0u) << name;
+  }
+  for (const char* name : {"exhaustive", "random"}) {
+    auto st = makeStrategy(name, space, space.size(), 5, nullptr, known);
+    EXPECT_EQ(st->knownProposals(), 0u) << name;
+    EXPECT_EQ(st->plannedOrder(), makeStrategy(name, space, space.size(), 5)->plannedOrder()) << name;
+  }
+}
+
 TEST(OpInstance, TextRoundTripsAndIsStable) {
   GroupNormFamily fam;
   auto prob = fam.makeProblem(parseShape("2x320x64x64"), {{"g", "32"}, {"silu", "1"}});

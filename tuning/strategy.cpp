@@ -77,13 +77,18 @@ class RandomOrder : public Strategy {
 // moved to the next or previous value of its (sorted) value list; with a small
 // probability a jump to a random point of any variant. Measured points cost nothing
 // to revisit, so the walk moves over them freely and stops only at an unmeasured
-// one. It starts from each variant's defaults, and acceptance of a worse point
+// one. It starts from the known points (makeStrategy's `known`), then each variant's
+// defaults, and acceptance of a worse point
 // depends on the relative slowdown and a temperature that falls with the budget spent.
 class Anneal : public Strategy {
  public:
-  Anneal(const std::vector<Candidate>& space, size_t budget, uint64_t seed, const Problem* prob = nullptr)
+  Anneal(const std::vector<Candidate>& space, size_t budget, uint64_t seed, const Problem* prob,
+         const std::vector<size_t>& known)
       : space_(space), cost_(space.size(), -1.0), budget_(std::max<size_t>(budget, 1)), rng_(seed) {
     for (size_t i = 0; i < space.size(); ++i) byText_[space[i].text()] = i;
+    for (size_t k : known)
+      if (k < space.size() && std::find(seeds_.begin(), seeds_.end(), k) == seeds_.end()) seeds_.push_back(k);
+    known_ = seeds_.size();
     // Seeds: the defaults of every variant (the declared starting points), fitted to the
     // problem where it is known and the fitted point is in the space.
     for (const auto& c : space) {
@@ -116,6 +121,8 @@ class Anneal : public Strategy {
       if (cost_[i] < 0) return i;
     return std::nullopt;
   }
+
+  size_t knownProposals() const override { return known_; }
 
   // Some variant's default point is still to be measured first.
   bool seedsPending() const {
@@ -177,6 +184,7 @@ class Anneal : public Strategy {
   std::vector<double> cost_;  // -1: not measured
   std::map<std::string, size_t> byText_;
   std::vector<size_t> seeds_;
+  size_t known_ = 0;  // the first known_ seeds are makeStrategy's known points
   size_t budget_, measured_ = 0, current_ = kNone, best_ = kNone;
   std::mt19937_64 rng_;
 };
@@ -191,8 +199,9 @@ class Anneal : public Strategy {
 // mixes: scripts/dev/surrogate-study.py, results/sweeps/README.md.
 class ModelGuided : public Strategy {
  public:
-  ModelGuided(const std::vector<Candidate>& space, size_t budget, uint64_t seed, const Problem* prob)
-      : walk_(space, budget, seed, prob), model_(space) {}
+  ModelGuided(const std::vector<Candidate>& space, size_t budget, uint64_t seed, const Problem* prob,
+              const std::vector<size_t>& known)
+      : walk_(space, budget, seed, prob, known), model_(space) {}
 
   std::optional<size_t> next() override {
     if (walk_.seedsPending() || reported_ % 2 == 0) return walk_.next();
@@ -200,6 +209,8 @@ class ModelGuided : public Strategy {
     if (pick < 0) return std::nullopt;
     return static_cast<size_t>(pick);
   }
+
+  size_t knownProposals() const override { return walk_.knownProposals(); }
 
   void report(size_t index, double cost) override {
     ++reported_;
@@ -216,11 +227,11 @@ class ModelGuided : public Strategy {
 }  // namespace
 
 std::unique_ptr<Strategy> makeStrategy(const std::string& name, const std::vector<Candidate>& space, size_t budget,
-                                       uint64_t seed, const Problem* prob) {
+                                       uint64_t seed, const Problem* prob, const std::vector<size_t>& known) {
   if (name == "exhaustive") return std::make_unique<Exhaustive>(space.size());
   if (name == "random") return std::make_unique<RandomOrder>(space.size(), seed);
-  if (name == "anneal") return std::make_unique<Anneal>(space, budget, seed, prob);
-  if (name == "model") return std::make_unique<ModelGuided>(space, budget, seed, prob);
+  if (name == "anneal") return std::make_unique<Anneal>(space, budget, seed, prob, known);
+  if (name == "model") return std::make_unique<ModelGuided>(space, budget, seed, prob, known);
   throw Error("unknown strategy '" + name + "' (known: exhaustive, random, anneal, model)");
 }
 

@@ -42,6 +42,9 @@ class Strategy {
   // The whole order of proposals when it does not depend on the costs (exhaustive,
   // random), so their programs can be built ahead; empty for adaptive strategies.
   virtual std::vector<size_t> plannedOrder() const { return {}; }
+  // How many of makeStrategy's known points it proposes (first): the driver adds them to
+  // the budget, since they were timed before the search and cost nothing.
+  virtual size_t knownProposals() const { return 0; }
 };
 
 // "exhaustive", "random", "anneal" (simulated annealing over parameter
@@ -50,9 +53,16 @@ class Strategy {
 // driver will let it measure (anneal plans its cooling with it). prob: the instance's
 // problem, when known; anneal and model then start from each variant's defaults fitted
 // to it (VariantDef::defaultsFor: the point an untuned run takes), else from the declared
-// defaults. Throws Error for an unknown name.
+// defaults. known: indexes of points already known to be good for this instance (the
+// current choice, which on a device without a database of its own is a sibling device's
+// tuned point through the vendor fallback; the points its database records): anneal and
+// model propose them before the defaults, in this order, so the walk starts from the
+// best of them (they were timed just before, so they cost a cache lookup, not a
+// measurement). Exhaustive and random search visit every point anyway and ignore them.
+// Throws Error for an unknown name.
 std::unique_ptr<Strategy> makeStrategy(const std::string& name, const std::vector<Candidate>& space,
-                                       size_t budget, uint64_t seed, const Problem* prob = nullptr);
+                                       size_t budget, uint64_t seed, const Problem* prob = nullptr,
+                                       const std::vector<size_t>& known = {});
 
 // A parameter's values in ascending order, and a value's place among them: the order
 // in which anneal's moves step ("the next value up") and the surrogate places points.
