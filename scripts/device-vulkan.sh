@@ -764,12 +764,14 @@ if want tune; then
   # TUNE_INSTANCES="OP:SHAPE:ATTRS[:VARIANT];..." (e.g. gemm:2x1280x1x1:n=1280,bias=1:gemv_f16):
   # those op instances alone, every variant (VARIANT or TUNE_VARIANT narrows it), TUNE_POINTS points each, into
   # the same database and sweeps (after TUNE_OPS when both are given).
+  # Every mode starts from the checked-in databases and sweeps (never over ones this
+  # machine already extended): the instances a tune does not reach keep their entries; a
+  # point measured at the family's current source is reused, not re-timed; and on a
+  # device with no file of its own (the first H200 tune) the other devices' files answer
+  # its current choices through the vendor fallback, which the search starts from.
+  cp -n configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
+  cp -rn results/sweeps/vulkan-* $SW/ 2>/dev/null
   if [ -n "${TUNE_OPS:-}${TUNE_INSTANCES:-}" ]; then
-    cp configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
-    # The checked-in sweeps too (never over a sweep this machine already extended): a
-    # point measured at the family's current source is skipped, so re-tuning the stale
-    # entries of a family does not re-time its current ones.
-    cp -rn results/sweeps/vulkan-* $SW/ 2>/dev/null
     for op in $TUNE_OPS; do
       step ${TUNE_CAP:-300} tune-$op $S tune --op $op --model configs/models/sd15 --width 512 --height 512 --batch 2 \
         --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
