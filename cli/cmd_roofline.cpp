@@ -18,7 +18,9 @@ int cmdRoofline(const std::vector<std::string>& argv) {
     std::cout << "usage: sdspeed roofline [--backend opencl|vulkan] [--device D] [--mib N] [--devices-dir DIR] [--min-ms MS]\n"
                  "Measures the device's copy bandwidth (two N MiB buffers, default 1024, bytes read +\n"
                  "written) and fp32 FMA rate, checks both kernels' results, and writes them to\n"
-                 "DIR/<device-key>.yaml (default configs/devices) for bench to report % of ceiling.\n";
+                 "DIR/<device-key>.yaml (default configs/devices) for bench to report % of ceiling.\n"
+                 "On Vulkan also the fixed cost per dispatch: a chain of tiny dispatches with a\n"
+                 "barrier and timestamps each (as ops are recorded), the barrier alone, and neither.\n";
     return 0;
   }
   const int mib = args.getInt("mib", 1024);
@@ -31,7 +33,12 @@ int cmdRoofline(const std::vector<std::string>& argv) {
   saveCeilings(c, path);
   std::cout << "device " << c.deviceKey << ": " << c.deviceName << " (driver " << c.driver << ")\n"
             << "copy: " << fmtFixed(c.copyGBs, 1) << " GB/s (read + write, " << (c.copyBytes >> 20)
-            << " MiB buffers)\nfma:  " << fmtFixed(c.fmaGflops, 1) << " GFLOP/s (fp32)\nwrote " << path << "\n";
+            << " MiB buffers)\nfma:  " << fmtFixed(c.fmaGflops, 1) << " GFLOP/s (fp32)\n";
+  if (c.dispatchTimedUs > 0)
+    std::cout << "dispatch: " << fmtFixed(c.dispatchTimedUs, 2) << " us with a barrier and timestamps, "
+              << fmtFixed(c.dispatchBarrierUs, 2) << " us with the barrier alone, " << fmtFixed(c.dispatchFreeUs, 2)
+              << " us independent (per dispatch of a chain of 256 one-work-group copies)\n";
+  std::cout << "wrote " << path << "\n";
   return 0;
 }
 

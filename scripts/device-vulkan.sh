@@ -125,6 +125,10 @@ PY
   cat "$R/summary.txt"
 }
 
+# The device's ceilings through Vulkan (copy GB/s, fp32 FMA rate, and the fixed cost of a
+# dispatch with a barrier and timestamps, the barrier alone, and neither), into
+# $R/devices/<key>.yaml, to check in as configs/devices/ (bench's % of ceiling); ~10 s.
+want check && step 60 roofline $S roofline --backend vulkan --devices-dir "$R/devices"
 # Every family through Vulkan on the H200 (the lavapipe command of results/vulkan/README.md).
 want check && step 240 check $S check --backend vulkan --arithmetic f32,f16 \
   --storage f32.buffer.nchw,f32.buffer.nc4hw4,f16.buffer.nchw,f16.buffer.nc4hw4 \

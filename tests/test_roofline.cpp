@@ -29,6 +29,15 @@ TEST(Roofline, MeasuresAndRoundTrips) {
   EXPECT_EQ(back.deviceKey, c.deviceKey);
   EXPECT_NEAR(back.copyGBs, c.copyGBs, 1e-5 * c.copyGBs);
   EXPECT_NEAR(back.fmaGflops, c.fmaGflops, 1e-5 * c.fmaGflops);
+  EXPECT_EQ(back.dispatchTimedUs, 0.0);  // OpenCL measures no dispatch costs: none written, none read
+  // Vulkan's dispatch costs round-trip too (optional keys).
+  Ceilings withDispatch = c;
+  withDispatch.dispatchTimedUs = 7.5, withDispatch.dispatchBarrierUs = 4.25, withDispatch.dispatchFreeUs = 1.125;
+  saveCeilings(withDispatch, path);
+  ASSERT_TRUE(loadCeilings(path, back));
+  EXPECT_EQ(back.dispatchTimedUs, 7.5);
+  EXPECT_EQ(back.dispatchBarrierUs, 4.25);
+  EXPECT_EQ(back.dispatchFreeUs, 1.125);
   EXPECT_FALSE(loadCeilings(dir.path() + "/absent.yaml", back));
   writeFileAtomically(path, "format: 1\ncopy_gb_per_s: fast\n");
   const std::string msg = sdspeed_test::errorMessage([&] { loadCeilings(path, back); });

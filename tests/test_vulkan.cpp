@@ -303,6 +303,61 @@ TEST_F(VulkanTest, TimestampsSpanTheOp) {
   }
 }
 
+// DispatchSync (what `sdspeed roofline` records its dispatch costs with): a dispatch
+// recorded without timestamps reports none (started/ended false) and the op's span runs
+// from the first stamped start to the last stamped end; one without the barrier still
+// runs (independent dispatches into their own buffers); the chain with barriers computes
+// the chain's result. The recorder records as before once the sync is reset.
+TEST_F(VulkanTest, DispatchSyncLeavesOutTimestampsAndBarriers) {
+  const uint32_t n = 4096, wg = 64;
+  const float a = 0.5f, b = 1.0f;
+  const auto x = inputs(n);
+  Buffer b0(*device_, n * 4), b1(*device_, n * 4), b2(*device_, n * 4), b3(*device_, n * 4), b4(*device_, n * 4);
+  upload(*device_, b0, x.data(), n * 4);
+  ComputePipeline pipeline(*device_, shaders::axpb_f32, 2, sizeof(Push), {specU32(0, wg)});
+  for (bool deferred : {false, true}) {
+    OpRecorder rec(*device_, 8);
+    rec.setDeferred(deferred);
+    const Push push{n, a, b};
+    rec.begin();
+    rec.setSync({true, true, false});
+    rec.dispatch(pipeline, {&b0, &b1}, &push, sizeof push, n / wg);
+    rec.setSync({true, false, false});
+    rec.dispatch(pipeline, {&b1, &b2}, &push, sizeof push, n / wg);
+    rec.setSync({true, false, true});
+    rec.dispatch(pipeline, {&b2, &b3}, &push, sizeof push, n / wg);
+    rec.setSync({false, false, true});
+    rec.dispatch(pipeline, {&b0, &b4}, &push, sizeof push, n / wg);  // independent of the chain
+    rec.setSync({});
+    OpTiming t = rec.submit();
+    rec.flush();
+    std::vector<DispatchTime> times = t.dispatches;
+    for (const auto& [batch, i] : t.pending) times.push_back(batch->at(i));
+    ASSERT_EQ(times.size(), 4u) << deferred;
+    EXPECT_TRUE(times[0].started && !times[0].ended) << deferred;
+    EXPECT_TRUE(!times[1].started && !times[1].ended && times[1].startNs == 0 && times[1].endNs == 0) << deferred;
+    EXPECT_TRUE(!times[2].started && times[2].ended) << deferred;
+    EXPECT_TRUE(!times[3].started && times[3].ended) << deferred;
+    EXPECT_LT(times[0].startNs, times[2].endNs) << deferred;
+    if (!deferred) EXPECT_EQ(t.spanNs(), static_cast<double>(std::max(times[2].endNs, times[3].endNs) - times[0].startNs));
+    std::vector<float> w3(n), w4(n);
+    download(*device_, b3, w3.data(), n * 4);
+    download(*device_, b4, w4.data(), n * 4);
+    for (uint32_t i = 0; i < n; i += 97) {
+      ASSERT_NEAR(w3[i], a * (a * (a * x[i] + b) + b) + b, 1e-5f) << "i " << i << " deferred " << deferred;
+      ASSERT_NEAR(w4[i], a * x[i] + b, 1e-5f) << "i " << i << " deferred " << deferred;
+    }
+    // Reset: the next op is stamped on both sides again.
+    rec.begin();
+    rec.dispatch(pipeline, {&b0, &b1}, &push, sizeof push, n / wg);
+    t = rec.submit();
+    rec.flush();
+    const DispatchTime again = deferred ? t.pending.front().first->at(t.pending.front().second) : t.dispatches.front();
+    EXPECT_TRUE(again.started && again.ended) << deferred;
+    EXPECT_LE(again.startNs, again.endNs) << deferred;
+  }
+}
+
 TEST_F(VulkanTest, BadInputIsAnError) {
   EXPECT_THROW(Buffer(*device_, 0), Error);
   Buffer small(*device_, 64);

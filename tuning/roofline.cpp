@@ -104,7 +104,12 @@ void saveCeilings(const Ceilings& c, const std::string& path) {
       << c.driver << YAML::EndMap;
   out << YAML::Key << "copy_gb_per_s" << YAML::Value << c.copyGBs;
   out << YAML::Key << "copy_buffer_bytes" << YAML::Value << c.copyBytes;
-  out << YAML::Key << "fma_gflop_per_s" << YAML::Value << c.fmaGflops << YAML::EndMap;
+  out << YAML::Key << "fma_gflop_per_s" << YAML::Value << c.fmaGflops;
+  if (c.dispatchTimedUs > 0)
+    out << YAML::Key << "dispatch_us" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "timed"
+        << YAML::Value << c.dispatchTimedUs << YAML::Key << "barrier" << YAML::Value << c.dispatchBarrierUs
+        << YAML::Key << "free" << YAML::Value << c.dispatchFreeUs << YAML::EndMap;
+  out << YAML::EndMap;
   writeFileAtomically(path, std::string(out.c_str()) + "\n");
 }
 
@@ -119,6 +124,12 @@ bool loadCeilings(const std::string& path, Ceilings& c) {
     c.copyGBs = root["copy_gb_per_s"].as<double>();
     c.fmaGflops = root["fma_gflop_per_s"].as<double>();
     c.copyBytes = root["copy_buffer_bytes"].as<size_t>();
+    c.dispatchTimedUs = c.dispatchBarrierUs = c.dispatchFreeUs = 0;
+    if (const YAML::Node d = root["dispatch_us"]) {  // optional: Vulkan's
+      c.dispatchTimedUs = d["timed"].as<double>();
+      c.dispatchBarrierUs = d["barrier"].as<double>();
+      c.dispatchFreeUs = d["free"].as<double>();
+    }
   } catch (const YAML::Exception& e) {
     throw Error(path + " line " + std::to_string(e.mark.line + 1) + ": not a ceilings file: " + e.msg);
   }

@@ -19,6 +19,11 @@ struct Ceilings {
   double copyGBs = 0;      // GB/s, read + write
   double fmaGflops = 0;    // GFLOP/s
   size_t copyBytes = 0;    // buffer size used
+  // Vulkan only (0 elsewhere, and absent from the file): the time per dispatch of a chain
+  // of tiny ones (one work-group copying 1 KiB), recorded three ways. `timed`: as ops are
+  // recorded (a barrier and two timestamps each); `barrier`: the barrier alone; `free`:
+  // independent dispatches, neither. What a graph of many small ops pays per dispatch.
+  double dispatchTimedUs = 0, dispatchBarrierUs = 0, dispatchFreeUs = 0;
 };
 
 // copyBytes: size of each of the two buffers (clamped to the device's allocation limit).

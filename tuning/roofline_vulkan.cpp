@@ -1,13 +1,80 @@
 // The ceilings on Vulkan (roofline.comp): the same two measurements and checks as
 // OpenCL's (roofline.cpp), timed by the same op-time definition (timestamp queries).
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
 #include "runtime/vulkan/buffer.h"
+#include "runtime/vulkan/dispatch.h"
 #include "tuning/roofline.h"
 
 namespace sdspeed {
+namespace {
+
+struct DispatchCosts {
+  double timedUs = 0, barrierUs = 0, freeUs = 0;
+};
+
+// The fixed cost of a dispatch: chains of kChain one-work-group copies of 1 KiB (each into
+// its own slot of `out`, so that no dispatch depends on another), recorded three ways
+// (DispatchSync): as ops are (a barrier and a timestamp pair each), with the barriers but
+// timestamps only at the chain's ends, and with neither (the chain's first dispatch waits
+// for earlier work, its last is timed). Each way's time per dispatch is the median over
+// kRuns chains after kWarm; every slot is checked once at the end.
+DispatchCosts measureDispatchCosts(vk::VulkanBackend& be, const vk::ComputePipeline& copy) {
+  constexpr uint32_t kChain = 256, kWarm = 3, kRuns = 15, kQuads = 64;  // 64 vec4s: 1 KiB
+  constexpr uint64_t kSlotBytes = kQuads * 16;
+  vk::Device& d = be.device();
+  const uint64_t stride = (kSlotBytes + be.subBufferAlignment() - 1) / be.subBufferAlignment() * be.subBufferAlignment();
+  std::vector<float> host(kQuads * 4);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = 1.0f + static_cast<float>(i) / 1024.0f;
+  vk::Buffer in(d, kSlotBytes), out(d, stride * kChain);
+  vk::upload(d, in, host.data(), kSlotBytes);
+  auto& rec = be.recorder();
+  struct Restore {  // whatever happens, later ops are recorded as usual
+    vk::OpRecorder& r;
+    ~Restore() { r.setSync({}); }
+  } restore{rec};
+  auto chainUs = [&](bool barriers, bool stamps) {
+    std::vector<double> us;
+    for (uint32_t run = 0; run < kWarm + kRuns; ++run) {
+      rec.flush();  // the chain alone in its batch
+      rec.begin();
+      const uint32_t n4 = kQuads;
+      for (uint32_t i = 0; i < kChain; ++i) {
+        vk::DispatchSync s;
+        s.barrier = barriers || i == 0;
+        s.startStamp = stamps || i == 0;
+        s.endStamp = stamps || i + 1 == kChain;
+        rec.setSync(s);
+        rec.dispatch(copy, std::vector<vk::BufferRange>{{&in, 0, kSlotBytes}, {&out, i * stride, kSlotBytes}}, &n4, 4,
+                     1);
+      }
+      rec.setSync({});
+      const vk::OpTiming t = rec.submit();
+      rec.flush();
+      const auto& [firstBatch, firstIdx] = t.pending.front();
+      const auto& [lastBatch, lastIdx] = t.pending.back();
+      const double ns = static_cast<double>(lastBatch->at(lastIdx).endNs) - static_cast<double>(firstBatch->at(firstIdx).startNs);
+      if (run >= kWarm) us.push_back(ns * 1e-3 / kChain);
+    }
+    return summarize(us).medianMs;  // a median of microseconds, whatever the field's name
+  };
+  DispatchCosts c;
+  c.timedUs = chainUs(true, true);
+  c.barrierUs = chainUs(true, false);
+  c.freeUs = chainUs(false, false);
+  std::vector<uint8_t> back(stride * kChain);
+  vk::download(d, out, back.data(), back.size());
+  for (uint32_t i = 0; i < kChain; ++i)
+    if (std::memcmp(back.data() + i * stride, host.data(), kSlotBytes) != 0)
+      throw Error("roofline: a dispatch of the chain copied wrong data (slot " + std::to_string(i) + ")");
+  return c;
+}
+
+}  // namespace
 
 Ceilings measureCeilingsVulkan(Backend& backend, size_t copyBytes, const TimingPolicy& policy) {
   auto* be = dynamic_cast<vk::VulkanBackend*>(&backend);
@@ -64,6 +131,11 @@ Ceilings measureCeilingsVulkan(Backend& backend, size_t copyBytes, const TimingP
   vk::download(d, res, got.data(), items * sizeof(float));
   checkRooflineFma(got, iters, a, b);
   c.fmaGflops = static_cast<double>(items) * iters * 8 * 2 / (tf.medianMs * 1e6);
+
+  const DispatchCosts dc = measureDispatchCosts(*be, copy);
+  c.dispatchTimedUs = dc.timedUs;
+  c.dispatchBarrierUs = dc.barrierUs;
+  c.dispatchFreeUs = dc.freeUs;
   return c;
 }
 

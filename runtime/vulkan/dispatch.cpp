@@ -15,8 +15,8 @@ double OpTiming::spanNs() const {
   if (dispatches.empty()) return 0;
   uint64_t first = UINT64_MAX, last = 0;
   for (const auto& t : dispatches) {
-    first = std::min(first, t.startNs);
-    last = std::max(last, t.endNs);
+    if (t.started) first = std::min(first, t.startNs);
+    if (t.ended) last = std::max(last, t.endNs);
   }
   return last > first ? static_cast<double>(last - first) : 0.0;
 }
@@ -72,6 +72,7 @@ const DispatchTime& DispatchBatch::at(uint32_t i) {
 
 void OpRecorder::startRecording() {
   recorded_ = 0;
+  stamps_.clear();
   const VkDevice d = device_.handle();
   vkCheck(vkResetDescriptorPool(d, pool_, 0), "vkResetDescriptorPool");
   vkCheck(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
@@ -209,8 +210,8 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   }
   if (!writes.empty()) vkUpdateDescriptorSets(d, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
-  {  // the in-order queue: this dispatch sees the previous one's writes (also across
-     // submissions: a fence wait orders the host, not device memory visibility)
+  if (sync_.barrier) {  // the in-order queue: this dispatch sees the previous one's writes (also
+                       // across submissions: a fence wait orders the host, not device memory visibility)
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -220,9 +221,11 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
   vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0, nullptr);
   if (pushBytes) vkCmdPushConstants(cb_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(pushBytes), push);
-  vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 2 * recorded_);
+  if (sync_.startStamp) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 2 * recorded_);
   vkCmdDispatch(cb_, gx, gy, gz);
-  vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * recorded_ + 1);
+  if (sync_.endStamp) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * recorded_ + 1);
+  stamps_.resize(recorded_ + 1);
+  stamps_[recorded_] = static_cast<uint8_t>((sync_.startStamp ? 1 : 0) | (sync_.endStamp ? 2 : 0));
   if (deferred_) op_.pending.emplace_back(batch_, recorded_);
   ++recorded_;
 }
@@ -250,9 +253,33 @@ std::vector<DispatchTime> OpRecorder::endAndRun() {
   vkCheck(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
   device_.submitAndWait(cb_);
   std::vector<uint64_t> ticks(2 * recorded_);
-  vkCheck(vkGetQueryPoolResults(device_.handle(), queries_, 0, 2 * recorded_, ticks.size() * sizeof(uint64_t),
-                                ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
-          "vkGetQueryPoolResults");
+  // written[q]: query q has a timestamp (a dispatch recorded without one leaves it unset,
+  // and waiting for an unset query never returns).
+  std::vector<bool> written(2 * recorded_, true);
+  for (uint32_t i = 0; i < recorded_; ++i) {
+    const uint8_t st = i < stamps_.size() ? stamps_[i] : 3;
+    written[2 * i] = st & 1;
+    written[2 * i + 1] = (st & 2) != 0;
+  }
+  if (std::all_of(written.begin(), written.end(), [](bool w) { return w; })) {
+    vkCheck(vkGetQueryPoolResults(device_.handle(), queries_, 0, 2 * recorded_, ticks.size() * sizeof(uint64_t),
+                                  ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+            "vkGetQueryPoolResults");
+  } else {
+    // The submission's fence has signalled, so every written query is available: read
+    // value and availability pairs without waiting (VK_NOT_READY names the unset ones).
+    std::vector<uint64_t> pairs(4 * recorded_);
+    const VkResult r = vkGetQueryPoolResults(device_.handle(), queries_, 0, 2 * recorded_,
+                                             pairs.size() * sizeof(uint64_t), pairs.data(), 2 * sizeof(uint64_t),
+                                             VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WITH_AVAILABILITY_BIT);
+    if (r != VK_SUCCESS && r != VK_NOT_READY) vkCheck(r, "vkGetQueryPoolResults");
+    for (uint32_t q = 0; q < 2 * recorded_; ++q) {
+      ticks[q] = pairs[2 * q];
+      if (written[q] && pairs[2 * q + 1] == 0)
+        throw Error("a Vulkan timestamp was not available after its submission finished");
+    }
+  }
+  stamps_.clear();
   const VulkanDeviceInfo& info = device_.info();
   const uint64_t mask = info.timestampValidBits >= 64 ? ~0ull : (1ull << info.timestampValidBits) - 1;
   const double period = info.timestampPeriodNs;
@@ -272,18 +299,22 @@ std::vector<DispatchTime> OpRecorder::endAndRun() {
     return tick + wraps_;
   };
   std::vector<uint64_t> ext(ticks.size());
-  for (size_t i = 0; i < ticks.size(); ++i) ext[i] = extend(ticks[i]);
+  for (size_t i = 0; i < ticks.size(); ++i) ext[i] = written[i] ? extend(ticks[i]) : 0;
   if (!haveBase_) {
     base_ = UINT64_MAX;
-    for (uint32_t i = 0; i < recorded_; ++i) base_ = std::min(base_, ext[2 * i]);
-    haveBase_ = true;
+    for (uint32_t i = 0; i < recorded_; ++i)
+      if (written[2 * i]) base_ = std::min(base_, ext[2 * i]);
+    haveBase_ = base_ != UINT64_MAX;
+    if (!haveBase_) base_ = 0;
   }
   const uint64_t base = base_;
   auto ns = [&](uint64_t tick) {
     return tick > base ? static_cast<uint64_t>(static_cast<double>(tick - base) * period + 0.5) : 0;
   };
   std::vector<DispatchTime> out;
-  for (uint32_t i = 0; i < recorded_; ++i) out.push_back({ns(ext[2 * i]), ns(ext[2 * i + 1])});
+  for (uint32_t i = 0; i < recorded_; ++i)
+    out.push_back({written[2 * i] ? ns(ext[2 * i]) : 0, written[2 * i + 1] ? ns(ext[2 * i + 1]) : 0, written[2 * i],
+                   written[2 * i + 1]});
   return out;
 }
 

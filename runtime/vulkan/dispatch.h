@@ -37,6 +37,17 @@ struct BufferRange {
 
 struct DispatchTime {
   uint64_t startNs = 0, endNs = 0;  // ns after the recorder's base tick (its first op's start)
+  bool started = true, ended = true;  // false: recorded without that timestamp (DispatchSync), its time 0
+};
+
+// How OpRecorder records the next dispatches. The default is what every op records: a
+// compute->compute barrier (the dispatch sees the previous ones' writes, as on an
+// in-order OpenCL queue) and a timestamp before and after it. `sdspeed roofline` turns
+// them off to measure what they cost per dispatch (tuning/roofline_vulkan.cpp): the
+// fixed cost a graph of ~450 dispatches per UNet call pays each time.
+struct DispatchSync {
+  bool barrier = true;
+  bool startStamp = true, endStamp = true;
 };
 
 // The dispatches of one submitted command buffer (a batch): their times, read once the
@@ -92,6 +103,8 @@ class OpRecorder {
   bool deferred() const { return deferred_; }
   // Submits the pending batch, waits, and reads its timestamps; nothing when none.
   void flush();
+  // Applies to the dispatches recorded after it, until changed (DispatchSync).
+  void setSync(DispatchSync sync) { sync_ = sync; }
 
  private:
   Device& device_;
@@ -106,6 +119,8 @@ class OpRecorder {
   uint64_t lastRaw_ = 0, wraps_ = 0;  // the timestamp counter's wraps (timestampValidBits < 64)
   bool haveLast_ = false;
   static constexpr uint32_t kOpHeadroom = 16;  // deferred: room a batch keeps for the next op
+  DispatchSync sync_;
+  std::vector<uint8_t> stamps_;  // per recorded dispatch: bit 0 start, bit 1 end timestamp written
   bool deferred_ = false;
   bool opOpen_ = false;                    // deferred: between begin() and submit()
   std::shared_ptr<DispatchBatch> batch_;   // deferred: the batch being recorded
