@@ -86,6 +86,15 @@ class Backend {
   // Waits for all work and for the driver to let go of what its last commands used, so
   // that freed memory has left the live count (OpenCL: a marker then finish()).
   virtual void settle() { finish(); }
+  // A graph run that reads only its span (GraphExecutor::run without --profile: its first
+  // command's start and its last command's end) brackets its ops with these. A backend
+  // whose per-command timing costs device time records only the span's two ends meanwhile;
+  // the events of the commands between them then read no start (UINT64_MAX) or no end (0),
+  // which eventSpanNs's min and max pass over. Vulkan: two timestamps per dispatch cost an
+  // H100 2.3 us each (`sdspeed roofline`'s dispatch line), over a millisecond per UNet call.
+  // OpenCL's event profiling is always on (no-ops).
+  virtual void beginSpanOnly() {}
+  virtual void endSpanOnly() {}
 
   // Device memory this backend allocated (runtime/memory_tracker.h).
   MemoryStats memoryStats() const { return tracker_->stats(); }

@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -65,8 +65,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|ln|gemv|gemm-peer|run|race|peer|nontc|ab|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer nontc ab tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|ln|gemv|gemm-peer|run|race|peer|stamps|nontc|ab|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps nontc ab tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -705,6 +705,20 @@ if want peer; then
   else
     log "peer: no diffusers wheel (.whl not carried?)"
   fi
+  pack
+fi
+if want stamps; then
+  # Session 46: a graph run without --profile records timestamps only at its span's ends
+  # (Backend::beginSpanOnly), where every dispatch had a pair before (2.3 us a dispatch on
+  # an H100, roofline's dispatch line). The race command each way, twice, interleaved:
+  # SDSPEED_VK_STAMP_EVERY_DISPATCH=1 is the old recording (~1.5 min).
+  for i in 1 2; do
+    export SDSPEED_VK_STAMP_EVERY_DISPATCH=1
+    sd_run run-vulkan-f16-stamped-$i 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+    unset SDSPEED_VK_STAMP_EVERY_DISPATCH
+    sd_run run-vulkan-f16-span-$i 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  done
+  summarize
   pack
 fi
 if want nontc; then

@@ -15,9 +15,11 @@
 #include "runtime/atomic_file.h"
 #include "runtime/device_key.h"
 #include "runtime/program_entry.h"
+#include "runtime/timing.h"
 #include "runtime/vulkan/buffer.h"
 #include "runtime/vulkan/device.h"
 #include "runtime/vulkan/device_info.h"
+#include "runtime/vulkan/backend.h"
 #include "runtime/vulkan/dispatch.h"
 #include "runtime/vulkan/instance.h"
 #include "runtime/vulkan/pipeline.h"
@@ -355,6 +357,71 @@ TEST_F(VulkanTest, DispatchSyncLeavesOutTimestampsAndBarriers) {
     const DispatchTime again = deferred ? t.pending.front().first->at(t.pending.front().second) : t.dispatches.front();
     EXPECT_TRUE(again.started && again.ended) << deferred;
     EXPECT_LE(again.startNs, again.endNs) << deferred;
+  }
+}
+
+// Span-only recording (what a graph run without --profile asks for): inside the span
+// dispatches keep their barriers (the chain's result is right) but carry no timestamps,
+// except the span's first start and the end of each batch's last dispatch (a host
+// transfer in the middle runs the first batch) and of the span's last one; afterwards
+// dispatches are stamped again. The VkEvents of unstamped sides read UINT64_MAX / 0, so
+// eventSpanNs over the span's first and last events is its whole length.
+TEST_F(VulkanTest, SpanOnlyStampsTheSpansEnds) {
+  const uint32_t n = 4096, wg = 64;
+  const float a = 0.5f, b = 1.0f;
+  const auto x = inputs(n);
+  Buffer bx(*device_, n * 4), by(*device_, n * 4);
+  upload(*device_, bx, x.data(), n * 4);
+  ComputePipeline pipeline(*device_, shaders::axpb_f32, 2, sizeof(Push), {specU32(0, wg)});
+  OpRecorder rec(*device_, 16);
+  rec.setDeferred(true);
+  device_->setBeforeHostAccess([&] { rec.flush(); });
+  const Push push{n, a, b};
+  std::vector<std::pair<std::shared_ptr<DispatchBatch>, uint32_t>> all;
+  rec.beginSpanOnly();
+  const int steps = 6;
+  for (int k = 0; k < steps; ++k) {
+    rec.begin();
+    rec.dispatch(pipeline, {k % 2 ? &by : &bx, k % 2 ? &bx : &by}, &push, sizeof push, n / wg);
+    const OpTiming t = rec.submit();
+    all.insert(all.end(), t.pending.begin(), t.pending.end());
+    if (k == 2) {  // a host transfer runs the batch so far
+      Buffer scratch(*device_, 64);
+      const std::vector<float> zeros(16, 0.0f);
+      upload(*device_, scratch, zeros.data(), 64);
+    }
+  }
+  rec.endSpanOnly();
+  rec.begin();
+  rec.dispatch(pipeline, {&bx, &by}, &push, sizeof push, n / wg);  // after the span: x -> a x + b
+  const OpTiming after = rec.submit();
+  rec.flush();
+  device_->setBeforeHostAccess(nullptr);
+  ASSERT_EQ(all.size(), static_cast<size_t>(steps));
+  for (int k = 0; k < steps; ++k) {
+    const DispatchTime& t = all[k].first->at(all[k].second);
+    EXPECT_EQ(t.started, k == 0) << k;
+    EXPECT_EQ(t.ended, k == 2 || k == steps - 1) << k;
+  }
+  const DispatchTime& last = all.back().first->at(all.back().second);
+  const DispatchTime& first = all.front().first->at(all.front().second);
+  EXPECT_LT(first.startNs, last.endNs);
+  const OpEvents ends = {std::make_shared<VkEvent>(all.front().first, all.front().second),
+                         std::make_shared<VkEvent>(all.back().first, all.back().second)};
+  EXPECT_EQ(ends[1]->startNs(), UINT64_MAX);
+  EXPECT_EQ(ends[0]->endNs(), 0u);
+  EXPECT_EQ(eventSpanNs(ends), static_cast<double>(last.endNs - first.startNs));
+  const DispatchTime& again = after.pending.front().first->at(after.pending.front().second);
+  EXPECT_TRUE(again.started && again.ended);
+  EXPECT_LE(last.endNs, again.startNs);
+  // The chain ran in order: 6 steps alternating buffers end in bx (even count), then
+  // bx -> by once more.
+  std::vector<float> got(n);
+  download(*device_, by, got.data(), n * 4);
+  for (uint32_t i = 0; i < n; i += 331) {
+    float ref = x[i];
+    for (int k = 0; k < steps + 1; ++k) ref = a * ref + b;
+    ASSERT_NEAR(got[i], ref, 1e-5f * std::fabs(ref) + 1e-6f) << "i " << i;
   }
 }
 

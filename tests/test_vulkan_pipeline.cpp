@@ -13,6 +13,7 @@
 // run"), so these tests also guard that every family the pipeline uses is lowered.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -171,6 +172,27 @@ TEST(VulkanPipelineMemory, PlannerIsBitIdenticalAndCounted) {
     EXPECT_EQ(backend()->memoryStats().liveBytes, live0) << "the pipeline left device memory behind";
   }
   EXPECT_EQ(outs[0], outs[1]);
+}
+
+// A run without --profile records only its span's two timestamps (Backend::beginSpanOnly):
+// its device time is still the first dispatch's start to the last one's end, so it is
+// positive and within the run's wall time; a profiled run of the same graph (a timestamp
+// pair per dispatch) times every node, and afterwards the span-only run still works.
+TEST(VulkanPipelineTiming, SpanOnlyRunsTimeTheWholeRun) {
+  if (!backend()) GTEST_SKIP() << "no Vulkan driver installed";
+  const Fixture f = load("tiny-sd-a");
+  auto x = f.ref->toFloat("init_latents");
+  x.insert(x.end(), x.begin(), x.end());
+  SdPipeline pipe(*backend(), f.src, execOptions("f32.buffer.nc4hw4"), f.h, f.w, 2);
+  const auto ctx = f.ref->toFloat("text_embeddings");
+  for (int k = 0; k < 2; ++k) {
+    const auto out = pipe.predictNoise(x, 999.0f, ctx);
+    const RunTiming& t = pipe.stats("unet").last;
+    EXPECT_GT(t.deviceMs, 0.0) << k;
+    EXPECT_LE(t.deviceMs, t.wallMs * 1.01 + 0.05) << k << ": a span past the run's wall time";
+    EXPECT_TRUE(t.nodes.empty()) << k;
+    EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](float v) { return std::isfinite(v); })) << k;
+  }
 }
 
 // conv's Winograd variants in the graph (conv_winograd_vulkan.cpp): every 3x3 stride-1

@@ -1025,6 +1025,16 @@ RunTiming GraphExecutor::run(bool profile) {
   // the uploads of streamed weights only they read.
   const bool reuse = steadyValid_;
   auto needed = [&](int id) { return !(reuse && steadyOnlyWeight_[static_cast<size_t>(id)]); };
+  // Without --profile only the run's span is read (its first command's start, its last
+  // one's end): the backend may leave out the per-command timing meanwhile
+  // (Backend::beginSpanOnly), which on Vulkan costs a timestamp pair per dispatch.
+  struct SpanOnly {
+    Backend* be;
+    ~SpanOnly() {
+      if (be) be->endSpanOnly();
+    }
+  } spanOnly{profile ? nullptr : &be_};
+  if (!profile) be_.beginSpanOnly();
   for (size_t i = 0; i < nodes.size(); ++i) {
     // Streamed weights (weight_stream.h): the uploads starting with this op, then the
     // ones it reads.
@@ -1053,6 +1063,10 @@ RunTiming GraphExecutor::run(bool profile) {
     if (!firstEvent) firstEvent = ev.front();
     lastEvent = ev.back();
     if (profile) events[i] = std::move(ev);
+  }
+  if (spanOnly.be) {
+    be_.endSpanOnly();
+    spanOnly.be = nullptr;
   }
   be_.finish();
   // Valid until a steady input gets other values (setInput).

@@ -59,8 +59,18 @@ class VkEvent : public DeviceEvent {
   void wait() const override {
     if (batch_) batch_->at(index_);
   }
-  uint64_t startNs() const override { return batch_ ? batch_->at(index_).startNs : start_; }
-  uint64_t endNs() const override { return batch_ ? batch_->at(index_).endNs : end_; }
+  // A side recorded without its timestamp (Backend::beginSpanOnly) reads UINT64_MAX as its
+  // start and 0 as its end: the span's min and max pass over it.
+  uint64_t startNs() const override {
+    if (!batch_) return start_;
+    const DispatchTime& t = batch_->at(index_);
+    return t.started ? t.startNs : UINT64_MAX;
+  }
+  uint64_t endNs() const override {
+    if (!batch_) return end_;
+    const DispatchTime& t = batch_->at(index_);
+    return t.ended ? t.endNs : 0;
+  }
 
  private:
   uint64_t start_ = 0, end_ = 0;
@@ -82,6 +92,10 @@ class VulkanBackend : public Backend {
   std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
   void flush() override { recorder_->flush(); }
   void finish() override { recorder_->flush(); }
+  // Dispatches keep their barriers; timestamps only at the span's first start and last end.
+  // SDSPEED_VK_STAMP_EVERY_DISPATCH=1 keeps a pair on every dispatch (A/B runs).
+  void beginSpanOnly() override;
+  void endSpanOnly() override;
   std::string describe() const override;
   std::string apiVersion() const override { return "Vulkan " + info().apiVersionText(); }
   std::string buildSummary() const override;

@@ -221,13 +221,34 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   vkCmdBindPipeline(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.handle());
   vkCmdBindDescriptorSets(cb_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline.layout(), 0, 1, &set, 0, nullptr);
   if (pushBytes) vkCmdPushConstants(cb_, pipeline.layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(pushBytes), push);
-  if (sync_.startStamp) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 2 * recorded_);
+  const bool startStamp = sync_.startStamp || stampNextStart_;
+  stampNextStart_ = false;
+  if (startStamp) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 2 * recorded_);
   vkCmdDispatch(cb_, gx, gy, gz);
   if (sync_.endStamp) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * recorded_ + 1);
   stamps_.resize(recorded_ + 1);
-  stamps_[recorded_] = static_cast<uint8_t>((sync_.startStamp ? 1 : 0) | (sync_.endStamp ? 2 : 0));
+  stamps_[recorded_] = static_cast<uint8_t>((startStamp ? 1 : 0) | (sync_.endStamp ? 2 : 0));
   if (deferred_) op_.pending.emplace_back(batch_, recorded_);
   ++recorded_;
+}
+
+void OpRecorder::beginSpanOnly() {
+  sync_ = DispatchSync{true, false, false};
+  stampNextStart_ = true;
+  spanOnly_ = true;
+}
+
+void OpRecorder::endSpanOnly() {
+  stampLastEnd();  // a batch that already ran stamped its last dispatch then (endAndRun)
+  sync_ = DispatchSync{};
+  stampNextStart_ = false;
+  spanOnly_ = false;
+}
+
+void OpRecorder::stampLastEnd() {
+  if (!recording_ || recorded_ == 0 || stamps_.size() < recorded_ || (stamps_[recorded_ - 1] & 2)) return;
+  vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * (recorded_ - 1) + 1);
+  stamps_[recorded_ - 1] |= 2;
 }
 
 OpTiming OpRecorder::submit() {
@@ -249,6 +270,7 @@ OpTiming OpRecorder::submit() {
 }
 
 std::vector<DispatchTime> OpRecorder::endAndRun() {
+  if (spanOnly_) stampLastEnd();
   recording_ = false;
   vkCheck(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
   device_.submitAndWait(cb_);

@@ -105,6 +105,14 @@ class OpRecorder {
   void flush();
   // Applies to the dispatches recorded after it, until changed (DispatchSync).
   void setSync(DispatchSync sync) { sync_ = sync; }
+  // Span-only recording (Backend::beginSpanOnly): the dispatches after it keep their
+  // barriers but get no timestamps, except the first one's start; endSpanOnly() gives the
+  // last dispatch recorded its end timestamp (bottom of pipe: after every earlier command)
+  // and returns to the default sync. Meanwhile every batch run (a host transfer, a full
+  // batch, --check-finite) stamps its last dispatch's end, so the span's last dispatch has
+  // an end whenever its batch ran.
+  void beginSpanOnly();
+  void endSpanOnly();
 
  private:
   Device& device_;
@@ -120,6 +128,9 @@ class OpRecorder {
   bool haveLast_ = false;
   static constexpr uint32_t kOpHeadroom = 16;  // deferred: room a batch keeps for the next op
   DispatchSync sync_;
+  bool stampNextStart_ = false;  // span-only: the span's first dispatch is yet to come
+  bool spanOnly_ = false;
+  void stampLastEnd();           // the last recorded dispatch's end timestamp, if it has none
   std::vector<uint8_t> stamps_;  // per recorded dispatch: bit 0 start, bit 1 end timestamp written
   bool deferred_ = false;
   bool opOpen_ = false;                    // deferred: between begin() and submit()
