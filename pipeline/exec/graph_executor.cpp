@@ -1025,16 +1025,18 @@ RunTiming GraphExecutor::run(bool profile) {
   // the uploads of streamed weights only they read.
   const bool reuse = steadyValid_;
   auto needed = [&](int id) { return !(reuse && steadyOnlyWeight_[static_cast<size_t>(id)]); };
-  // Without --profile only the run's span is read (its first command's start, its last
-  // one's end): the backend may leave out the per-command timing meanwhile
-  // (Backend::beginSpanOnly), which on Vulkan costs a timestamp pair per dispatch.
+  // Without --profile only the run's span is read (its first op's first event's start,
+  // its last op's last event's end): after the first op with events (recorded as usual,
+  // so its first event has its start even where the op leaves a one-time dispatch out of
+  // its events, as conv's resident weight transforms do), the backend may leave out the
+  // per-command timing (Backend::beginSpanOnly), which on Vulkan costs a timestamp pair
+  // per dispatch.
   struct SpanOnly {
-    Backend* be;
+    Backend* be = nullptr;
     ~SpanOnly() {
       if (be) be->endSpanOnly();
     }
-  } spanOnly{profile ? nullptr : &be_};
-  if (!profile) be_.beginSpanOnly();
+  } spanOnly;
   for (size_t i = 0; i < nodes.size(); ++i) {
     // Streamed weights (weight_stream.h): the uploads starting with this op, then the
     // ones it reads.
@@ -1060,7 +1062,13 @@ RunTiming GraphExecutor::run(bool profile) {
       checkOutputFinite(i);
     }
     if (ev.empty()) continue;
-    if (!firstEvent) firstEvent = ev.front();
+    if (!firstEvent) {
+      firstEvent = ev.front();
+      if (!profile) {
+        be_.beginSpanOnly();
+        spanOnly.be = &be_;
+      }
+    }
     lastEvent = ev.back();
     if (profile) events[i] = std::move(ev);
   }
@@ -1073,7 +1081,13 @@ RunTiming GraphExecutor::run(bool profile) {
   steadyValid_ = std::find(steadyOp_.begin(), steadyOp_.end(), true) != steadyOp_.end();
   steadySkipped_.clear();  // read by no op while the outputs are reused
   t.wallMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  if (firstEvent) t.deviceMs = eventSpanNs({firstEvent, lastEvent}) * 1e-6;
+  if (firstEvent) {
+    // Span-only recording must leave the span's two ends stamped: a missing one would read
+    // as a zero or absurd device time, never to be reported as one.
+    if (firstEvent->startNs() == UINT64_MAX || lastEvent->endNs() == 0)
+      throw Error(graph_.component() + ": the run's first or last command has no timestamp (span-only recording)");
+    t.deviceMs = eventSpanNs({firstEvent, lastEvent}) * 1e-6;
+  }
   if (profile)
     for (size_t i = 0; i < events.size(); ++i)
       if (!events[i].empty()) t.nodes.push_back({static_cast<int>(i), eventSpanNs(events[i]) * 1e-3});

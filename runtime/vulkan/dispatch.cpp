@@ -322,10 +322,10 @@ std::vector<DispatchTime> OpRecorder::endAndRun() {
   };
   std::vector<uint64_t> ext(ticks.size());
   for (size_t i = 0; i < ticks.size(); ++i) ext[i] = written[i] ? extend(ticks[i]) : 0;
-  if (!haveBase_) {
+  if (!haveBase_) {  // the earliest tick written (a start, or an end where no start was)
     base_ = UINT64_MAX;
-    for (uint32_t i = 0; i < recorded_; ++i)
-      if (written[2 * i]) base_ = std::min(base_, ext[2 * i]);
+    for (size_t q = 0; q < ext.size(); ++q)
+      if (written[q]) base_ = std::min(base_, ext[q]);
     haveBase_ = base_ != UINT64_MAX;
     if (!haveBase_) base_ = 0;
   }
