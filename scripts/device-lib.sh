@@ -24,7 +24,14 @@ device_results() {
   return 0
 }
 log() { echo "[$(date +%T)] $*" | tee -a "$R/steps.txt"; }
-pack_results() { tar -C "$OUT" --exclude="*.lock" -czf "$OUT/$RESULTS_NAME.tgz" "$RESULTS_NAME"; }
+# Decoded tensors and images stay on the machine unless KEEP_IMAGES=1 (the PSNRs are
+# computed there): session 46's call of seven SD runs made an archive over the device
+# tool's size limit, and nothing of it came back.
+pack_results() {
+  local keep=()
+  [ "${KEEP_IMAGES:-0}" = 1 ] || keep=(--exclude="*.safetensors" --exclude="*.png")
+  tar -C "$OUT" --exclude="*.lock" "${keep[@]}" -czf "$OUT/$RESULTS_NAME.tgz" "$RESULTS_NAME"
+}
 pack() { pack_results; }
 step() {
   local cap=$1 name=$2; shift 2
