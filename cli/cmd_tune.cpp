@@ -148,7 +148,8 @@ int cmdTune(const std::vector<std::string>& argv) {
   auto options = kDeviceOptions;
   options.insert({"op", "shape", "shapes", "attrs", "storage", "weights", "arithmetic", "variant", "strategy", "budget", "seconds", "seed",
                   "replay", "sweep-dir", "db-dir", "min-ms", "warmup", "warmup-ms", "llc-mib", "threads", "model", "width", "height",
-                  "batch", "component", "shard", "total-seconds", "total-points", "devices-dir", "steps"});
+                  "batch", "component", "shard", "total-seconds", "total-points", "devices-dir", "steps",
+                  "context-ops"});
   auto flags = kDeviceFlags;
   flags.insert({"help"});
   Args args(argv, options, flags);
@@ -160,6 +161,7 @@ int cmdTune(const std::vector<std::string>& argv) {
            "       [--seconds T] [--seed S] [--device P:D|NAME|all] [--sweep-dir DIR] [--db-dir DIR]\n"
            "       [--replay SWEEP.csv] [--min-ms MS] [--warmup N] [--warmup-ms MS] [--llc-mib MIB] [--threads N] [--shard K/N]\n"
            "       sdspeed tune --model DIR [--component unet,vae_decoder,text_encoder] (--total-seconds T | --total-points N) [--steps S]\n"
+           "       [--context-ops once|every-step]\n"
            "       [--strategy random|...] [--seed S] [--storage F,..] [--weights ..] [--shard K/N] [--devices-dir DIR] ...\n"
            "Sweeps the op's variants x parameters on each instance: every point is built, checked against\n"
            "the reference and timed; each is appended to DIR/<device-key>/<op>.csv (default results/sweeps),\n"
@@ -173,14 +175,15 @@ int cmdTune(const std::vector<std::string>& argv) {
            "(f16 for a family without an _f16 variant) is skipped, said per instance.\n"
            "Without --op, --model tunes every family's instances of the components (default all three) under\n"
            "one budget, split by count x current time (database, else a cost model), heaviest first, then prints\n"
-           "the expected gain per component. --shard K/N (1-based) tunes the instances whose text hashes to\n"
+           "the expected gain per component. --steps and --context-ops (run's: the text context's K and V once\n"
+           "per image, or every step) say how often each instance runs. --shard K/N (1-based) tunes the instances whose text hashes to\n"
            "shard K and writes <op>.shard-K-of-N.csv and <key>.shard-K-of-N.yaml (join them: sdspeed db merge).\n"
            "--device gpus runs one shard per GPU of the host in parallel processes, then merges.\n";
     return args.has("help") ? 0 : 2;
   }
   if (args.get("device") == "gpus") return tuneOnGpus(argv, args);
   if (!args.has("op")) return tuneModel(args);
-  for (const char* flag : {"total-seconds", "total-points", "steps"})
+  for (const char* flag : {"total-seconds", "total-points", "steps", "context-ops"})
     if (args.has(flag)) throw Error(std::string("--") + flag + " is for tune --model without --op (use --budget/--seconds)");
   const Shard shard = parseShard(args.get("shard"));
   const std::string op = args.get("op");

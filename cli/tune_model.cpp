@@ -163,6 +163,11 @@ int tuneModel(const Args& args) {
   const uint64_t seed = static_cast<uint64_t>(args.getInt("seed", 1));
   const int unetCalls = args.getInt("steps", 20);  // `sdspeed run`'s default steps
   if (unetCalls < 1) throw Error("--steps wants a positive number of denoising steps, got '" + args.get("steps") + "'");
+  // As `run --context-ops`: once (its default) runs the text context's ops once per image,
+  // every-step at every UNet call, so they weigh as often as they run.
+  const std::string contextOps = args.get("context-ops", "once");
+  if (contextOps != "once" && contextOps != "every-step")
+    throw Error("--context-ops wants once or every-step, got '" + contextOps + "'");
 
   // The model's instances, merged across components (one instance may run in two).
   const std::string dir = args.get("model");
@@ -191,7 +196,7 @@ int tuneModel(const Args& args) {
       auto [it, fresh] = byText.emplace(inst.text(), all.size());
       if (fresh) all.push_back({inst, &fam, {}, {}, 0, false});
       all[it->second].counts[e.component] += e.count;
-      all[it->second].steady[e.component] += e.steady;
+      if (contextOps == "once") all[it->second].steady[e.component] += e.steady;
     }
   }
   if (all.empty()) throw Error("the model in " + dir + " has no ops in the chosen components");

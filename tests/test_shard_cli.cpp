@@ -174,6 +174,11 @@ TEST_F(Cli, ShardAndMergeBadInputIsOneLine) {
   expectOneLineError({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a", "--total-points", "5",
                       "--component", "unett"},
                      {"unknown component 'unett'"});
+  expectOneLineError({"tune", "--model", std::string(SDSPEED_TEST_DATA) + "/tiny-sd-a", "--total-points", "5",
+                      "--context-ops", "twice"},
+                     {"--context-ops wants once or every-step", "'twice'"});
+  expectOneLineError({"tune", "--op", "groupnorm", "--shape", "1x16x4x4", "--attrs", "g=4", "--context-ops", "once"},
+                     {"--context-ops is for tune --model without --op"});
 }
 
 // The whole text encoder of the tiny fixture under one point budget, sharded in two and
