@@ -364,8 +364,7 @@ TEST_F(VulkanTest, DispatchSyncLeavesOutTimestampsAndBarriers) {
 // dispatches keep their barriers (the chain's result is right) but carry no timestamps,
 // except the span's first start and the end of each batch's last dispatch (batches run
 // when full, when little room is left at an op's begin, and at a host transfer) and of
-// the span's last one; afterwards
-// dispatches are stamped again. The VkEvents of unstamped sides read UINT64_MAX / 0, so
+// the span's last one; afterwards dispatches are stamped again. The VkEvents of unstamped sides read UINT64_MAX / 0, so
 // eventSpanNs over the span's first and last events is its whole length.
 TEST_F(VulkanTest, SpanOnlyStampsTheSpansEnds) {
   const uint32_t n = 4096, wg = 64;
