@@ -713,9 +713,8 @@ if want stamps; then
   # an H100, roofline's dispatch line). The race command each way, twice, interleaved:
   # SDSPEED_VK_STAMP_EVERY_DISPATCH=1 is the old recording (~1.5 min).
   for i in 1 2; do
-    export SDSPEED_VK_STAMP_EVERY_DISPATCH=1
-    sd_run run-vulkan-f16-stamped-$i 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
-    unset SDSPEED_VK_STAMP_EVERY_DISPATCH
+    SDSPEED_VK_STAMP_EVERY_DISPATCH=1 sd_run run-vulkan-f16-stamped-$i 100 --backend vulkan --arithmetic f16 \
+      --precision f16 --weights f16
     sd_run run-vulkan-f16-span-$i 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   done
   summarize

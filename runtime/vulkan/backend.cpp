@@ -67,8 +67,7 @@ const VkTensor& asVk(const DeviceTensor& t) {
 
 OpEvents eventsOf(const OpTiming& timing) {
   OpEvents out;
-  for (const auto& d : timing.dispatches)  // a side without its timestamp reads as VkEvent's batch form does
-    out.push_back(std::make_shared<VkEvent>(d.started ? d.startNs : UINT64_MAX, d.ended ? d.endNs : 0));
+  for (const auto& d : timing.dispatches) out.push_back(std::make_shared<VkEvent>(d.spanStartNs(), d.spanEndNs()));
   for (const auto& [batch, i] : timing.pending) out.push_back(std::make_shared<VkEvent>(batch, i));
   return out;
 }

@@ -61,16 +61,8 @@ class VkEvent : public DeviceEvent {
   }
   // A side recorded without its timestamp (Backend::beginSpanOnly) reads UINT64_MAX as its
   // start and 0 as its end: the span's min and max pass over it.
-  uint64_t startNs() const override {
-    if (!batch_) return start_;
-    const DispatchTime& t = batch_->at(index_);
-    return t.started ? t.startNs : UINT64_MAX;
-  }
-  uint64_t endNs() const override {
-    if (!batch_) return end_;
-    const DispatchTime& t = batch_->at(index_);
-    return t.ended ? t.endNs : 0;
-  }
+  uint64_t startNs() const override { return batch_ ? batch_->at(index_).spanStartNs() : start_; }
+  uint64_t endNs() const override { return batch_ ? batch_->at(index_).spanEndNs() : end_; }
 
  private:
   uint64_t start_ = 0, end_ = 0;

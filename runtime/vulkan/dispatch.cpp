@@ -15,8 +15,8 @@ double OpTiming::spanNs() const {
   if (dispatches.empty()) return 0;
   uint64_t first = UINT64_MAX, last = 0;
   for (const auto& t : dispatches) {
-    if (t.started) first = std::min(first, t.startNs);
-    if (t.ended) last = std::max(last, t.endNs);
+    first = std::min(first, t.spanStartNs());
+    last = std::max(last, t.spanEndNs());
   }
   return last > first ? static_cast<double>(last - first) : 0.0;
 }
@@ -226,8 +226,7 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   if (startStamp) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_, 2 * recorded_);
   vkCmdDispatch(cb_, gx, gy, gz);
   if (sync_.endStamp) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * recorded_ + 1);
-  stamps_.resize(recorded_ + 1);
-  stamps_[recorded_] = static_cast<uint8_t>((startStamp ? 1 : 0) | (sync_.endStamp ? 2 : 0));
+  stamps_.push_back(static_cast<uint8_t>((startStamp ? 1 : 0) | (sync_.endStamp ? 2 : 0)));  // one per dispatch
   if (deferred_) op_.pending.emplace_back(batch_, recorded_);
   ++recorded_;
 }
@@ -246,7 +245,7 @@ void OpRecorder::endSpanOnly() {
 }
 
 void OpRecorder::stampLastEnd() {
-  if (!recording_ || recorded_ == 0 || stamps_.size() < recorded_ || (stamps_[recorded_ - 1] & 2)) return;
+  if (!recording_ || recorded_ == 0 || (stamps_[recorded_ - 1] & 2)) return;
   vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * (recorded_ - 1) + 1);
   stamps_[recorded_ - 1] |= 2;
 }
@@ -277,11 +276,10 @@ std::vector<DispatchTime> OpRecorder::endAndRun() {
   std::vector<uint64_t> ticks(2 * recorded_);
   // written[q]: query q has a timestamp (a dispatch recorded without one leaves it unset,
   // and waiting for an unset query never returns).
-  std::vector<bool> written(2 * recorded_, true);
+  std::vector<bool> written(2 * recorded_);
   for (uint32_t i = 0; i < recorded_; ++i) {
-    const uint8_t st = i < stamps_.size() ? stamps_[i] : 3;
-    written[2 * i] = st & 1;
-    written[2 * i + 1] = (st & 2) != 0;
+    written[2 * i] = stamps_[i] & 1;
+    written[2 * i + 1] = (stamps_[i] & 2) != 0;
   }
   if (std::all_of(written.begin(), written.end(), [](bool w) { return w; })) {
     vkCheck(vkGetQueryPoolResults(device_.handle(), queries_, 0, 2 * recorded_, ticks.size() * sizeof(uint64_t),
@@ -301,7 +299,6 @@ std::vector<DispatchTime> OpRecorder::endAndRun() {
         throw Error("a Vulkan timestamp was not available after its submission finished");
     }
   }
-  stamps_.clear();
   const VulkanDeviceInfo& info = device_.info();
   const uint64_t mask = info.timestampValidBits >= 64 ? ~0ull : (1ull << info.timestampValidBits) - 1;
   const double period = info.timestampPeriodNs;

@@ -38,6 +38,10 @@ struct BufferRange {
 struct DispatchTime {
   uint64_t startNs = 0, endNs = 0;  // ns after the recorder's base tick (its first op's start)
   bool started = true, ended = true;  // false: recorded without that timestamp (DispatchSync), its time 0
+  // For a span's min and max: a side without its timestamp reads UINT64_MAX (start) or 0
+  // (end), which they pass over.
+  uint64_t spanStartNs() const { return started ? startNs : UINT64_MAX; }
+  uint64_t spanEndNs() const { return ended ? endNs : 0; }
 };
 
 // How OpRecorder records the next dispatches. The default is what every op records: a
@@ -131,7 +135,7 @@ class OpRecorder {
   bool stampNextStart_ = false;  // span-only: the span's first dispatch is yet to come
   bool spanOnly_ = false;
   void stampLastEnd();           // the last recorded dispatch's end timestamp, if it has none
-  std::vector<uint8_t> stamps_;  // per recorded dispatch: bit 0 start, bit 1 end timestamp written
+  std::vector<uint8_t> stamps_;  // one per recorded dispatch: bit 0 start, bit 1 end timestamp written
   bool deferred_ = false;
   bool opOpen_ = false;                    // deferred: between begin() and submit()
   std::shared_ptr<DispatchBatch> batch_;   // deferred: the batch being recorded
