@@ -154,6 +154,11 @@ void RunReport::print(std::ostream& os) const {
       os << "               " << reused << " ops of the text context (K and V) ran once, at the first step, reused by "
          << std::count_if(r.unetReusedOps.begin(), r.unetReusedOps.end(), [](int n) { return n > 0; })
          << " later calls (--context-ops every-step runs them every step)\n";
+    // The last call's (a later one: no text-context ops) commands and barriers, where counted.
+    if (!r.unetDispatches.empty() && r.unetDispatches.back() > 0)
+      os << "               last call: " << r.unetDispatches.back() << " dispatches, " << r.unetBarriers.back()
+         << " barriers (" << r.unetDispatches.back() - r.unetBarriers.back()
+         << " left out: no written range shared with the dispatches since the last barrier)\n";
   }
   if (!r.decoded.empty()) os << "VAE decoder    " << ms(r.vaeMs) << "\n";
   os << "total (device) " << ms(deviceTotalMs()) << "   (text encoder + every UNet call + VAE decoder)\n";
@@ -288,6 +293,8 @@ nlohmann::json RunReport::json() const {
               {"stream_staging", exec.pinnedStaging ? "ring" : "pageable"},
               {"context_ops", exec.reuseSteadyOps ? "once" : "every-step"}};
   j["variant_overrides"] = exec.variants;
+  // Per UNet call: the commands recorded and the barriers before them (0 where not counted).
+  j["commands"] = {{"unet_dispatches", r.unetDispatches}, {"unet_barriers", r.unetBarriers}};
   const TimingStats unet = unetStats(r);
   j["time_ms"] = {{"text_encoder", r.textMs},
                   {"unet_steps", r.unetMs},

@@ -95,6 +95,13 @@ class Backend {
   // OpenCL's event profiling is always on (no-ops).
   virtual void beginSpanOnly() {}
   virtual void endSpanOnly() {}
+  // Commands recorded and the barriers recorded before them, counted over the backend's
+  // life (Vulkan's OpRecorder: a span-only run leaves out the barriers no hazard needs).
+  // Zeros where the backend does not count them (OpenCL's in-order queue).
+  struct SyncCounts {
+    uint64_t dispatches = 0, barriers = 0;
+  };
+  virtual SyncCounts syncCounts() const { return {}; }
 
   // Device memory this backend allocated (runtime/memory_tracker.h).
   MemoryStats memoryStats() const { return tracker_->stats(); }

@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps barriers nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -45,6 +45,10 @@
 #   benched against cooperative_f16 at SD 1.5's five instances, GroupNorm two_pass_f16's
 #   NC4HW4 slices against its per-element form (SDSPEED_VK_GN_PER_ELEMENT=1), and the race
 #   command before both, with the slices, and with split_f16 too (~5 min).
+#   `barriers` (session 47): the race command with the barriers a span-only run leaves out
+#   and with a barrier before every dispatch (SDSPEED_VK_BARRIER_EVERY_DISPATCH=1), twice
+#   each, interleaved; their decoded images compared element by element (barriers-diff.txt,
+#   with each run's UNet dispatch and barrier counts; ~2.5 min).
 #   `setup` instead: issue #22's setup target (<= 5 s with a warm pipeline cache, the weights
 #   read from an f16 safetensors file): SD 1.5's seeded weights written once as an f16
 #   checkpoint folder (`sdspeed quantize --random-weights --weights f16`, /tmp/sd15-f16, kept
@@ -65,8 +69,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|ln|gemv|gemm-peer|run|race|peer|stamps|nontc|ab|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps nontc ab tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|ln|gemv|gemm-peer|run|race|peer|stamps|barriers|nontc|ab|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps barriers nontc ab tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -717,6 +721,42 @@ if want stamps; then
       --precision f16 --weights f16
     sd_run run-vulkan-f16-span-$i 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   done
+  summarize
+  pack
+fi
+if want barriers; then
+  # Session 47: a span-only run records a barrier only before a dispatch that shares a
+  # written range with one since the last barrier (DispatchSync::hazardsOnly). The race
+  # command each way, twice, interleaved: SDSPEED_VK_BARRIER_EVERY_DISPATCH=1 is the
+  # recording before (a barrier before every dispatch). A missing barrier would be a race
+  # on the GPU (lavapipe runs dispatches in order): the decoded images of both ways are
+  # compared element by element (max |difference|; 0 where both computed the same bits),
+  # and each against OpenCL f32 (summary.txt's PSNR) when the race stage ran before.
+  for i in 1 2; do
+    SDSPEED_VK_BARRIER_EVERY_DISPATCH=1 sd_run run-vulkan-f16-barrier-every-$i 100 --backend vulkan --arithmetic f16 \
+      --precision f16 --weights f16
+    sd_run run-vulkan-f16-elided-$i 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
+  done
+  python3 - "$R" > "$R/barriers-diff.txt" 2>&1 <<'PY'
+import json, os, struct, sys
+import numpy as np
+r = sys.argv[1]
+def decoded(name):
+    p = os.path.join(r, name + ".safetensors")
+    if not os.path.exists(p): return None
+    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])["decoded"]
+    s, e = h["data_offsets"]; return np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.float32)
+base = decoded("run-vulkan-f16-barrier-every-1")
+for n in ["run-vulkan-f16-barrier-every-2", "run-vulkan-f16-elided-1", "run-vulkan-f16-elided-2"]:
+    d = decoded(n)
+    if base is None or d is None: print(n, "missing"); continue
+    print(f"{n} vs run-vulkan-f16-barrier-every-1: max |diff| {np.max(np.abs(d - base)):.3g}, "
+          f"elements differing {int(np.count_nonzero(d != base))} of {d.size}")
+for n in sorted(f[:-5] for f in os.listdir(r) if f.startswith("run-vulkan-f16-") and f.endswith(".json")):
+    c = json.load(open(os.path.join(r, n + ".json"))).get("commands", {})
+    if c.get("unet_dispatches"): print(f"{n}: last UNet call {c['unet_dispatches'][-1]} dispatches, {c['unet_barriers'][-1]} barriers")
+PY
+  cat "$R/barriers-diff.txt"
   summarize
   pack
 fi

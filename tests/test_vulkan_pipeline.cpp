@@ -229,6 +229,26 @@ TEST(VulkanPipelineTiming, SpanOnlyRunsTimeTheWholeRun) {
   }
   EXPECT_GT(spanMs, 0.25 * profiledMs) << "span-only " << spanMs / 2 << " ms, profiled " << profiledMs / 2 << " ms";
   EXPECT_LT(spanMs, 4.0 * profiledMs) << "span-only " << spanMs / 2 << " ms, profiled " << profiledMs / 2 << " ms";
+  // The barriers a run records (DispatchSync::hazardsOnly in the span, after its first op),
+  // counted over one UNet call after the first (which also runs the text context's ops): independent dispatches (the attentions' Q, K and V
+  // projections, time-embedding GEMVs beside GroupNorms) go without.
+  vk::OpRecorder& rec = backend()->recorder();
+  auto counted = [&rec](auto&& run) {
+    const uint64_t d0 = rec.dispatchesRecorded(), b0 = rec.barriersRecorded();
+    run();
+    return std::pair<uint64_t, uint64_t>{rec.dispatchesRecorded() - d0, rec.barriersRecorded() - b0};
+  };
+  std::vector<float> spanOut, everyOut;
+  const auto [spanDispatches, spanBarriers] = counted([&] { spanOut = pipe.predictNoise(x, 999.0f, ctx); });
+  EXPECT_LT(spanBarriers + 8, spanDispatches) << "a span-only UNet call left out fewer than 8 barriers";
+  setenv("SDSPEED_VK_BARRIER_EVERY_DISPATCH", "1", 1);
+  const auto [everyDispatches, everyBarriers] = counted([&] { everyOut = pipe.predictNoise(x, 999.0f, ctx); });
+  unsetenv("SDSPEED_VK_BARRIER_EVERY_DISPATCH");
+  EXPECT_EQ(everyBarriers, everyDispatches);
+  EXPECT_EQ(everyDispatches, spanDispatches);
+  EXPECT_EQ(spanOut, everyOut);
+  const auto [profDispatches, profBarriers] = counted([&] { pipe.predictNoise(x, 999.0f, ctx, true); });
+  EXPECT_EQ(profBarriers, profDispatches) << "a profiled run times each dispatch apart: a barrier before each";
 }
 
 // conv's Winograd variants in the graph (conv_winograd_vulkan.cpp): every 3x3 stride-1

@@ -1018,6 +1018,7 @@ void GraphExecutor::checkOutputFinite(size_t node) const {
 RunTiming GraphExecutor::run(bool profile) {
   RunTiming t;
   const auto start = std::chrono::steady_clock::now();
+  const Backend::SyncCounts sync0 = be_.syncCounts();
   const auto& nodes = graph_.nodes();
   std::vector<OpEvents> events(profile ? nodes.size() : 0);
   EventPtr firstEvent, lastEvent;
@@ -1077,6 +1078,9 @@ RunTiming GraphExecutor::run(bool profile) {
     spanOnly.be = nullptr;
   }
   be_.finish();
+  const Backend::SyncCounts sync1 = be_.syncCounts();
+  t.dispatches = sync1.dispatches - sync0.dispatches;
+  t.barriers = sync1.barriers - sync0.barriers;
   // Valid until a steady input gets other values (setInput).
   steadyValid_ = std::find(steadyOp_.begin(), steadyOp_.end(), true) != steadyOp_.end();
   steadySkipped_.clear();  // read by no op while the outputs are reused

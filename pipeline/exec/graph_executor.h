@@ -186,6 +186,8 @@ struct RunTiming {
   int reusedOps = 0;    // steady ops not run: their outputs came from an earlier run
   double wallMs = 0;    // host: first enqueue to finish
   std::vector<NodeTime> nodes;  // filled when profiling
+  // The run's commands and the barriers before them (Backend::syncCounts; 0 where not counted).
+  uint64_t dispatches = 0, barriers = 0;
 };
 
 struct ExecMemory {

@@ -131,6 +131,8 @@ DiffusionResult runDiffusion(SdPipeline& pipe, Scheduler& scheduler, const Diffu
     const ComponentStats st = pipe.stats("unet");
     r.unetMs.push_back(st.last.deviceMs);
     r.unetReusedOps.push_back(st.last.reusedOps);
+    r.unetDispatches.push_back(st.last.dispatches);
+    r.unetBarriers.push_back(st.last.barriers);
     if (req.profile) addProfile(pipe.executor("unet"), st.last, prof);
     const std::vector<float> guided = cfg ? classifierFreeGuidance(noise, req.guidance) : noise;
     latents = scheduler.step(guided, t, latents);

@@ -74,6 +74,7 @@ struct DiffusionResult {
   std::vector<float> timesteps;
   double textMs = 0, vaeMs = 0, totalMs = 0;  // device time (text, VAE), wall time (total, setup apart)
   std::vector<double> unetMs;                 // device time per loop iteration
+  std::vector<uint64_t> unetDispatches, unetBarriers;  // per iteration (RunTiming's; 0 where not counted)
   std::vector<int> unetReusedOps;             // per iteration: steady ops reused, not run (RunTiming::reusedOps)
   std::vector<OpProfile> profile;             // per UNet node, when requested
   std::vector<OpProfile> vaeProfile;          // per VAE decoder node, when requested

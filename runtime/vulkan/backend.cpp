@@ -109,7 +109,8 @@ VulkanBackend::~VulkanBackend() {
 void VulkanBackend::beginSpanOnly() {
   const char* every = std::getenv("SDSPEED_VK_STAMP_EVERY_DISPATCH");
   if (every && std::string(every) == "1") return;
-  recorder_->beginSpanOnly();
+  const char* barriers = std::getenv("SDSPEED_VK_BARRIER_EVERY_DISPATCH");
+  recorder_->beginSpanOnly(!(barriers && std::string(barriers) == "1"));
 }
 
 void VulkanBackend::endSpanOnly() { recorder_->endSpanOnly(); }

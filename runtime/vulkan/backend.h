@@ -84,10 +84,14 @@ class VulkanBackend : public Backend {
   std::unique_ptr<DeviceTensor> makeTensor(const TensorDesc& desc, bool withCanary = false) override;
   void flush() override { recorder_->flush(); }
   void finish() override { recorder_->flush(); }
-  // Dispatches keep their barriers; timestamps only at the span's first start and last end.
-  // SDSPEED_VK_STAMP_EVERY_DISPATCH=1 keeps a pair on every dispatch (A/B runs).
+  // Timestamps only at the span's first start and last end; a barrier only before a
+  // dispatch that shares a written range with one since the last barrier
+  // (DispatchSync::hazardsOnly). For A/B runs: SDSPEED_VK_BARRIER_EVERY_DISPATCH=1 keeps a
+  // barrier before every dispatch; SDSPEED_VK_STAMP_EVERY_DISPATCH=1 records as ops do
+  // outside a span (a barrier and a timestamp pair on every dispatch).
   void beginSpanOnly() override;
   void endSpanOnly() override;
+  SyncCounts syncCounts() const override { return {recorder_->dispatchesRecorded(), recorder_->barriersRecorded()}; }
   std::string describe() const override;
   std::string apiVersion() const override { return "Vulkan " + info().apiVersionText(); }
   std::string buildSummary() const override;

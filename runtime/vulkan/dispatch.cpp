@@ -73,6 +73,7 @@ const DispatchTime& DispatchBatch::at(uint32_t i) {
 void OpRecorder::startRecording() {
   recorded_ = 0;
   stamps_.clear();
+  sinceBarrier_.clear();
   const VkDevice d = device_.handle();
   vkCheck(vkResetDescriptorPool(d, pool_, 0), "vkResetDescriptorPool");
   vkCheck(vkResetCommandBuffer(cb_, 0), "vkResetCommandBuffer");
@@ -191,6 +192,7 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   vkCheck(vkAllocateDescriptorSets(d, &ai, &set), "vkAllocateDescriptorSets");
   std::vector<VkDescriptorBufferInfo> infos;
   std::vector<VkWriteDescriptorSet> writes;
+  std::vector<Access> accesses;
   infos.reserve(buffers.size());
   uint32_t binding = 0;
   for (const BufferRange& r : buffers) {
@@ -199,6 +201,9 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
     if (r.offset >= b->bytes() || r.bytes > b->bytes() - r.offset)
       throw Error(what + ": binding " + std::to_string(binding) + " (" + std::to_string(r.bytes) + " bytes at " +
                   std::to_string(r.offset) + ") outside its buffer of " + std::to_string(b->bytes()) + " bytes");
+    const BindingAccess access = pipeline.access(binding);
+    if (access != BindingAccess::Unused)
+      accesses.push_back({b->handle(), r.offset, r.bytes ? r.offset + r.bytes : b->bytes(), access == BindingAccess::Write});
     infos.push_back({b->handle(), r.offset, r.bytes ? r.bytes : VK_WHOLE_SIZE});
     VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     w.dstSet = set;
@@ -210,8 +215,19 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   }
   if (!writes.empty()) vkUpdateDescriptorSets(d, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
 
-  if (sync_.barrier) {  // the in-order queue: this dispatch sees the previous one's writes (also
-                       // across submissions: a fence wait orders the host, not device memory visibility)
+  // The in-order queue: this dispatch sees the previous ones' writes (also across
+  // submissions: a fence wait orders the host, not device memory visibility). Under
+  // hazardsOnly only where it shares a written range with a dispatch since the last barrier.
+  bool barrier = sync_.barrier;
+  if (barrier && sync_.hazardsOnly && recorded_ > 0) {
+    barrier = false;
+    for (const Access& a : accesses)
+      for (const Access& e : sinceBarrier_)
+        if (e.buffer == a.buffer && e.begin < a.end && a.begin < e.end && (e.write || a.write)) barrier = true;
+  }
+  if (barrier) {
+    sinceBarrier_.clear();
+    ++barriers_;
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
@@ -227,12 +243,14 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
   vkCmdDispatch(cb_, gx, gy, gz);
   if (sync_.endStamp) vkCmdWriteTimestamp(cb_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, 2 * recorded_ + 1);
   stamps_.push_back(static_cast<uint8_t>((startStamp ? 1 : 0) | (sync_.endStamp ? 2 : 0)));  // one per dispatch
+  sinceBarrier_.insert(sinceBarrier_.end(), accesses.begin(), accesses.end());
+  ++dispatches_;
   if (deferred_) op_.pending.emplace_back(batch_, recorded_);
   ++recorded_;
 }
 
-void OpRecorder::beginSpanOnly() {
-  sync_ = DispatchSync{true, false, false};
+void OpRecorder::beginSpanOnly(bool elideBarriers) {
+  sync_ = DispatchSync{true, false, false, elideBarriers};
   stampNextStart_ = true;
   spanOnly_ = true;
 }

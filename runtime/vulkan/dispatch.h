@@ -49,9 +49,20 @@ struct DispatchTime {
 // in-order OpenCL queue) and a timestamp before and after it. `sdspeed roofline` turns
 // them off to measure what they cost per dispatch (tuning/roofline_vulkan.cpp): the
 // fixed cost a graph of ~450 dispatches per UNet call pays each time.
+//
+// hazardsOnly (span-only runs, Backend::beginSpanOnly): the barrier is recorded only where
+// the dispatch needs it: when a range it binds overlaps a range bound by a dispatch since
+// the last barrier and either side may write it (read after write, write after read or
+// write after write; each binding's access from the shader's SPIR-V, spirv_access.h), and
+// before the first dispatch of each command buffer (ordering it after earlier
+// submissions). Independent dispatches recorded back to back (an attention's Q, K and V
+// projections, a ResNet block's time-embedding GEMV beside its GroupNorm, its shortcut
+// conv) then overlap on the GPU. Ranges are compared per VkBuffer: every tensor is a
+// range of its own buffer or of the executor's arena, and no two buffers share memory.
 struct DispatchSync {
   bool barrier = true;
   bool startStamp = true, endStamp = true;
+  bool hazardsOnly = false;
 };
 
 // The dispatches of one submitted command buffer (a batch): their times, read once the
@@ -110,13 +121,17 @@ class OpRecorder {
   // Applies to the dispatches recorded after it, until changed (DispatchSync).
   void setSync(DispatchSync sync) { sync_ = sync; }
   // Span-only recording (Backend::beginSpanOnly): the dispatches after it keep their
-  // barriers but get no timestamps, except the first one's start; endSpanOnly() gives the
+  // barriers (only where a hazard needs one with elideBarriers: DispatchSync::hazardsOnly)
+  // but get no timestamps, except the first one's start; endSpanOnly() gives the
   // last dispatch recorded its end timestamp (bottom of pipe: after every earlier command)
   // and returns to the default sync. Meanwhile every batch run (a host transfer, a full
   // batch, --check-finite) stamps its last dispatch's end, so the span's last dispatch has
   // an end whenever its batch ran.
-  void beginSpanOnly();
+  void beginSpanOnly(bool elideBarriers = false);
   void endSpanOnly();
+  // Counted over the recorder's life: dispatches recorded, and barriers recorded before them.
+  uint64_t dispatchesRecorded() const { return dispatches_; }
+  uint64_t barriersRecorded() const { return barriers_; }
 
  private:
   Device& device_;
@@ -136,6 +151,13 @@ class OpRecorder {
   bool spanOnly_ = false;
   void stampLastEnd();           // the last recorded dispatch's end timestamp, if it has none
   std::vector<uint8_t> stamps_;  // one per recorded dispatch: bit 0 start, bit 1 end timestamp written
+  struct Access {  // a bound range and whether the shader may write it
+    VkBuffer buffer;
+    uint64_t begin, end;
+    bool write;
+  };
+  std::vector<Access> sinceBarrier_;  // the ranges bound since this command buffer's last barrier
+  uint64_t dispatches_ = 0, barriers_ = 0;
   bool deferred_ = false;
   bool opOpen_ = false;                    // deferred: between begin() and submit()
   std::shared_ptr<DispatchBatch> batch_;   // deferred: the batch being recorded

@@ -28,7 +28,7 @@ ComputePipeline::ComputePipeline(Device& device, const SpirvShader& shader, uint
                                  uint32_t pushConstantBytes, std::vector<SpecConstant> spec, PipelineCache* cache,
                                  bool build)
     : device_(device), shader_(shader), spec_(std::move(spec)), storageBuffers_(storageBuffers),
-      pushBytes_(pushConstantBytes) {
+      pushBytes_(pushConstantBytes), access_(storageBindingAccess(shader.words, shader.wordCount, storageBuffers)) {
   const VulkanDeviceInfo& info = device.info();
   if (pushConstantBytes % 4 != 0 || pushConstantBytes > info.maxPushConstantsBytes)
     throw Error(std::string("shader ") + shader.name + ": " + std::to_string(pushConstantBytes) +

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "runtime/vulkan/pipeline_cache.h"
+#include "runtime/vulkan/spirv_access.h"
 
 namespace sdspeed::vk {
 
@@ -36,6 +37,9 @@ class ComputePipeline {
   VkPipelineLayout layout() const { return layout_; }
   VkDescriptorSetLayout setLayout() const { return setLayout_; }
   uint32_t storageBuffers() const { return storageBuffers_; }
+  // What the shader does with storage buffer i (from its SPIR-V: spirv_access.h), for
+  // OpRecorder's hazard tracking.
+  BindingAccess access(uint32_t i) const { return i < access_.size() ? access_[i] : BindingAccess::Write; }
   uint32_t pushConstantBytes() const { return pushBytes_; }
   const SpirvShader& shader() const { return shader_; }
   const std::vector<SpecConstant>& spec() const { return spec_; }
@@ -58,6 +62,7 @@ class ComputePipeline {
   const SpirvShader& shader_;
   std::vector<SpecConstant> spec_;
   uint32_t storageBuffers_ = 0, pushBytes_ = 0;
+  std::vector<BindingAccess> access_;
   std::string key_;
   bool diskHit_ = false, driverHit_ = false;
   VkDescriptorSetLayout setLayout_ = VK_NULL_HANDLE;

@@ -1,0 +1,159 @@
+// The barriers a span-only run leaves out (DispatchSync::hazardsOnly,
+// runtime/vulkan/dispatch.h): each binding's access as the SPIR-V declares it
+// (spirv_access.h), and the recorder's barrier before a dispatch exactly where a range it
+// binds meets a range bound since the last barrier with a write on either side. Lavapipe
+// runs a command buffer's dispatches in order, so a missing barrier cannot show there as a
+// wrong value: the barrier counts are what these tests check, and the values that each
+// chain ends with stay checked too. On a GPU the device script's `barriers` stage compares
+// the decoded images of runs with and without the elision.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "runtime/vulkan/buffer.h"
+#include "runtime/vulkan/device.h"
+#include "runtime/vulkan/device_info.h"
+#include "runtime/vulkan/dispatch.h"
+#include "runtime/vulkan/instance.h"
+#include "runtime/vulkan/pipeline.h"
+#include "runtime/vulkan/spirv.h"
+#include "runtime/vulkan/spirv_access.h"
+
+SDSPEED_SPIRV_SHADER(barrier_axpb_f32)  // axpb.comp, under a name of its own
+SDSPEED_SPIRV_SHADER(access_test)
+
+namespace sdspeed::vk {
+namespace {
+
+using A = BindingAccess;
+
+TEST(SpirvAccess, ReadsEachBindingsAccessFromTheDecorations) {
+  const SpirvShader& s = shaders::access_test;
+  EXPECT_EQ(storageBindingAccess(s.words, s.wordCount, 6),
+            (std::vector<A>{A::Read, A::Write, A::Write, A::Unused, A::Write, A::Unused}));
+  const SpirvShader& axpb = shaders::barrier_axpb_f32;  // readonly x, writeonly y
+  EXPECT_EQ(storageBindingAccess(axpb.words, axpb.wordCount, 2), (std::vector<A>{A::Read, A::Write}));
+}
+
+TEST(SpirvAccess, AModuleItCannotReadWritesEveryBinding) {
+  const std::vector<A> all(3, A::Write);
+  EXPECT_EQ(storageBindingAccess(nullptr, 0, 3), all);
+  const SpirvShader& s = shaders::access_test;
+  std::vector<uint32_t> words(s.words, s.words + s.wordCount);
+  words[0] = 0x12345678;  // not the SPIR-V magic
+  EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 3), all);
+  words[0] = s.words[0];
+  words[5] = 0;  // an instruction of zero words
+  EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 3), all);
+  words.assign(s.words, s.words + s.wordCount);
+  words[5] = (1000u << 16) | (words[5] & 0xffffu);  // running past the end
+  EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 3), all);
+}
+
+struct Push {  // axpb.comp's push constants
+  uint32_t n;
+  float a, b;
+};
+
+class VulkanBarrierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("SDSPEED_VK_VALIDATION", "1", 0);
+    instance_ = Instance::create();
+    if (!instance_) GTEST_SKIP() << "no Vulkan driver installed (mesa-vulkan-drivers provides lavapipe)";
+    const auto devices = listVulkanDevices(*instance_);
+    if (devices.empty()) GTEST_SKIP() << "no Vulkan device (mesa-vulkan-drivers provides lavapipe)";
+    device_ = std::make_unique<Device>(instance_, selectVulkanDevice(devices, ""));
+    pipeline_ = std::make_unique<ComputePipeline>(*device_, shaders::barrier_axpb_f32, 2, sizeof(Push),
+                                                  std::vector<SpecConstant>{specU32(0, kWg)});
+  }
+  void TearDown() override {
+    pipeline_.reset();
+    device_.reset();
+    if (instance_) {
+      EXPECT_EQ(instance_->validationErrors(), 0u) << instance_->lastValidationError();
+    }
+  }
+  // y = a x + 1 over n floats: x bound at [xo, xo + 4n) of bx, y at [yo, yo + 4n) of by.
+  void axpb(OpRecorder& rec, const Buffer& bx, uint64_t xo, const Buffer& by, uint64_t yo, float a) {
+    const Push push{kN, a, 1.0f};
+    rec.dispatch(*pipeline_, std::vector<BufferRange>{{&bx, xo, 4 * kN}, {&by, yo, 4 * kN}}, &push, sizeof push,
+                 kN / kWg);
+  }
+  std::vector<float> read(const Buffer& b, uint64_t offset) {
+    std::vector<float> all(b.bytes() / 4);
+    download(*device_, b, all.data(), b.bytes());
+    return {all.begin() + static_cast<long>(offset / 4), all.begin() + static_cast<long>(offset / 4 + kN)};
+  }
+  static constexpr uint32_t kN = 1024, kWg = 64;
+  std::shared_ptr<Instance> instance_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<ComputePipeline> pipeline_;
+};
+
+// Ranges A0..A3 of one arena-like buffer, and buffers x and z. After each dispatch: the
+// barrier it was expected to get, and the ranges bound since the last barrier (S).
+TEST_F(VulkanBarrierTest, HazardsOnlyPutsABarrierWhereAWrittenRangeIsShared) {
+  const uint64_t R = 4 * kN;  // one range: the arena holds 4 of them
+  Buffer arena(*device_, 4 * R), x(*device_, R), z(*device_, R);
+  const std::vector<float> ones(kN, 1.0f);
+  upload(*device_, x, ones.data(), R);
+  OpRecorder rec(*device_);
+  rec.setSync({true, false, false, true});
+  rec.begin();
+  int n = 0;
+  auto expect = [&](bool barrier) {
+    const uint64_t before = rec.barriersRecorded();
+    return [&rec, before, barrier, k = ++n] { EXPECT_EQ(rec.barriersRecorded() - before, barrier ? 1u : 0u) << "dispatch " << k; };
+  };
+  auto step = [&](bool barrier, auto&& record) {
+    auto check = expect(barrier);
+    record();
+    check();
+  };
+  step(true, [&] { axpb(rec, x, 0, arena, 0, 2.0f); });        // 1. a batch's first: A0 = 3; S {x r, A0 w}
+  step(false, [&] { axpb(rec, x, 0, arena, R, 3.0f); });       // 2. A1 = 4; S + {x r, A1 w}
+  step(true, [&] { axpb(rec, arena, 0, arena, 2 * R, 1.0f); });  // 3. reads A0 (written): A2 = 4; S {A0 r, A2 w}
+  step(false, [&] { axpb(rec, x, 0, z, 0, 5.0f); });           // 4. z = 6; S + {x r, z w}
+  step(false, [&] { axpb(rec, arena, R, arena, 3 * R, 2.0f); });  // 5. A1 written before the barrier: A3 = 9
+  step(true, [&] { axpb(rec, z, 0, x, 0, 1.0f); });            // 6. reads z (written): x = 7; S {z r, x w}
+  step(true, [&] { axpb(rec, arena, 2 * R, z, 0, 1.0f); });    // 7. writes z (read): z = 5; S {A2 r, z w}
+  step(true, [&] { axpb(rec, arena, 3 * R, z, 0, 1.0f); });    // 8. writes z (written): z = 10; S {A3 r, z w}
+  step(false, [&] { axpb(rec, arena, 3 * R, arena, R, 1.0f); });  // 9. A3 read twice: A1 = 10; S + {A3 r, A1 w}
+  step(true, [&] { axpb(rec, x, 0, arena, 2 * R - 16, 1.0f); });  // 10. 16 bytes into A1 (written): 8
+  step(false, [&] { axpb(rec, z, 0, arena, 3 * R - 16, 1.0f); });  // 11. starts where 10's write ends: 11
+  rec.submit();
+  EXPECT_EQ(rec.dispatchesRecorded(), 11u);
+  EXPECT_EQ(rec.barriersRecorded(), 6u);
+  EXPECT_EQ(read(x, 0)[5], 7.0f);
+  EXPECT_EQ(read(z, 0)[5], 10.0f);
+  EXPECT_EQ(read(arena, 0)[5], 3.0f);
+  EXPECT_EQ(read(arena, R)[5], 10.0f);
+  EXPECT_EQ(read(arena, 2 * R)[5], 8.0f);   // 10's range, element 9
+  EXPECT_EQ(read(arena, 3 * R)[5], 11.0f);  // 11's range, element 9
+}
+
+// Without hazardsOnly (what every op outside a span records) each dispatch has its barrier,
+// and a new command buffer's first dispatch has one under hazardsOnly too.
+TEST_F(VulkanBarrierTest, EveryDispatchHasItsBarrierOutsideASpan) {
+  Buffer x(*device_, 4 * kN), y(*device_, 4 * kN), z(*device_, 4 * kN);
+  OpRecorder rec(*device_);
+  rec.begin();
+  axpb(rec, x, 0, y, 0, 1.0f);
+  axpb(rec, x, 0, z, 0, 1.0f);
+  rec.submit();
+  EXPECT_EQ(rec.barriersRecorded(), 2u);
+  rec.setSync({true, false, false, true});
+  for (int op = 0; op < 2; ++op) {  // immediate submission: each op its own command buffer
+    rec.begin();
+    axpb(rec, x, 0, y, 0, 1.0f);
+    rec.submit();
+  }
+  EXPECT_EQ(rec.barriersRecorded(), 4u);
+  EXPECT_EQ(rec.dispatchesRecorded(), 4u);
+}
+
+}  // namespace
+}  // namespace sdspeed::vk
