@@ -321,7 +321,8 @@ TEST(VulkanHarnessCoverage, LoweringGapBuildsNoPipeline) {
   vk::VulkanBackend be("", "");  // a fresh one: nothing built yet
   const Family& fam = findFamily("attention");
   const VariantDef& flash = fam.variant("flash");
-  const Problem& prob = *fam.checkProblems(false).front();
+  const auto problems = fam.checkProblems(false);  // kept: prob refers into it
+  const Problem& prob = *problems.front();
   const StorageFormat f32;
   EXPECT_EQ(loweringGap(be, fam, flash, flash.defaults(), prob, f32), "");
   std::map<std::string, int> native;
