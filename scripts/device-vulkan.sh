@@ -105,14 +105,14 @@ sd_run() {  # sd_run NAME CAP ARGS...: one SD 1.5 run, its report, image and dec
 }
 summarize() {  # UNet medians, peaks and decoded-image PSNRs of every run-*.json in $R: summary.txt
   python3 - "$R" > "$R/summary.txt" 2>&1 <<'PY'
-import json, os, struct, sys
+import json, os, sys
 import numpy as np
+sys.path.insert(0, "scripts")
+from device_decoded import decoded as read_decoded
 r = sys.argv[1]
 def decoded(name):
-    p = os.path.join(r, name + ".safetensors")
-    if not os.path.exists(p): return None
-    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])["decoded"]
-    s, e = h["data_offsets"]; return np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.float32).astype(np.float64)
+    d = read_decoded(r, name)
+    return None if d is None else d.astype(np.float64)
 def psnr(a, b):
     if a is None or b is None: return "-"
     m = np.mean((a - b) ** 2); return "inf" if m == 0 else f"{10 * np.log10(4 / m):.1f}"
@@ -738,14 +738,12 @@ if want barriers; then
     sd_run run-vulkan-f16-elided-$i 100 --backend vulkan --arithmetic f16 --precision f16 --weights f16
   done
   python3 - "$R" > "$R/barriers-diff.txt" 2>&1 <<'PY'
-import json, os, struct, sys
+import json, os, sys
 import numpy as np
+sys.path.insert(0, "scripts")
+from device_decoded import decoded as read_decoded
 r = sys.argv[1]
-def decoded(name):
-    p = os.path.join(r, name + ".safetensors")
-    if not os.path.exists(p): return None
-    b = open(p, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; h = json.loads(b[8:8 + n])["decoded"]
-    s, e = h["data_offsets"]; return np.frombuffer(b[8 + n + s:8 + n + e], dtype=np.float32)
+def decoded(name): return read_decoded(r, name)
 base = decoded("run-vulkan-f16-barrier-every-1")
 for n in ["run-vulkan-f16-barrier-every-2", "run-vulkan-f16-elided-1", "run-vulkan-f16-elided-2"]:
     d = decoded(n)
