@@ -682,6 +682,8 @@ if want race; then
     --weights f16 --report "$R/steps20-vulkan-f16.json" -o "$R/steps20-vulkan-f16.png"
   grep -E "UNet / step|total \(device\)|VAE decoder  " "$R/steps20-vulkan-f16.txt"
   summarize
+  # RACE_EXTRAS=0 ends the stage here (a call that profiled the same database already).
+  if [ "${RACE_EXTRAS:-1}" = 1 ]; then
   # Where the race command's time goes, op by op (per-op timestamps; no decode).
   step 120 profile-vulkan-f16-race $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
     --profile --no-decode --report "$R/profile-vulkan-f16-race.json"
@@ -696,6 +698,7 @@ if want race; then
     --attrs n=2560,epilogue=geglu,bias=1,residual=0 --variant coopmat_f16,tiled_f16 --arithmetic f16 \
     --storage f16.buffer.nchw --weights f16 --llc-mib 60
   cat "$R/bench-geglu-defaults.txt"
+  fi
   pack
 fi
 if want peer; then
@@ -827,7 +830,7 @@ if want tune; then
   cp -n configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
   cp -rn results/sweeps/vulkan-* $SW/ 2>/dev/null
   if [ -n "${TUNE_OPS:-}${TUNE_INSTANCES:-}" ]; then
-    for op in $TUNE_OPS; do
+    for op in ${TUNE_OPS:-}; do
       step ${TUNE_CAP:-300} tune-$op $S tune --op $op --model configs/models/sd15 --width 512 --height 512 --batch 2 \
         --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \
         --budget ${TUNE_POINTS:-12} --db-dir $DB --sweep-dir $SW ${TUNE_VARIANT:+--variant $TUNE_VARIANT}
