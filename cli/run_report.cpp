@@ -155,10 +155,12 @@ void RunReport::print(std::ostream& os) const {
          << std::count_if(r.unetReusedOps.begin(), r.unetReusedOps.end(), [](int n) { return n > 0; })
          << " later calls (--context-ops every-step runs them every step)\n";
     // The last call's (a later one: no text-context ops) commands and barriers, where counted.
-    if (!r.unetDispatches.empty() && r.unetDispatches.back() > 0)
-      os << "               last call: " << r.unetDispatches.back() << " dispatches, " << r.unetBarriers.back()
-         << " barriers (" << r.unetDispatches.back() - r.unetBarriers.back()
-         << " left out: no written range shared with the dispatches since the last barrier)\n";
+    if (!r.unetDispatches.empty() && r.unetDispatches.back() > 0) {
+      const uint64_t d = r.unetDispatches.back(), b = r.unetBarriers.back();
+      os << "               last call: " << d << " dispatches, " << b << " barriers";
+      if (d > b) os << " (" << d - b << " left out: no written range shared with the dispatches since the last barrier)";
+      os << "\n";
+    }
   }
   if (!r.decoded.empty()) os << "VAE decoder    " << ms(r.vaeMs) << "\n";
   os << "total (device) " << ms(deviceTotalMs()) << "   (text encoder + every UNet call + VAE decoder)\n";
