@@ -52,6 +52,21 @@ TEST(SpirvAccess, AModuleItCannotReadWritesEveryBinding) {
   EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 3), all);
 }
 
+// A buffer variable whose Binding decoration the walk cannot find (here: turned into
+// another decoration) makes every binding Write, not that binding Unused.
+TEST(SpirvAccess, ABufferWithoutItsBindingWritesEveryBinding) {
+  const SpirvShader& s = shaders::access_test;
+  std::vector<uint32_t> words(s.words, s.words + s.wordCount);
+  bool changed = false;
+  for (size_t i = 5; i < words.size() && !changed; i += words[i] >> 16)
+    if ((words[i] & 0xffffu) == 71 && (words[i] >> 16) >= 4 && words[i + 2] == 33) {  // OpDecorate .. Binding
+      words[i + 2] = 0;  // RelaxedPrecision
+      changed = true;
+    }
+  ASSERT_TRUE(changed);
+  EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 5), std::vector<A>(5, A::Write));
+}
+
 struct Push {  // axpb.comp's push constants
   uint32_t n;
   float a, b;
@@ -133,6 +148,38 @@ TEST_F(VulkanBarrierTest, HazardsOnlyPutsABarrierWhereAWrittenRangeIsShared) {
   EXPECT_EQ(read(arena, R)[5], 10.0f);
   EXPECT_EQ(read(arena, 2 * R)[5], 8.0f);   // 10's range, element 9
   EXPECT_EQ(read(arena, 3 * R)[5], 11.0f);  // 11's range, element 9
+}
+
+// A binding of bytes 0 reaches its buffer's end, and an Unused binding (access.comp's 3)
+// takes no part in the hazards.
+TEST_F(VulkanBarrierTest, WholeBufferAndUnusedBindings) {
+  const uint64_t R = 4 * kN;
+  Buffer x(*device_, 2 * R), y(*device_, R), z(*device_, R), w(*device_, R), u(*device_, R), v(*device_, R);
+  OpRecorder rec(*device_);
+  rec.setSync({true, false, false, true});
+  rec.begin();
+  const Push push{kN, 1.0f, 1.0f};
+  rec.dispatch(*pipeline_, std::vector<BufferRange>{{&x, 0, 0}, {&y, 0, 4 * kN}}, &push, sizeof push, kN / kWg);
+  const uint64_t b1 = rec.barriersRecorded();
+  axpb(rec, z, 0, x, R, 1.0f);  // writes the second half of x, which the whole-buffer binding read
+  EXPECT_EQ(rec.barriersRecorded(), b1 + 1);
+  axpb(rec, z, 0, u, 0, 1.0f);  // u written
+  ComputePipeline access(*device_, shaders::access_test, 5, 0);
+  ASSERT_EQ(access.access(3), A::Unused);
+  const uint64_t b2 = rec.barriersRecorded();
+  // Bindings 0 read, 1 and 2 written, 3 unused, 4 written: x's first half read, y and w
+  // written, u unused, x's second half written (written since the barrier: a barrier).
+  rec.dispatch(access, std::vector<BufferRange>{{&x, 0, R}, {&y, 0, R}, {&w, 0, R}, {&u, 0, R}, {&x, R, R}},
+               nullptr, 0, 1);
+  EXPECT_EQ(rec.barriersRecorded(), b2 + 1) << "binding 4 writes x's second half, written since the barrier";
+  const uint64_t b3 = rec.barriersRecorded();
+  rec.dispatch(access, std::vector<BufferRange>{{&z, 0, R}, {&w, 0, R}, {&y, 0, R}, {&u, 0, R}, {&v, 0, R}},
+               nullptr, 0, 1);
+  EXPECT_EQ(rec.barriersRecorded(), b3 + 1) << "w and y were written by the dispatch before";
+  const uint64_t b4 = rec.barriersRecorded();
+  axpb(rec, x, R, u, 0, 1.0f);  // u was bound only Unused since the barrier, x's second half not at all
+  EXPECT_EQ(rec.barriersRecorded(), b4) << "an Unused binding counted as an access";
+  rec.submit();
 }
 
 // Without hazardsOnly (what every op outside a span records) each dispatch has its barrier,

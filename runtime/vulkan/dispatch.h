@@ -48,7 +48,8 @@ struct DispatchTime {
 // compute->compute barrier (the dispatch sees the previous ones' writes, as on an
 // in-order OpenCL queue) and a timestamp before and after it. `sdspeed roofline` turns
 // them off to measure what they cost per dispatch (tuning/roofline_vulkan.cpp): the
-// fixed cost a graph of ~450 dispatches per UNet call pays each time.
+// fixed cost each of a UNet call's ~530 dispatches paid before span-only runs left out
+// the timestamps and, where no hazard needs it, the barrier (hazardsOnly).
 //
 // hazardsOnly (span-only runs, Backend::beginSpanOnly): the barrier is recorded only where
 // the dispatch needs it: when a range it binds overlaps a range bound by a dispatch since

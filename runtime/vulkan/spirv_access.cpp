@@ -9,7 +9,8 @@ namespace {
 // SPIR-V 1.x opcodes, decorations and storage classes this walk reads (the unified
 // spec's numbers; spirv.hpp is not included so the walk has no header dependency).
 constexpr uint32_t kMagic = 0x07230203;
-constexpr uint32_t OpTypeStruct = 30, OpTypePointer = 32, OpVariable = 59, OpDecorate = 71, OpMemberDecorate = 72;
+constexpr uint32_t OpTypeStruct = 30, OpTypePointer = 32, OpVariable = 59, OpDecorate = 71, OpMemberDecorate = 72,
+                   OpGroupDecorate = 74, OpGroupMemberDecorate = 75;
 constexpr uint32_t DecorationNonWritable = 24, DecorationBinding = 33, DecorationDescriptorSet = 34;
 constexpr uint32_t StorageClassUniform = 2, StorageClassStorageBuffer = 12;
 
@@ -28,6 +29,7 @@ std::vector<BindingAccess> storageBindingAccess(const uint32_t* words, size_t n,
     const uint32_t count = words[i] >> 16, op = words[i] & 0xffff;
     if (count == 0 || i + count > n) return all;  // malformed: every binding written
     const uint32_t* w = words + i;
+    if (op == OpGroupDecorate || op == OpGroupMemberDecorate) return all;  // decoration groups: not followed
     if (op == OpDecorate && count >= 3) {
       if (w[2] == DecorationBinding && count >= 4) binding[w[1]] = w[3];
       if (w[2] == DecorationDescriptorSet && count >= 4) set[w[1]] = w[3];
@@ -47,7 +49,8 @@ std::vector<BindingAccess> storageBindingAccess(const uint32_t* words, size_t n,
   std::vector<BindingAccess> out(bindings, BindingAccess::Unused);
   for (const auto& [id, type] : vars) {
     const auto b = binding.find(id);
-    if (b == binding.end() || b->second >= bindings) continue;
+    if (b == binding.end()) return all;  // a buffer without a binding this walk found: assume the worst
+    if (b->second >= bindings) continue;
     const auto s = set.find(id);
     if (s != set.end() && s->second != 0) continue;
     bool readOnly = nonWritableVar.count(id) != 0;

@@ -24,7 +24,9 @@ enum class BindingAccess : uint8_t {
 };
 
 // One entry per binding 0 .. bindings - 1 of set 0. A module that does not parse as
-// SPIR-V gives Write everywhere.
+// SPIR-V, uses decoration groups, or has a buffer variable without a Binding decoration
+// gives Write everywhere. Access is per module: a binding that only some specialization
+// (a STAGE constant) writes counts as written by every pipeline of the module.
 std::vector<BindingAccess> storageBindingAccess(const uint32_t* words, size_t wordCount, uint32_t bindings);
 
 }  // namespace sdspeed::vk
