@@ -57,8 +57,8 @@ struct DispatchTime {
 // write after write; each binding's access from the shader's SPIR-V, spirv_access.h), and
 // before the first dispatch of each command buffer (ordering it after earlier
 // submissions). Independent dispatches recorded back to back (an attention's Q, K and V
-// projections, a ResNet block's time-embedding GEMV beside its GroupNorm, its shortcut
-// conv) then overlap on the GPU. Ranges are compared per VkBuffer: every tensor is a
+// projections, a ResNet block's time-embedding GEMV beside its GroupNorm) then overlap on
+// the GPU; ops sharing planned scratch (split-K partials, GroupNorm statistics) keep theirs. Ranges are compared per VkBuffer: every tensor is a
 // range of its own buffer or of the executor's arena, and no two buffers share memory.
 struct DispatchSync {
   bool barrier = true;
