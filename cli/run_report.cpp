@@ -54,6 +54,7 @@ std::string sourceKind(const std::string& s) {
 
 struct ProfileRow {
   std::string instance, variant;
+  std::string params;  // sourceKind of its nodes' points ("mixed" where they differ)
   int calls = 0;
   double us = 0;
   int nodes = 0;
@@ -68,6 +69,8 @@ std::vector<ProfileRow> profileRows(const std::vector<OpProfile>& profile) {
     auto& row = by[p.instance + " " + p.variant];
     row.instance = p.instance;
     row.variant = p.variant;
+    const std::string kind = sourceKind(p.params);
+    row.params = row.nodes == 0 || row.params == kind ? kind : "mixed";
     row.calls += p.calls;
     row.us += p.us;
     ++row.nodes;
@@ -82,10 +85,12 @@ std::vector<ProfileRow> profileRows(const std::vector<OpProfile>& profile) {
 }
 
 // Per op instance: its scratch (MiB, the largest of its nodes': each op's own peak
-// besides its tensors), weights streamed ahead of it per run (MiB) and how many of its
-// nodes make derived weights per call ("pc N").
+// besides its tensors), weights streamed ahead of it per run (MiB), how many of its
+// nodes make derived weights per call ("pc N") and where its point came from (params:
+// "exact" is the database's entry for this instance; anything else ran a point tuned
+// for another instance or none, which is where a tune of the instance may pay).
 const char* const kProfileHeader =
-    "  count   total ms   share  scratch MiB  streamed MiB  derived  variant                 op instance\n";
+    "  count   total ms   share  scratch MiB  streamed MiB  derived  params            variant                 op instance\n";
 
 std::string memoryColumns(const ProfileRow& row) {
   char b[96];
@@ -94,6 +99,35 @@ std::string memoryColumns(const ProfileRow& row) {
                 row.derivedPerCall ? ("pc " + std::to_string(row.derivedPerCall)).c_str() : "-");
   return b;
 }
+
+std::string profileLine(double count, double ms, double share, const ProfileRow& row) {
+  char line[768];
+  // %5.3g: ops run once per image (--context-ops once) count a fraction per iteration.
+  std::snprintf(line, sizeof line, "  %5.3g %10.3f %6.1f%%  %s  %-16s  %-22s  %s\n", count, ms, share,
+                memoryColumns(row).c_str(), row.params.c_str(), row.variant.c_str(), row.instance.c_str());
+  return line;
+}
+
+// The profile's time on points not tuned for their instance: what a tune of those
+// instances could still win back (tune --shape ... --attrs ... per line above;
+// scripts/dev/untuned-instances.py lists them from the report). `calls`: the runs the
+// rows' times sum (the UNet's steps), so the figure is per run as the rows are.
+std::string untunedLine(const std::vector<ProfileRow>& rows, double calls) {
+  int n = 0;
+  double us = 0, total = 0;
+  for (const auto& row : rows) {
+    total += row.us;
+    if (row.params == "exact") continue;
+    ++n;
+    us += row.us;
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "  params not exact (no database entry for the instance): %d of %zu instances, %.3f ms (%.1f%% of the ops' time)\n",
+                n, rows.size(), us / calls / 1000, total > 0 ? 100.0 * us / total : 0.0);
+  return line;
+}
+
 
 }  // namespace
 
@@ -237,23 +271,17 @@ void RunReport::print(std::ostream& os) const {
     const double calls = static_cast<double>(r.unetMs.size());
     os << "\nUNet profile per iteration (median UNet " << ms(unetUs / 1000) << " ms; op instances, most costly first)\n";
     os << kProfileHeader;
-    for (const auto& row : profileRows(r.profile)) {
-      char line[512];
-      // %5.3g: ops run once per image (--context-ops once) count a fraction per iteration.
-      std::snprintf(line, sizeof line, "  %5.3g %10.3f %6.1f%%  %s  %-22s  %s\n", row.calls / calls, row.us / calls / 1000,
-                    100.0 * row.us / calls / unetUs, memoryColumns(row).c_str(), row.variant.c_str(), row.instance.c_str());
-      os << line;
-    }
+    const auto rows = profileRows(r.profile);
+    for (const auto& row : rows)
+      os << profileLine(row.calls / calls, row.us / calls / 1000, 100.0 * row.us / calls / unetUs, row);
+    os << untunedLine(rows, calls);
   }
   if (!r.vaeProfile.empty()) {
     os << "\nVAE decoder profile (" << ms(r.vaeMs) << " ms; op instances, most costly first)\n";
     os << kProfileHeader;
-    for (const auto& row : profileRows(r.vaeProfile)) {
-      char line[512];
-      std::snprintf(line, sizeof line, "  %5d %10.3f %6.1f%%  %s  %-22s  %s\n", row.calls, row.us / 1000,
-                    100.0 * row.us / 1000 / r.vaeMs, memoryColumns(row).c_str(), row.variant.c_str(), row.instance.c_str());
-      os << line;
-    }
+    const auto rows = profileRows(r.vaeProfile);
+    for (const auto& row : rows) os << profileLine(row.calls, row.us / 1000, 100.0 * row.us / 1000 / r.vaeMs, row);
+    os << untunedLine(rows, 1);
   }
 }
 
@@ -363,6 +391,7 @@ nlohmann::json RunReport::json() const {
     for (const auto& row : profileRows(r.profile))
       j["unet_profile"].push_back({{"instance", row.instance},
                                    {"variant", row.variant},
+                                   {"params", row.params},
                                    {"count_per_step", row.calls / calls},
                                    {"ms_per_step", row.us / calls / 1000},
                                    {"scratch_bytes", row.scratchBytes},
@@ -370,7 +399,8 @@ nlohmann::json RunReport::json() const {
                                    {"derived_per_call_nodes", row.derivedPerCall}});
   }
   for (const auto& row : profileRows(r.vaeProfile))
-    j["vae_profile"].push_back({{"instance", row.instance}, {"variant", row.variant}, {"count", row.calls}, {"ms", row.us / 1000},
+    j["vae_profile"].push_back({{"instance", row.instance}, {"variant", row.variant}, {"params", row.params},
+                                {"count", row.calls}, {"ms", row.us / 1000},
                                 {"scratch_bytes", row.scratchBytes}, {"streamed_bytes", row.streamedBytes},
                                 {"derived_per_call_nodes", row.derivedPerCall}});
   return j;

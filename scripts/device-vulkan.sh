@@ -829,6 +829,18 @@ if want tune; then
   # its current choices through the vendor fallback, which the search starts from.
   cp -n configs/tuned/vulkan-*.yaml $DB/ 2>/dev/null
   cp -rn results/sweeps/vulkan-* $SW/ 2>/dev/null
+  if [ "${TUNE_UNTUNED:-0}" = 1 ]; then
+    # TUNE_UNTUNED=1: first the race command profiled with that database (the VAE decoded,
+    # so its profile comes too); the instances that ran a point not tuned for them (the
+    # profile's params other than exact), costliest first, join TUNE_INSTANCES
+    # (scripts/dev/untuned-instances.py; its list goes to untuned.txt).
+    step 150 profile-before-tune $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
+      --db-dir $DB --profile --report "$R/profile-before-tune.json"
+    U=$(python3 scripts/dev/untuned-instances.py "$R/profile-before-tune.json" --max ${TUNE_UNTUNED_MAX:-16} \
+      2> "$R/untuned.txt") || U=
+    cat "$R/untuned.txt"
+    if [ -n "$U" ]; then TUNE_INSTANCES="${TUNE_INSTANCES:+$TUNE_INSTANCES;}$U"; fi
+  fi
   if [ -n "${TUNE_OPS:-}${TUNE_INSTANCES:-}" ]; then
     for op in ${TUNE_OPS:-}; do
       step ${TUNE_CAP:-300} tune-$op $S tune --op $op --model configs/models/sd15 --width 512 --height 512 --batch 2 \

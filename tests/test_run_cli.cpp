@@ -79,6 +79,15 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
     EXPECT_GT(m.at("weights_bytes").get<uint64_t>(), 0u);
   }
   EXPECT_FALSE(j.at("unet_profile").empty());
+  // Each profile row says where its point came from, in the kinds the component's
+  // param_sources count (one kind per row: a UNet instance's nodes share their lookup).
+  for (const char* prof : {"unet_profile", "vae_profile"})
+    for (const auto& row : j.at(prof)) {
+      const std::string kind = row.at("params").get<std::string>();
+      EXPECT_TRUE(j.at("param_sources").at(prof == std::string("unet_profile") ? "unet" : "vae_decoder").contains(kind))
+          << prof << ": " << row.dump();
+    }
+  EXPECT_NE(r.out.find("params not exact (no database entry for the instance): "), std::string::npos) << r.out;
   // The timed warm-up (a GPU's default; asked for here, since CPU devices default to one
   // run): runs until 500 ms passed, at most 50 (SdPipeline::kMaxWarmUpRuns).
   for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {

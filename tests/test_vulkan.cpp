@@ -25,6 +25,7 @@
 #include "runtime/vulkan/pipeline.h"
 #include "runtime/vulkan/spirv.h"
 #include "runtime/vulkan/vk_error.h"
+#include "vulkan_device_fixture.h"
 
 SDSPEED_SPIRV_SHADER(axpb_f32)
 #if SDSPEED_GLSLC_STORAGE_16BIT
@@ -74,25 +75,8 @@ std::vector<float> inputs(size_t n) {
   return x;  // in [-2, 2], multiples of 1/500
 }
 
-class VulkanTest : public ::testing::Test {
+class VulkanTest : public VulkanDeviceTest {
  protected:
-  void SetUp() override {
-    setenv("SDSPEED_VK_VALIDATION", "1", 0);  // ctest sets it; a direct run validates too
-    instance_ = Instance::create();
-    if (!instance_) GTEST_SKIP() << "no Vulkan driver installed (mesa-vulkan-drivers provides lavapipe)";
-    devices_ = listVulkanDevices(*instance_);
-    if (devices_.empty()) GTEST_SKIP() << "no Vulkan device (mesa-vulkan-drivers provides lavapipe)";
-    info_ = selectVulkanDevice(devices_, "");
-    device_ = std::make_unique<Device>(instance_, info_);
-  }
-  void TearDown() override {
-    device_.reset();
-    if (instance_) {
-      EXPECT_EQ(instance_->validationErrors(), expectedValidationErrors_)
-          << "the validation layer reported: " << instance_->lastValidationError();
-    }
-  }
-
   // y = a*x + b on the device for n elements with work-group size wg; y is poisoned
   // with NaN and followed by a canary that must survive.
   template <typename T>
@@ -125,11 +109,6 @@ class VulkanTest : public ::testing::Test {
     return y;
   }
 
-  std::shared_ptr<Instance> instance_;
-  std::vector<VulkanDeviceInfo> devices_;
-  VulkanDeviceInfo info_;
-  std::unique_ptr<Device> device_;
-  int expectedValidationErrors_ = 0;
 };
 
 TEST(VulkanKey, SameRuleAsOpenCL) {  // no device needed

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "runtime/vulkan/buffer.h"
@@ -20,9 +21,11 @@
 #include "runtime/vulkan/pipeline.h"
 #include "runtime/vulkan/spirv.h"
 #include "runtime/vulkan/spirv_access.h"
+#include "vulkan_device_fixture.h"
 
 SDSPEED_SPIRV_SHADER(barrier_axpb_f32)  // axpb.comp, under a name of its own
 SDSPEED_SPIRV_SHADER(access_test)
+SDSPEED_SPIRV_SHADER(access_blocks_test)
 
 namespace sdspeed::vk {
 namespace {
@@ -33,6 +36,8 @@ TEST(SpirvAccess, ReadsEachBindingsAccessFromTheDecorations) {
   const SpirvShader& s = shaders::access_test;
   EXPECT_EQ(storageBindingAccess(s.words, s.wordCount, 6),
             (std::vector<A>{A::Read, A::Write, A::Write, A::Unused, A::Write, A::Unused}));
+  const SpirvShader& blocks = shaders::access_blocks_test;
+  EXPECT_EQ(storageBindingAccess(blocks.words, blocks.wordCount, 3), (std::vector<A>{A::Write, A::Write, A::Unused}));
   const SpirvShader& axpb = shaders::barrier_axpb_f32;  // readonly x, writeonly y
   EXPECT_EQ(storageBindingAccess(axpb.words, axpb.wordCount, 2), (std::vector<A>{A::Read, A::Write}));
 }
@@ -50,6 +55,47 @@ TEST(SpirvAccess, AModuleItCannotReadWritesEveryBinding) {
   words.assign(s.words, s.words + s.wordCount);
   words[5] = (1000u << 16) | (words[5] & 0xffffu);  // running past the end
   EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 3), all);
+}
+
+// The positions of every instruction of a module with opcode `op`.
+std::vector<size_t> instructions(const std::vector<uint32_t>& words, uint32_t op) {
+  std::vector<size_t> at;
+  for (size_t i = 5; i < words.size() && (words[i] >> 16); i += words[i] >> 16)
+    if ((words[i] & 0xffffu) == op) at.push_back(i);
+  return at;
+}
+
+constexpr uint32_t kOpDecorate = 71, kOpMemberDecorate = 72, kOpGroupDecorate = 74;
+constexpr uint32_t kNonWritable = 24, kOffset = 35;
+
+// Decoration groups are not followed: a module with one makes every binding Write.
+TEST(SpirvAccess, ADecorationGroupWritesEveryBinding) {
+  const SpirvShader& s = shaders::access_test;
+  std::vector<uint32_t> words(s.words, s.words + s.wordCount);
+  const auto decorates = instructions(words, kOpDecorate);
+  ASSERT_FALSE(decorates.empty());
+  words[decorates.back()] = (words[decorates.back()] & 0xffff0000u) | kOpGroupDecorate;
+  EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 6), std::vector<A>(6, A::Write));
+}
+
+// access_blocks.comp's binding 0 has a read-only member 0 and a writable member 1. A
+// NonWritable on member 5 (past the block's two: here its member 1's Offset decoration
+// rewritten) does not make the block read only.
+TEST(SpirvAccess, ANonWritableMemberPastTheBlockDoesNotCount) {
+  const SpirvShader& s = shaders::access_blocks_test;
+  std::vector<uint32_t> words(s.words, s.words + s.wordCount);
+  std::set<uint32_t> withReadOnlyMember;
+  for (size_t i : instructions(words, kOpMemberDecorate))
+    if (words[i + 3] == kNonWritable) withReadOnlyMember.insert(words[i + 1]);
+  bool changed = false;
+  for (size_t i : instructions(words, kOpMemberDecorate))
+    if (!changed && withReadOnlyMember.count(words[i + 1]) && words[i + 2] == 1 && words[i + 3] == kOffset) {
+      words[i + 2] = 5;  // OpMemberDecorate %P 5 NonWritable (its fifth word, the offset, left as is)
+      words[i + 3] = kNonWritable;
+      changed = true;
+    }
+  ASSERT_TRUE(changed);
+  EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 2)[0], A::Write);
 }
 
 // A buffer variable whose Binding decoration the walk cannot find (here: turned into
@@ -72,24 +118,17 @@ struct Push {  // axpb.comp's push constants
   float a, b;
 };
 
-class VulkanBarrierTest : public ::testing::Test {
+class VulkanBarrierTest : public VulkanDeviceTest {
  protected:
   void SetUp() override {
-    setenv("SDSPEED_VK_VALIDATION", "1", 0);
-    instance_ = Instance::create();
-    if (!instance_) GTEST_SKIP() << "no Vulkan driver installed (mesa-vulkan-drivers provides lavapipe)";
-    const auto devices = listVulkanDevices(*instance_);
-    if (devices.empty()) GTEST_SKIP() << "no Vulkan device (mesa-vulkan-drivers provides lavapipe)";
-    device_ = std::make_unique<Device>(instance_, selectVulkanDevice(devices, ""));
+    VulkanDeviceTest::SetUp();
+    if (IsSkipped()) return;
     pipeline_ = std::make_unique<ComputePipeline>(*device_, shaders::barrier_axpb_f32, 2, sizeof(Push),
                                                   std::vector<SpecConstant>{specU32(0, kWg)});
   }
   void TearDown() override {
     pipeline_.reset();
-    device_.reset();
-    if (instance_) {
-      EXPECT_EQ(instance_->validationErrors(), 0u) << instance_->lastValidationError();
-    }
+    VulkanDeviceTest::TearDown();
   }
   // y = a x + 1 over n floats: x bound at [xo, xo + 4n) of bx, y at [yo, yo + 4n) of by.
   void axpb(OpRecorder& rec, const Buffer& bx, uint64_t xo, const Buffer& by, uint64_t yo, float a) {
@@ -103,8 +142,6 @@ class VulkanBarrierTest : public ::testing::Test {
     return {all.begin() + static_cast<long>(offset / 4), all.begin() + static_cast<long>(offset / 4 + kN)};
   }
   static constexpr uint32_t kN = 1024, kWg = 64;
-  std::shared_ptr<Instance> instance_;
-  std::unique_ptr<Device> device_;
   std::unique_ptr<ComputePipeline> pipeline_;
 };
 

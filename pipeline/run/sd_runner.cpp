@@ -33,6 +33,7 @@ void addProfile(const GraphExecutor& exec, const RunTiming& t, std::map<int, OpP
     p.label = exec.graph().nodes()[static_cast<size_t>(nt.node)].label;
     p.instance = c.instance;
     p.variant = c.variant;
+    p.params = c.source;
     p.scratchBytes = c.scratchBytes;
     p.streamedBytes = c.streamedBytes;
     p.derivedPerCall = c.derivedPerCall;

@@ -51,6 +51,7 @@ struct DiffusionRequest {
 
 struct OpProfile {
   std::string label, instance, variant;
+  std::string params;  // where its point came from (NodeChoice::source: "exact", "nearest ...", ...)
   double us = 0;  // summed over the steps
   int calls = 0;
   uint64_t scratchBytes = 0;   // its own scratch, alive for it alone (NodeChoice)

@@ -202,8 +202,13 @@ void OpRecorder::dispatch(const ComputePipeline& pipeline, const std::vector<Buf
       throw Error(what + ": binding " + std::to_string(binding) + " (" + std::to_string(r.bytes) + " bytes at " +
                   std::to_string(r.offset) + ") outside its buffer of " + std::to_string(b->bytes()) + " bytes");
     const BindingAccess access = pipeline.access(binding);
-    if (access != BindingAccess::Unused)
-      accesses.push_back({b->handle(), r.offset, r.bytes ? r.offset + r.bytes : b->bytes(), access == BindingAccess::Write});
+    // Tracked widened to 16-byte boundaries: the kernels' quad aliases (sfp4/vec4 views of
+    // a binding) touch whole 16-byte groups, so a tail quad of a range that ends mid-group
+    // meets its neighbour's range here rather than racing it.
+    if (access != BindingAccess::Unused) {
+      const uint64_t end = r.bytes ? r.offset + r.bytes : b->bytes();
+      accesses.push_back({b->handle(), r.offset & ~uint64_t{15}, (end + 15) & ~uint64_t{15}, access == BindingAccess::Write});
+    }
     infos.push_back({b->handle(), r.offset, r.bytes ? r.bytes : VK_WHOLE_SIZE});
     VkWriteDescriptorSet w{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     w.dstSet = set;

@@ -3,7 +3,9 @@
 // (runtime/timing.h, eventSpanNs): from the start of its first kernel to the end of its
 // last. Dispatches run in recording order with a compute->compute barrier between them,
 // the semantics of sdspeed's in-order OpenCL queue (each kernel sees the previous one's
-// writes), so per-dispatch times do not overlap.
+// writes), so per-dispatch times do not overlap. A span-only run (DispatchSync::
+// hazardsOnly, below) leaves out the barriers no hazard needs: there, dispatches that share
+// no written range may overlap, and only the span's ends are stamped.
 //
 // Timestamps: the start one is written at the compute-shader stage, i.e. once every
 // earlier command has finished its compute work (the previous dispatch's end, in this

@@ -59,7 +59,12 @@ std::vector<BindingAccess> storageBindingAccess(const uint32_t* words, size_t n,
       const uint32_t st = p == pointee.end() ? 0 : p->second;
       const auto m = structMembers.find(st);
       const auto ro = roMembers.find(st);
-      readOnly = m != structMembers.end() && ro != roMembers.end() && m->second > 0 && ro->second.size() == m->second;
+      // Only the struct's own members count (a NonWritable on an index past its last
+      // member, in a malformed module, must not stand in for a writable member).
+      size_t roCount = 0;
+      if (m != structMembers.end() && ro != roMembers.end())
+        for (uint32_t idx : ro->second) roCount += idx < m->second ? 1 : 0;
+      readOnly = m != structMembers.end() && m->second > 0 && roCount == m->second;
     }
     BindingAccess& a = out[b->second];
     if (!readOnly) a = BindingAccess::Write;

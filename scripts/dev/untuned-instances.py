@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""The op instances of a profiled run that ran a point not tuned for them, as a tune list.
+
+    python3 scripts/dev/untuned-instances.py REPORT.json [--min-ms 0.05] [--max 24]
+
+REPORT.json is `sdspeed run ... --profile --report REPORT.json`. Its `unet_profile` and
+`vae_profile` rows carry `params`: "exact" where the database holds an entry for that very
+instance, else where the point came from ("nearest", "device default", ...). This prints,
+costliest first (UNet per step and VAE per call summed alike, as a run spends them), the
+rows that are not "exact" and cost at least --min-ms, as scripts/device-vulkan.sh's
+TUNE_INSTANCES string ("OP:SHAPE:ATTRS;..."), on one line, and to stderr one line per
+instance with its time, so a device visit tunes exactly what a run ran untuned:
+
+    TUNE_INSTANCES="$(python3 scripts/dev/untuned-instances.py profile.json)" \\
+        bash scripts/device-vulkan.sh tune
+
+Only rows in the storage the tune stage tunes (f16 NC4HW4 with f16 arithmetic: the race's
+format) are listed; others are counted on stderr.
+"""
+import argparse
+import json
+import sys
+
+TUNED_FORMAT = "f16.buffer.nc4hw4"  # scripts/device-vulkan.sh tune: --storage f16.buffer.nc4hw4 --arithmetic f16
+
+
+def rows(report):
+    for key, ms_key in (("unet_profile", "ms_per_step"), ("vae_profile", "ms")):
+        for r in report.get(key, []):
+            if "params" not in r:
+                sys.exit(f"untuned-instances.py: {key} rows have no 'params' (a report from before it was added)")
+            yield key, r, float(r[ms_key])
+
+
+def tune_entry(instance):
+    """'gemm 2x1280x1x256 bias=0 n=1280 f16.buffer.nc4hw4.wf16.af16' -> ('gemm:2x1280x1x256:bias=0,n=1280', fmt)."""
+    words = instance.split()
+    if len(words) < 3:
+        raise ValueError(f"instance '{instance}': expected 'OP SHAPE [ATTR=V..] FORMAT'")
+    op, shape, fmt = words[0], words[1], words[-1]
+    attrs = [w for w in words[2:-1] if "=" in w]
+    return f"{op}:{shape}:{','.join(attrs)}", fmt
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("report")
+    ap.add_argument("--min-ms", type=float, default=0.05, help="skip instances cheaper than this (ms per step or call)")
+    ap.add_argument("--max", type=int, default=24, help="at most this many instances")
+    a = ap.parse_args()
+    try:
+        with open(a.report) as f:
+            report = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        sys.exit(f"untuned-instances.py: {a.report}: {e}")
+    picked, other_format, cheap = {}, 0, 0
+    for key, r, ms in rows(report):
+        if r["params"] == "exact":
+            continue
+        entry, fmt = tune_entry(r["instance"])
+        if not (fmt.startswith(TUNED_FORMAT + ".") and fmt.endswith("af16")):
+            other_format += 1
+            continue
+        if ms < a.min_ms:
+            cheap += 1
+            continue
+        p = picked.setdefault(entry, {"ms": 0.0, "params": set(), "where": set()})
+        p["ms"] += ms
+        p["params"].add(r["params"])
+        p["where"].add(key.split("_")[0])
+    order = sorted(picked.items(), key=lambda kv: -kv[1]["ms"])[: a.max]
+    for entry, p in order:
+        print(f"{p['ms']:8.3f} ms  {'/'.join(sorted(p['params'])):16}  {'+'.join(sorted(p['where'])):10}  {entry}",
+              file=sys.stderr)
+    print(f"{len(order)} instances listed; left out: {cheap} under {a.min_ms} ms, {other_format} in a format the tune "
+          f"stage does not tune (it tunes {TUNED_FORMAT} with f16 arithmetic)",
+          file=sys.stderr)
+    print(";".join(entry for entry, _ in order))
+
+
+if __name__ == "__main__":
+    main()
