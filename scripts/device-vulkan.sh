@@ -12,7 +12,7 @@
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
-#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps barriers nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
+#   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps barriers wino nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
 # unpacking other packages into / can break the image.
 # What it does (~5 min; each step capped so that a hang keeps what finished):
@@ -69,8 +69,8 @@ device_results vulkan  # log, pack, step: scripts/device-lib.sh
 # the results folder and its archive carry over.
 STAGES=" ${*:-check coopmat coopmat-full bench} "
 for s in $STAGES; do
-  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|ln|gemv|gemm-peer|run|race|peer|stamps|barriers|nontc|ab|tune|setup|ablate) ;;
-    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps barriers nontc ab tune setup ablate)" >&2; exit 2;;
+  case $s in check|coopmat|coopmat-full|bench|splitk|warmup|staging|tiles|flash|flash2|ksweep|epi|tiles2|wide|taps|gn|ln|gemv|gemm-peer|run|race|peer|stamps|barriers|wino|nontc|ab|tune|setup|ablate) ;;
+    *) echo "device-vulkan.sh: unknown stage '$s' (check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps barriers wino nontc ab tune setup ablate)" >&2; exit 2;;
   esac
 done
 want() { [[ $STAGES == *" $1 "* ]]; }
@@ -761,6 +761,25 @@ PY
   summarize
   pack
 fi
+if want wino; then
+  # Issue #22 lists Winograd's batched-GEMM stage on cooperative matrices "if it still
+  # wins" (not built). This measures whether it could: the Vulkan Winograd variants (f32
+  # arithmetic, their GEMM stage scalar; f16 storage and weights as the race runs) beside
+  # conv coopmat_f16 (implicit GEMM on tensor cores) at the UNet's four costliest 3x3
+  # convs (the ResNet blocks' second conv, residual added). F(4x4) does 1/4 of the direct
+  # convolution's multiplies: a coopmat GEMM stage runs those at the tensor cores' rate,
+  # so where the scalar Winograd is already within ~2x of coopmat_f16, the transforms
+  # (memory-bound) are cheap enough for a coopmat stage to win. Each variant at its
+  # defaults and 4 sampled points (~2 min).
+  for sc in 320x64x64:320 640x32x32:640 1280x16x16:1280 1280x8x8:1280; do
+    shape=2x${sc%%:*} cout=${sc##*:}
+    step 90 bench-wino-$shape $S bench --backend vulkan --op conv --shape $shape --attrs cout=$cout,residual=1 \
+      --variant winograd_f2x2_3x3,winograd_f4x4_3x3,coopmat_f16 --arithmetic f32,f16 --storage f16.buffer.nc4hw4 \
+      --weights f16 --points 4 --llc-mib 60 --csv "$R/bench-wino-$shape.csv"
+    grep -E "^conv" "$R/bench-wino-$shape.txt"
+  done
+  pack
+fi
 if want nontc; then
   # #21 without tensor cores, beside OpenCL f32: Vulkan f32 (Winograd F(4x4) for the 3x3s,
   # flash attention), and f16 arithmetic on the half variants that use no cooperative
@@ -832,11 +851,12 @@ if want tune; then
   if [ "${TUNE_UNTUNED:-0}" = 1 ]; then
     # TUNE_UNTUNED=1: first the race command profiled with that database (the VAE decoded,
     # so its profile comes too); the instances that ran a point not tuned for them (the
-    # profile's params other than exact), costliest first, join TUNE_INSTANCES
+    # profile's params other than exact), costliest first, at most TUNE_UNTUNED_MAX (default
+    # 8: at 10 to 30 s an instance the stage fits a 10-minute call), join TUNE_INSTANCES
     # (scripts/dev/untuned-instances.py; its list goes to untuned.txt).
     step 150 profile-before-tune $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
       --db-dir $DB --profile --report "$R/profile-before-tune.json"
-    U=$(python3 scripts/dev/untuned-instances.py "$R/profile-before-tune.json" --max ${TUNE_UNTUNED_MAX:-16} \
+    U=$(python3 scripts/dev/untuned-instances.py "$R/profile-before-tune.json" --max ${TUNE_UNTUNED_MAX:-8} \
       2> "$R/untuned.txt") || U=
     cat "$R/untuned.txt"
     if [ -n "$U" ]; then TUNE_INSTANCES="${TUNE_INSTANCES:+$TUNE_INSTANCES;}$U"; fi
