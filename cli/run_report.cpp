@@ -44,11 +44,15 @@ std::string ms(double v) {
 TimingStats unetStats(const DiffusionResult& r) { return r.unetMs.empty() ? TimingStats{} : summarize(r.unetMs); }
 
 // "exact", "nearest ...", "device default", "vendor default (...)", "generic
-// default", "defaults; fallback, ..." -> the kind only.
+// default", "defaults; not ...", "defaults; fallback, ..." -> the kind only; a half twin
+// run at its f32 base's point (graph_executor.cpp) keeps the base's kind, marked, since
+// the twin itself was not timed there.
 std::string sourceKind(const std::string& s) {
   if (s.find("fallback") != std::string::npos) return "fallback";
-  for (const char* k : {"exact", "nearest", "device default", "vendor default", "generic default", "f32-weight entry"})
-    if (s.rfind(k, 0) == 0) return k;
+  const std::string twin = s.find("; its half twin") != std::string::npos ? " (half twin)" : "";
+  for (const char* k :
+       {"exact", "nearest", "device default", "vendor default", "generic default", "f32-weight entry", "defaults"})
+    if (s.rfind(k, 0) == 0) return k + twin;
   return s;
 }
 
@@ -108,7 +112,8 @@ std::string profileLine(double count, double ms, double share, const ProfileRow&
   return line;
 }
 
-// The profile's time on points not tuned for their instance: what a tune of those
+// The profile's time on points not tuned for their instance (rows: instance and variant,
+// so an instance whose nodes ran two variants counts twice): what a tune of those
 // instances could still win back (tune --shape ... --attrs ... per line above;
 // scripts/dev/untuned-instances.py lists them from the report). `calls`: the runs the
 // rows' times sum (the UNet's steps), so the figure is per run as the rows are.
@@ -123,7 +128,7 @@ std::string untunedLine(const std::vector<ProfileRow>& rows, double calls) {
   }
   char line[256];
   std::snprintf(line, sizeof line,
-                "  params not exact (no database entry for the instance): %d of %zu instances, %.3f ms (%.1f%% of the ops' time)\n",
+                "  params not exact (a point tuned for another instance or none, or refused): %d of %zu rows, %.3f ms (%.1f%% of the ops' time)\n",
                 n, rows.size(), us / calls / 1000, total > 0 ? 100.0 * us / total : 0.0);
   return line;
 }

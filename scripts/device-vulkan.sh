@@ -854,6 +854,7 @@ if want tune; then
     # profile's params other than exact), costliest first, at most TUNE_UNTUNED_MAX (default
     # 8: at 10 to 30 s an instance the stage fits a 10-minute call), join TUNE_INSTANCES
     # (scripts/dev/untuned-instances.py; its list goes to untuned.txt).
+    rm -f "$R/profile-before-tune.json"  # never an earlier call's
     step 150 profile-before-tune $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
       --db-dir $DB --profile --report "$R/profile-before-tune.json"
     U=$(python3 scripts/dev/untuned-instances.py "$R/profile-before-tune.json" --max ${TUNE_UNTUNED_MAX:-8} \
@@ -861,7 +862,11 @@ if want tune; then
     cat "$R/untuned.txt"
     if [ -n "$U" ]; then TUNE_INSTANCES="${TUNE_INSTANCES:+$TUNE_INSTANCES;}$U"; fi
   fi
-  if [ -n "${TUNE_OPS:-}${TUNE_INSTANCES:-}" ]; then
+  if [ "${TUNE_UNTUNED:-0}" = 1 ] && [ -z "${TUNE_OPS:-}${TUNE_INSTANCES:-}" ]; then
+    # Nothing to tune (every instance exact, or the profile failed: untuned.txt says
+    # which): not the whole-model tune below, which nobody asked for.
+    log "tune: TUNE_UNTUNED=1 found no instance to tune: skipped"
+  elif [ -n "${TUNE_OPS:-}${TUNE_INSTANCES:-}" ]; then
     for op in ${TUNE_OPS:-}; do
       step ${TUNE_CAP:-300} tune-$op $S tune --op $op --model configs/models/sd15 --width 512 --height 512 --batch 2 \
         --backend vulkan --arithmetic f16 --storage f16.buffer.nc4hw4 --weights f16 --strategy model --seed 1 \

@@ -33,6 +33,7 @@ def run(report, *args):
 
 F16 = "f16.buffer.nc4hw4.wf16.af16"
 report = {
+    "run": {"steps": 10},
     "unet_profile": [
         {"instance": "conv 2x320x64x64 bias=1 cout=320 k=3 " + F16, "variant": "coopmat_f16", "params": "exact",
          "ms_per_step": 0.9},
@@ -41,21 +42,25 @@ report = {
         {"instance": "attention 2x320x1x4096 heads=8 kv=4096 f16.buffer.nc4hw4.af16", "variant": "flash_coopmat_f16",
          "params": "device default", "ms_per_step": 4.1},
         {"instance": "groupnorm 2x320x64x64 g=32 " + F16, "variant": "two_pass_f16", "params": "nearest",
-         "ms_per_step": 0.01},  # under --min-ms
+         "ms_per_step": 0.02},  # 0.2 ms a run: under --min-ms (0.25)
         {"instance": "concat 2x320x64x64 c2=320 f16.buffer.nc4hw4", "variant": "slices", "params": "nearest",
          "ms_per_step": 0.2},  # f32 arithmetic: not what the tune stage tunes
     ],
     "vae_profile": [
-        # The same GEMM instance in the VAE adds to its time: 0.5 + 3.8 ranks it first.
+        # A run spends steps x the UNet's time per step: the GEMM's 10 x 0.5 + 38 = 43 ms
+        # a run (the VAE's time adds to the same instance's) ranks first, the attention's
+        # 10 x 4.1 = 41 ms second, the VAE's conv (30 ms) third.
         {"instance": "gemm 2x320x1x4096 bias=0 n=320 " + F16, "variant": "coopmat_f16", "params": "nearest",
-         "ms": 3.8},
+         "ms": 38.0},
+        {"instance": "conv 1x128x512x512 bias=1 cout=128 k=3 " + F16, "variant": "coopmat_f16", "params": "nearest",
+         "ms": 30.0},
     ],
 }
 r = run(report)
 check(r.returncode == 0, "exit %d: %s" % (r.returncode, r.stderr))
-check(r.stdout == "gemm:2x320x1x4096:bias=0,n=320;attention:2x320x1x4096:heads=8,kv=4096\n",
-      "tune list: %r" % r.stdout)
-check("left out: 1 under 0.05 ms, 1 in a format" in r.stderr, "stderr: %r" % r.stderr)
+check(r.stdout == "gemm:2x320x1x4096:bias=0,n=320;attention:2x320x1x4096:heads=8,kv=4096;"
+      "conv:1x128x512x512:bias=1,cout=128,k=3\n", "tune list: %r" % r.stdout)
+check("left out: 1 under 0.25 ms, 1 in a format" in r.stderr, "stderr: %r" % r.stderr)
 r = run(report, "--max", "1")
 check(r.stdout == "gemm:2x320x1x4096:bias=0,n=320\n", "--max 1: %r" % r.stdout)
 

@@ -87,7 +87,8 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
       EXPECT_TRUE(j.at("param_sources").at(prof == std::string("unet_profile") ? "unet" : "vae_decoder").contains(kind))
           << prof << ": " << row.dump();
     }
-  EXPECT_NE(r.out.find("params not exact (no database entry for the instance): "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("params not exact (a point tuned for another instance or none, or refused): "), std::string::npos)
+      << r.out;
   // The timed warm-up (a GPU's default; asked for here, since CPU devices default to one
   // run): runs until 500 ms passed, at most 50 (SdPipeline::kMaxWarmUpRuns).
   for (const char* c : {"text_encoder", "unet", "vae_decoder"}) {

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The op instances of a profiled run that ran a point not tuned for them, as a tune list.
 
-    python3 scripts/dev/untuned-instances.py REPORT.json [--min-ms 0.05] [--max 24]
+    python3 scripts/dev/untuned-instances.py REPORT.json [--min-ms 0.25] [--max 24]
 
 REPORT.json is `sdspeed run ... --profile --report REPORT.json`. Its `unet_profile` and
 `vae_profile` rows carry `params`: "exact" where the database holds an entry for that very
 instance, else where the point came from ("nearest", "device default", ...). This prints,
-costliest first (UNet per step and VAE per call summed alike, as a run spends them), the
-rows that are not "exact" and cost at least --min-ms, as scripts/device-vulkan.sh's
+costliest first by what one run spends on them (the UNet's time per step times the run's
+steps, plus the VAE decoder's), the instances whose rows are not "exact" and that cost at
+least --min-ms a run, as scripts/device-vulkan.sh's
 TUNE_INSTANCES string ("OP:SHAPE:ATTRS;..."), on one line, and to stderr one line per
 instance with its time, so a device visit tunes exactly what a run ran untuned:
 
@@ -25,11 +26,13 @@ TUNED_FORMAT = "f16.buffer.nc4hw4"  # scripts/device-vulkan.sh tune: --storage f
 
 
 def rows(report):
-    for key, ms_key in (("unet_profile", "ms_per_step"), ("vae_profile", "ms")):
+    """(profile, row, ms a run spends on it)."""
+    steps = float(report.get("run", {}).get("steps", 1))
+    for key, ms_key, times in (("unet_profile", "ms_per_step", steps), ("vae_profile", "ms", 1.0)):
         for r in report.get(key, []):
             if "params" not in r:
                 sys.exit(f"untuned-instances.py: {key} rows have no 'params' (a report from before it was added)")
-            yield key, r, float(r[ms_key])
+            yield key, r, float(r[ms_key]) * times
 
 
 def tune_entry(instance):
@@ -45,7 +48,7 @@ def tune_entry(instance):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("report")
-    ap.add_argument("--min-ms", type=float, default=0.05, help="skip instances cheaper than this (ms per step or call)")
+    ap.add_argument("--min-ms", type=float, default=0.25, help="skip instances cheaper than this (ms a run)")
     ap.add_argument("--max", type=int, default=24, help="at most this many instances")
     a = ap.parse_args()
     try:
@@ -53,7 +56,7 @@ def main():
             report = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
         sys.exit(f"untuned-instances.py: {a.report}: {e}")
-    picked, other_format, cheap = {}, 0, 0
+    picked, other_format = {}, 0
     for key, r, ms in rows(report):
         if r["params"] == "exact":
             continue
@@ -61,16 +64,14 @@ def main():
         if not (fmt.startswith(TUNED_FORMAT + ".") and fmt.endswith("af16")):
             other_format += 1
             continue
-        if ms < a.min_ms:
-            cheap += 1
-            continue
         p = picked.setdefault(entry, {"ms": 0.0, "params": set(), "where": set()})
         p["ms"] += ms
         p["params"].add(r["params"])
         p["where"].add(key.split("_")[0])
-    order = sorted(picked.items(), key=lambda kv: -kv[1]["ms"])[: a.max]
+    cheap = sum(1 for p in picked.values() if p["ms"] < a.min_ms)
+    order = sorted((kv for kv in picked.items() if kv[1]["ms"] >= a.min_ms), key=lambda kv: -kv[1]["ms"])[: a.max]
     for entry, p in order:
-        print(f"{p['ms']:8.3f} ms  {'/'.join(sorted(p['params'])):16}  {'+'.join(sorted(p['where'])):10}  {entry}",
+        print(f"{p['ms']:8.3f} ms a run  {'/'.join(sorted(p['params'])):16}  {'+'.join(sorted(p['where'])):10}  {entry}",
               file=sys.stderr)
     print(f"{len(order)} instances listed; left out: {cheap} under {a.min_ms} ms, {other_format} in a format the tune "
           f"stage does not tune (it tunes {TUNED_FORMAT} with f16 arithmetic)",
