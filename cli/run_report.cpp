@@ -133,7 +133,6 @@ std::string untunedLine(const std::vector<ProfileRow>& rows, double calls) {
   return line;
 }
 
-
 }  // namespace
 
 void RunReport::collect(SdPipeline& pipe) {

@@ -68,6 +68,9 @@ del report["unet_profile"][0]["params"]
 r = run(report)
 check(r.returncode != 0 and "rows have no 'params'" in r.stderr and r.stdout == "",
       "a report without params: exit %d, %r" % (r.returncode, r.stderr))
+r = run({"unet_profile": [{"instance": "gemm", "params": "nearest", "ms_per_step": 1.0}]})
+check(r.returncode != 0 and "not a profile row" in r.stderr and "Traceback" not in r.stderr,
+      "a row without shape and format: exit %d, %r" % (r.returncode, r.stderr))
 r = subprocess.run([sys.executable, script, os.path.join(src, "no-such-report.json")], capture_output=True, text=True)
 check(r.returncode != 0 and "no-such-report.json" in r.stderr, "a missing report: %r" % r.stderr)
 

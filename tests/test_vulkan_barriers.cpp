@@ -66,17 +66,17 @@ std::vector<size_t> instructions(const std::vector<uint32_t>& words, uint32_t op
 }
 
 constexpr uint32_t kOpDecorate = 71, kOpMemberDecorate = 72, kOpGroupDecorate = 74;
-constexpr uint32_t kNonWritable = 24, kOffset = 35;
+constexpr uint32_t kNonWritable = 24, kBinding = 33, kDescriptorSet = 34, kOffset = 35;
 
 // Decoration groups are not followed: a module with one makes every binding Write.
 TEST(SpirvAccess, ADecorationGroupWritesEveryBinding) {
   const SpirvShader& s = shaders::access_test;
   std::vector<uint32_t> words(s.words, s.words + s.wordCount);
-  // A decoration other than Binding and DescriptorSet (33, 34): rewriting a Binding would
-  // also lose a buffer's binding, which makes every binding Write by another rule.
+  // A decoration other than Binding and DescriptorSet: rewriting a Binding would also lose
+  // a buffer's binding, which makes every binding Write by another rule.
   size_t at = 0;
   for (size_t i : instructions(words, kOpDecorate))
-    if (words[i + 2] != 33 && words[i + 2] != 34) at = i;
+    if (words[i + 2] != kBinding && words[i + 2] != kDescriptorSet) at = i;
   ASSERT_NE(at, 0u);
   words[at] = (words[at] & 0xffff0000u) | kOpGroupDecorate;
   EXPECT_EQ(storageBindingAccess(words.data(), words.size(), 6), std::vector<A>(6, A::Write));
@@ -108,8 +108,8 @@ TEST(SpirvAccess, ABufferWithoutItsBindingWritesEveryBinding) {
   const SpirvShader& s = shaders::access_test;
   std::vector<uint32_t> words(s.words, s.words + s.wordCount);
   bool changed = false;
-  for (size_t i = 5; i < words.size() && !changed; i += words[i] >> 16)
-    if ((words[i] & 0xffffu) == 71 && (words[i] >> 16) >= 4 && words[i + 2] == 33) {  // OpDecorate .. Binding
+  for (size_t i : instructions(words, kOpDecorate))
+    if (!changed && (words[i] >> 16) >= 4 && words[i + 2] == kBinding) {
       words[i + 2] = 0;  // RelaxedPrecision
       changed = true;
     }

@@ -57,10 +57,14 @@ def main():
     except (OSError, json.JSONDecodeError) as e:
         sys.exit(f"untuned-instances.py: {a.report}: {e}")
     picked, other_format = {}, 0
-    for key, r, ms in rows(report):
+    try:
+        listed = list(rows(report))
+        entries = [tune_entry(r["instance"]) for _, r, _ in listed]
+    except (AttributeError, KeyError, TypeError, ValueError) as e:  # not a run report's profile rows
+        sys.exit(f"untuned-instances.py: {a.report}: not a profile row: {e}")
+    for (key, r, ms), (entry, fmt) in zip(listed, entries):
         if r["params"] == "exact":
             continue
-        entry, fmt = tune_entry(r["instance"])
         if not (fmt.startswith(TUNED_FORMAT + ".") and fmt.endswith("af16")):
             other_format += 1
             continue
