@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Puts this machine's sdspeed (build/, Release) into .bin/ for a device visit, with the
+# commit it was built at and the Debian libraries it links that the device image (Ubuntu
+# 24.04) lacks, so that scripts/device-vulkan.sh can skip a cold machine's build (150 to
+# 240 s of device time). Carry ".bin" beside ".gl .vk". It refuses a tree whose sources
+# differ from HEAD (only tests/ and .device-commit may differ: they are not in the binary),
+# since the device script takes the binary only when .bin/commit matches .device-commit.
+#   once: echo /.bin/ >> .git/info/exclude
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+if ! git diff --quiet HEAD -- . ':!tests' ':!.device-commit'; then
+  echo "carry-binary.sh: sources differ from HEAD (git diff HEAD -- . ':!tests'): commit first" >&2
+  exit 1
+fi
+CCACHE_BASEDIR=$PWD/.. flock /tmp/build.lock nice cmake --build build -j2 --target sdspeed >/dev/null
+mkdir -p .bin
+o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+if ! ls .bin/libicu72_*.deb .bin/libyaml-cpp0.7_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/amd64/partial && apt-get $o update >/dev/null
+  (cd .bin && apt-get $o download libicu72 libyaml-cpp0.7 >/dev/null)
+fi
+cp build/cli/sdspeed .bin/sdspeed.tmp && mv .bin/sdspeed.tmp .bin/sdspeed
+git rev-parse --short=12 HEAD > .bin/commit
+"${CXX:-c++}" --version | head -1 > .bin/compiler
+echo "carry-binary.sh: .bin/sdspeed at $(cat .bin/commit) ($(du -sh .bin | cut -f1) in .bin)"
