@@ -11,6 +11,7 @@
 #     (cd .vk && apt-get $o download glslc libshaderc1 libvulkan-dev vulkan-tools \
 #        libwayland-client0 libx11-6 libxcb1 libxau6 libxdmcp6 libbsd0 libmd0 libffi8)
 #   before each visit: git rev-parse --short=12 HEAD > .device-commit
+#   optional: bash scripts/dev/carry-binary.sh (after the commit) and carry .bin too: no build there
 #   run (carry .gl .vk, and .whl for peer): bash scripts/device-vulkan.sh [STAGE...], the stages
 #   check coopmat coopmat-full bench splitk warmup staging tiles flash flash2 ksweep epi tiles2 wide taps gn ln gemv gemm-peer run race peer stamps barriers wino nontc ab tune setup ablate (none: check coopmat coopmat-full bench)
 # libvulkan1 goes into / (the README's rule for loaders); the rest into /opt/vk, since
