@@ -43,11 +43,16 @@ inline std::string slurp(const std::string& path) {
   return ss.str();
 }
 
-// Runs sdspeed with args, a fresh program cache directory and captured output.
+// Runs sdspeed with args, the tests' program cache and captured output. Under CTest that
+// is SDSPEED_CACHE_DIR, the build tree's cache every test process shares (tests/CMakeLists.txt):
+// a fresh one per test rebuilt every program from source, about 15 s of PoCL compiling per
+// run of the tiny model. Run by hand without it: a fresh directory, never the user's cache.
 class Cli : public ::testing::Test {
  protected:
   Result run(const std::vector<std::string>& args) {
-    std::string cmd = shellPrefix_ + "SDSPEED_CACHE_DIR=" + quote(cache_.path()) + " " + quote(SDSPEED_BIN);
+    const char* shared = std::getenv("SDSPEED_CACHE_DIR");
+    const std::string cache = shared && *shared ? shared : cache_.path();
+    std::string cmd = shellPrefix_ + "SDSPEED_CACHE_DIR=" + quote(cache) + " " + quote(SDSPEED_BIN);
     for (const auto& a : args) {
       cmd += ' ';
       cmd += quote(a);
