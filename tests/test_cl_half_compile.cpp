@@ -18,6 +18,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -118,15 +119,18 @@ struct Compiled {
 
 // clang's OpenCL C front end on `source`: the runtime's language version (kBuildOptions),
 // the built-ins' declarations, cl_khr_fp16 supported (the program must still enable it).
+std::string clangCommand() {
+  return std::string("'") + SDSPEED_CLANG + "' -x cl " + kBuildOptions +
+         " -Xclang -finclude-default-header -Xclang -cl-ext=+cl_khr_fp16 -fsyntax-only";
+}
+
 Compiled clangCompile(const std::string& source) {
   char path[] = "/tmp/sdspeed-cl-XXXXXX.cl";
   const int fd = ::mkstemps(path, 3);
   if (fd < 0) return {false, "cannot create a temporary file"};
   ::close(fd);
   std::ofstream(path) << source;
-  const std::string cmd = std::string("'") + SDSPEED_CLANG + "' -x cl " + kBuildOptions +
-                          " -Xclang -finclude-default-header -Xclang -cl-ext=+cl_khr_fp16 -fsyntax-only '" + path +
-                          "' 2>&1";
+  const std::string cmd = clangCommand() + " '" + path + "' 2>&1";
   Compiled c{false, {}};
   if (FILE* p = ::popen(cmd.c_str(), "r")) {
     char buf[4096];
@@ -136,6 +140,58 @@ Compiled clangCompile(const std::string& source) {
   }
   std::filesystem::remove(path);
   return c;
+}
+
+struct Program {
+  std::string label, source;
+};
+
+// The front end's own command line (`-cc1 ...`) that clangCommand() runs on `input`,
+// less `input`, as `clang -###` prints it (shell-quoted); "" if it prints none.
+std::string frontEndCommand(const std::string& input) {
+  std::ofstream(input) << "";  // the driver wants the file to exist
+  std::string out;
+  if (FILE* p = ::popen((clangCommand() + " -### '" + input + "' 2>&1").c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    ::pclose(p);
+  }
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  const std::string line = out.substr(out.rfind('\n') + 1), tail = " \"" + input + "\"";
+  if (line.find("\"-cc1\"") == std::string::npos || line.size() < tail.size() ||
+      line.compare(line.size() - tail.size(), tail.size(), tail) != 0)
+    return {};
+  return line.substr(0, line.size() - tail.size());
+}
+
+// clangCompile on each program, many programs to one process: a clang run is mostly its
+// start (loading libclang-cpp and libLLVM, ~25 ms), so the front end's command line
+// (what clang runs for one file) is given a batch of files; it parses each with its own
+// preprocessor and Sema (no #define or #pragma carries over: DeliberateErrorsFail). A
+// batch with any error is compiled again one program at a time, so each failure (and
+// its log) is that program's own.
+std::vector<Compiled> clangCompileAll(const std::vector<Program>& programs) {
+  constexpr size_t kBatch = 64;
+  sdspeed_test::TempDir dir;
+  const std::string cc1 = frontEndCommand(dir.path() + "/p.cl");
+  EXPECT_NE(cc1, "") << "clang -### printed no -cc1 line: compiling one program at a time";
+  std::vector<Compiled> out;
+  for (size_t first = 0; first < programs.size(); first += kBatch) {
+    const size_t end = std::min(programs.size(), first + kBatch);
+    std::string cmd = cc1;
+    for (size_t i = first; i < end; ++i) {
+      const std::string path = dir.path() + "/p" + std::to_string(i) + ".cl";
+      std::ofstream(path) << programs[i].source;
+      cmd += " '" + path + "'";
+    }
+    if (!cc1.empty() && std::system((cmd + " >/dev/null 2>&1").c_str()) == 0) {
+      out.insert(out.end(), end - first, Compiled{true, {}});
+      continue;
+    }
+    for (size_t i = first; i < end; ++i) out.push_back(clangCompile(programs[i].source));
+  }
+  return out;
 }
 
 // Kernels a program defines more than once (f32 and half bodies of one name, selected
@@ -175,8 +231,9 @@ class ClHalfCompile : public ::testing::Test {
 TEST_F(ClHalfCompile, EveryHalfProgramCompiles) {
   Context& ctx = testContext();
   const DeviceCaps phone = withFp16(ctx.device());
-  int compiled = 0, twins = 0;
+  int twins = 0;
   std::set<std::string> variants;
+  std::vector<Program> programs;
   for (const Family* fam : halfFamilies()) {
     const auto problems = fam->checkProblems(false);
     for (const auto& v : fam->variants()) {
@@ -205,18 +262,19 @@ TEST_F(ClHalfCompile, EveryHalfProgramCompiles) {
             const std::string label = fam->name() + "." + v.name + " [" + p.text() + "] " + f.name() +
                                       (extra.empty() ? "" : " +" + extra.begin()->first + "=" +
                                                             std::to_string(extra.begin()->second));
-            const Compiled c = clangCompile(src);
-            EXPECT_TRUE(c.ok) << label << ":\n" << c.log;
             EXPECT_EQ(mismatchedTwins(src, twins), "") << label;
-            ++compiled;
+            programs.push_back({label, src});
             variants.insert(fam->name() + "." + v.name);
           }
       }
     }
   }
+  const std::vector<Compiled> results = clangCompileAll(programs);
+  ASSERT_EQ(results.size(), programs.size());
+  for (size_t i = 0; i < programs.size(); ++i) EXPECT_TRUE(results[i].ok) << programs[i].label << ":\n" << results[i].log;
   std::string names;
   for (const auto& n : variants) names += " " + n;
-  std::cout << "[   INFO   ] " << compiled << " f16-arithmetic programs compiled:" << names << "\n";
+  std::cout << "[   INFO   ] " << programs.size() << " f16-arithmetic programs compiled:" << names << "\n";
   // kernels/README.md's table: every half twin is compiled here.
   for (const char* name : {"activation.slices_f16", "binary.slices_f16", "groupnorm.one_pass_f16",
                            "layernorm.cooperative_f16", "layernorm.split_f16", "softmax.cooperative_f16", "softmax.split_f16", "gemm.direct_f16", "gemm.tiled_f16", "gemm.gemv_f16",
@@ -230,7 +288,7 @@ TEST_F(ClHalfCompile, EveryHalfProgramCompiles) {
 // the same command line (vload_half, images, quantized blocks: what a real device takes).
 TEST_F(ClHalfCompile, F32ProgramsCompileTheSameWay) {
   Context& ctx = testContext();
-  int compiled = 0;
+  std::vector<Program> programs;
   for (const Family* fam : halfFamilies())
     for (const auto& v : fam->variants()) {
       if (computesInHalf(v)) continue;
@@ -239,12 +297,14 @@ TEST_F(ClHalfCompile, F32ProgramsCompileTheSameWay) {
         VariantDef def = v;  // with the first of prepare()'s per-problem #define sets (flash's HS)
         const auto extras = problemDefines(*fam, v);
         for (const auto& [k, x] : extras.front()) def.defines[k] = x;
-        const Compiled c = clangCompile(fam->programSource(ctx, def, p, f, programVec(*fam, p)));
-        EXPECT_TRUE(c.ok) << fam->name() << "." << v.name << " " << f.name() << ":\n" << c.log;
-        ++compiled;
+        programs.push_back({fam->name() + "." + v.name + " " + f.name(),
+                            fam->programSource(ctx, def, p, f, programVec(*fam, p))});
       }
     }
-  EXPECT_GT(compiled, 0);
+  ASSERT_GT(programs.size(), 0u);
+  const std::vector<Compiled> results = clangCompileAll(programs);
+  ASSERT_EQ(results.size(), programs.size());
+  for (size_t i = 0; i < programs.size(); ++i) EXPECT_TRUE(results[i].ok) << programs[i].label << ":\n" << results[i].log;
 }
 
 // The check can fail: a half program with one deliberate error is refused, and so is
@@ -264,6 +324,15 @@ TEST_F(ClHalfCompile, DeliberateErrorsFail) {
   EXPECT_CONTAINS(broken.log, "expected ';'");
   const Compiled noPragma = clangCompile("__kernel void sd_h(__global float* y) { half4 v = (half4)(1.0h); y[0] = v.x; }\n");
   EXPECT_FALSE(noPragma.ok) << noPragma.log;
+  // Many programs to one front end: the broken one among good ones fails, and only it;
+  // the one without the pragma fails after programs that enabled it (nothing carries over).
+  std::vector<Program> batch(70, Program{"good", src});
+  batch[66].source += "\n__kernel void sd_broken(__global float* y) { y[0] = 1.0f }\n";
+  batch[10].source = "__kernel void sd_h(__global float* y) { half4 v = (half4)(1.0h); y[0] = v.x; }\n";
+  const std::vector<Compiled> results = clangCompileAll(batch);
+  ASSERT_EQ(results.size(), batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(results[i].ok, i != 10 && i != 66) << i;
+  EXPECT_CONTAINS(results[66].log, "expected ';'");
 }
 
 // The program text this test compiles is the one the runtime builds: prepareOp() on
