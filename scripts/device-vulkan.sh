@@ -865,12 +865,14 @@ if want tune; then
     # TUNE_UNTUNED=1: first the race command profiled with that database (the VAE decoded,
     # so its profile comes too); the instances that ran a point not tuned for them (the
     # profile's params other than exact), costliest first, at most TUNE_UNTUNED_MAX (default
-    # 8: at 10 to 30 s an instance the stage fits a 10-minute call), join TUNE_INSTANCES
+    # 8: at 10 to 30 s an instance the stage fits a 10-minute call) and costing at least
+    # TUNE_UNTUNED_MIN_MS (default 0.25) ms a run, join TUNE_INSTANCES
     # (scripts/dev/untuned-instances.py; its list goes to untuned.txt).
     rm -f "$R/profile-before-tune.json"  # never an earlier call's
     step 150 profile-before-tune $S run $SD --backend vulkan --arithmetic f16 --precision f16 --weights f16 \
       --db-dir $DB --profile --report "$R/profile-before-tune.json"
     U=$(python3 scripts/dev/untuned-instances.py "$R/profile-before-tune.json" --max ${TUNE_UNTUNED_MAX:-8} \
+      --min-ms ${TUNE_UNTUNED_MIN_MS:-0.25} \
       2> "$R/untuned.txt") || U=
     cat "$R/untuned.txt"
     if [ -n "$U" ]; then TUNE_INSTANCES="${TUNE_INSTANCES:+$TUNE_INSTANCES;}$U"; fi
