@@ -20,12 +20,12 @@ int cmdBench(const std::vector<std::string>& argv) {
   options.insert({"op", "shape", "attrs", "variant", "storage", "weights", "arithmetic", "params", "points", "seed", "csv",
                   "min-ms", "warmup", "warmup-ms", "llc-mib", "devices-dir", "memory-budget"});
   auto flags = kDeviceFlags;
-  flags.insert({"help"});
+  flags.insert({"help", "stages"});
   Args args(argv, options, flags);
   if (args.has("help") || !args.has("op") || !args.has("shape")) {
     std::cout << "usage: sdspeed bench --op OP --shape NxCxHxW[,..] [--attrs K=V,..] [--variant V,..]\n"
                  "                     [--storage F,..] [--weights f32,f16] [--arithmetic f32,f16] [--params K=V,..] [--points N|all]\n"
-                 "                     [--csv FILE]\n"
+                 "                     [--csv FILE] [--stages]\n"
                  "                     [--min-ms MS] [--warmup N] [--warmup-ms MS] [--llc-mib MIB] [--memory-budget SIZE]\n"
                  "Times each variant (defaults + N sampled points, default 0; `all` sweeps the space)\n"
                  "with device events: median and min over repeats after warm-up (--warmup runs, then\n"
@@ -35,6 +35,8 @@ int cmdBench(const std::vector<std::string>& argv) {
                  "timed point first passes the accuracy check. --weights (default f32) times each storage\n"
                  "format once per weight format (weight slots in f16);\n"
                  "--arithmetic (default f32) once per arithmetic (f16: unsupported on every OpenCL variant).\n"
+                 "--stages: for an op of several kernels (Winograd's transforms and GEMM, split-K's reduce),\n"
+                 "a line per case with each kernel's own median time, in enqueue order.\n"
                  "--memory-budget: one run's device bytes (tensors, scratch, resident derived weights; the\n"
                  "\"device MiB\" column, \"pc\": derived weights made per call) must fit: convolutions make\n"
                  "derived weights per call when resident ones do not fit and that needs fewer bytes; what\n"
@@ -99,6 +101,7 @@ int cmdBench(const std::vector<std::string>& argv) {
   };
   struct Best { double us = 0; std::string what; };
   std::vector<std::string> failures;
+  std::vector<std::string> stageLines;  // --stages: one line per measured case of several kernels
   std::map<std::string, Best> best;  // per problem + storage
   for (const auto& prob : problems)
     for (const VariantDef* v : variants) {
@@ -135,6 +138,13 @@ int cmdBench(const std::vector<std::string>& argv) {
                          ok ? fmtFixed(m.gbPerSec(), 2) : "", m.check.message,
                          m.footprintBytes ? std::to_string(m.footprintBytes) : "",
                          m.footprintBytes ? (m.derivedPerCall ? "per-call" : "resident") : ""});
+          if (ok && args.has("stages") && !m.timing.stageMedianMs.empty()) {
+            std::string line = "stages: " + prob->text() + " " + v->name + " [" + p.text() + "] " + f.name() + ":";
+            for (size_t i = 0; i < m.timing.stageMedianMs.size(); ++i)
+              line += (i ? " + " : " ") + fmtFixed(m.timing.stageMedianMs[i] * 1e3, 2);
+            stageLines.push_back(line + " us (" + std::to_string(m.timing.stageMedianMs.size()) +
+                                 " kernels, each one's median, in enqueue order)");
+          }
           if (ok) {
             Best& b = best[prob->text() + " " + f.name()];
             if (b.what.empty() || m.timing.medianMs * 1e3 < b.us)
@@ -144,6 +154,7 @@ int cmdBench(const std::vector<std::string>& argv) {
         }
     }
   table.print(std::cout);
+  for (const auto& l : stageLines) std::cout << l << "\n";
   for (const auto& [k, b] : best) std::cout << "best: " << k << ": " << fmtFixed(b.us, 2) << " us median, " << b.what << "\n";
   if (args.has("csv")) writeFileAtomically(args.get("csv"), csv);
   for (const auto& f : failures) std::cout << "FAILED: " << f << "\n";

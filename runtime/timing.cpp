@@ -100,6 +100,8 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
   // Runs are enqueued in batches and read back afterwards, so the device works back
   // to back as in a pipeline instead of idling (and clocking down) between runs.
   std::vector<double> samples;
+  std::vector<std::vector<double>> stages;  // per kernel of a run: its own time in each timed run
+  bool stagesAgree = true;
   double total = 0;
   int batch = std::max(1, policy.minRepeats);
   while (static_cast<int>(samples.size()) < policy.maxRepeats) {
@@ -112,6 +114,13 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
       double ms = eventSpanNs(events) * 1e-6;
       samples.push_back(ms);
       total += ms;
+      if (stages.empty() && samples.size() == 1) stages.resize(events.size());
+      stagesAgree = stagesAgree && events.size() == stages.size();
+      if (stagesAgree)
+        for (size_t i = 0; i < events.size(); ++i) {
+          const uint64_t a = events[i]->startNs(), b = events[i]->endNs();
+          stages[i].push_back(b > a ? static_cast<double>(b - a) * 1e-6 : 0.0);
+        }
     }
     if (static_cast<int>(samples.size()) >= policy.minRepeats && total >= policy.minTotalMs) break;
     // Size the next batch from the time per run seen so far.
@@ -124,6 +133,8 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
     gLastTimedEnd[&backend] = Clock::now();
   }
   TimingStats s = summarize(std::move(samples));
+  if (stagesAgree && stages.size() > 1)
+    for (auto& st : stages) s.stageMedianMs.push_back(summarize(std::move(st)).medianMs);
   s.rotations = rotations;
   s.warmupRuns = warmRuns;
   s.warmupWallMs = warmWall;

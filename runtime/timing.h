@@ -54,6 +54,12 @@ struct TimingStats {
   bool warmupSettled = true; // false: 2 x warmupMs passed with successive batches still apart
   double medianMs = 0, minMs = 0, maxMs = 0;
   std::vector<double> samplesMs;
+  // Per kernel of a run, in enqueue order: the median over the timed runs of that kernel's
+  // own start-to-end time (`bench --stages`: where a multi-kernel op such as Winograd's
+  // four stages spends its time). Empty for a one-kernel op, or when the timed runs
+  // enqueued different numbers of kernels. The stages may overlap or leave gaps, so they
+  // need not add up to medianMs, which is the whole run's span.
+  std::vector<double> stageMedianMs;
 };
 
 // Nanoseconds from the earliest command start to the latest end (waits for them).

@@ -783,13 +783,15 @@ if want wino; then
   # convolution's multiplies: a coopmat GEMM stage runs those at the tensor cores' rate,
   # so where the scalar Winograd is already within ~2x of coopmat_f16, the transforms
   # (memory-bound) are cheap enough for a coopmat stage to win. Each variant at its
-  # defaults and 4 sampled points (~2 min).
-  for sc in 320x64x64:320 640x32x32:640 1280x16x16:1280 1280x8x8:1280; do
+  # defaults and 4 sampled points (~2 min); --stages times the Winograd stages apart
+  # (input transform, GEMM, output transform), which says how much a faster GEMM can save.
+  # WINO_SHAPES narrows the list (e.g. "320x64x64:320 640x32x32:640").
+  for sc in ${WINO_SHAPES:-320x64x64:320 640x32x32:640 1280x16x16:1280 1280x8x8:1280}; do
     shape=2x${sc%%:*} cout=${sc##*:}
     step 90 bench-wino-$shape $S bench --backend vulkan --op conv --shape $shape --attrs cout=$cout,residual=1 \
       --variant winograd_f2x2_3x3,winograd_f4x4_3x3,coopmat_f16 --arithmetic f32,f16 --storage f16.buffer.nc4hw4 \
-      --weights f16 --points 4 --llc-mib 60 --csv "$R/bench-wino-$shape.csv"
-    grep -E "^conv" "$R/bench-wino-$shape.txt"
+      --weights f16 --points 4 --llc-mib 60 --stages --csv "$R/bench-wino-$shape.csv"
+    grep -E "^conv|^stages" "$R/bench-wino-$shape.txt"
   done
   pack
 fi

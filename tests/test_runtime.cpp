@@ -675,4 +675,29 @@ TEST(Timing, TimeOpOnATinyKernel) {
     EXPECT_GT(s.warmupRuns, policy.warmup);
 
   EXPECT_THROW(eventSpanNs({}), Error);
+
+  // Stages (`bench --stages`): none for a one-kernel op; for two kernels a run, each one's
+  // own median, within the run's span; none when runs enqueue different counts.
+  EXPECT_TRUE(s.stageMedianMs.empty());
+  policy = TimingPolicy{};
+  policy.warmup = 1;
+  policy.minRepeats = policy.maxRepeats = 5;
+  policy.minTotalMs = 0;
+  policy.warmupMs = 0;
+  auto twice = [&](int r) {
+    OpEvents e = enqueue(r);
+    OpEvents more = enqueue(r);
+    e.insert(e.end(), more.begin(), more.end());
+    return e;
+  };
+  s = timeOp(ctx, 1, twice, policy);
+  ASSERT_EQ(s.stageMedianMs.size(), 2u);
+  for (double st : s.stageMedianMs) {
+    EXPECT_GE(st, 0.0);
+    EXPECT_LE(st, s.maxMs);
+  }
+  int runs = 0;
+  auto uneven = [&](int r) { return ++runs % 2 ? enqueue(r) : twice(r); };
+  s = timeOp(ctx, 1, uneven, policy);
+  EXPECT_TRUE(s.stageMedianMs.empty());
 }
