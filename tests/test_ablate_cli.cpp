@@ -151,7 +151,9 @@ TEST(AblationPlan, VulkanFileEndsWithF16ArithmeticTensorCoresContextOpsThenGemv)
   gemm.push_back("gemv_f16");
   EXPECT_EQ(gemv.variants.at("gemm"), gemm);
   for (const auto& [family, list] : ctx.variants)
-    if (family != "gemm") EXPECT_EQ(gemv.variants.at(family), list) << family;
+    if (family != "gemm") {
+      EXPECT_EQ(gemv.variants.at(family), list) << family;
+    }
   EXPECT_EQ(f16.name, "+ f16 arithmetic");
   EXPECT_EQ(f16.arithmetic, "f16");
   EXPECT_EQ(f16.weights, "f16");

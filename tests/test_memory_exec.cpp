@@ -65,7 +65,9 @@ Outputs runTiny(const ExecOptions& exec, bool decode = true, uint64_t* held = nu
   // Every plan of this pipeline is valid: records and placements checked directly.
   for (const char* c : {"unet", "vae_decoder"}) {
     const GraphExecutor& ex = pipe.executor(c);
-    if (ex.plan()) EXPECT_EQ(planProblem(ex.planRecords(), *ex.plan()), "") << c;
+    if (ex.plan()) {
+      EXPECT_EQ(planProblem(ex.planRecords(), *ex.plan()), "") << c;
+    }
   }
   return o;
 }

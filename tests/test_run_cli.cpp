@@ -96,7 +96,9 @@ TEST_F(RunCli, ReproducesTheFixtureAndWritesEverything) {
     const int runs = s.at("warm_up_runs").get<int>();
     EXPECT_GE(runs, 1) << c;
     EXPECT_LE(runs, 50) << c;
-    if (runs < 50) EXPECT_GE(s.at("warm_up").get<double>(), 500.0) << c;
+    if (runs < 50) {
+      EXPECT_GE(s.at("warm_up").get<double>(), 500.0) << c;
+    }
   }
   // Ops whose chosen point could not run here are named once, in one stderr line, with why
   // (issue #19), as many as the report counts.
@@ -450,7 +452,9 @@ TEST_F(QuantizeCli, F16FileIsUploadedAsStoredAndItsNaNNamed) {
     ASSERT_EQ(r.exitCode, 0) << r.describe();
     fromFile[m] = nlohmann::json::parse(slurp(rep))
                       .at("memory").at("components").at("unet").at("weights_float_from_file_bytes").get<uint64_t>();
-    if (m == h) EXPECT_NE(r.out.find("of f32/f16 weights uploaded as the file holds them"), std::string::npos) << r.out;
+    if (m == h) {
+      EXPECT_NE(r.out.find("of f32/f16 weights uploaded as the file holds them"), std::string::npos) << r.out;
+    }
   }
   EXPECT_EQ(fromFile[kA], 0u);  // F32 on disk, f16 on the device: converted at load
   EXPECT_GT(fromFile[h], 0u);
@@ -540,8 +544,10 @@ TEST_F(QuantizeCli, F16FileRunsBitIdenticallyToF16WeightsAtLoad) {
       const sdspeed::SafetensorsFile st(f16 + file);
       ASSERT_FALSE(st.tensors().empty()) << file;
       for (const auto& t : st.tensors()) EXPECT_EQ(t.dtype, sdspeed::StDType::F16) << file << " " << t.name;
-      if (s.tag == "random")  // the metadata names the seed the values came from
+      if (s.tag == "random") {
+        // the metadata names the seed the values came from
         EXPECT_NE(st.metadata().at("sdspeed.source").find("seed 7"), std::string::npos) << file;
+      }
     }
     std::map<std::string, std::vector<float>> latents, decoded;
     for (const std::string& from : {std::string("source"), std::string("file")}) {

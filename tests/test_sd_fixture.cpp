@@ -328,7 +328,9 @@ TEST_P(F16Weights, UNetAndDecodedImageWithinHalfTolerance) {
     f32.format.weights = DType::F32;
     SdPipeline full(context(), src, f32, shape.at(2), shape.at(3), 2);
     EXPECT_EQ(2 * pipe.stats(c).memory.weightBytes, full.stats(c).memory.weightBytes) << c;
-    if (std::string(c) == "vae_decoder") EXPECT_NE(full.decode(ref.toFloat("ddim_final_latents")), dec);
+    if (std::string(c) == "vae_decoder") {
+      EXPECT_NE(full.decode(ref.toFloat("ddim_final_latents")), dec);
+    }
   }
 }
 
@@ -381,7 +383,9 @@ TEST(QuantizedWeights, TinyPipelineInt8AndInt4) {
       uint64_t sum = 0;
       for (const auto& [fmt, g] : m.weightGroups) {
         sum += g.bytes;
-        if (fmt.rfind("f16 (", 0) != 0) EXPECT_EQ(fmt, dtypeName(q));  // blocks, or f16 with its reason
+        if (fmt.rfind("f16 (", 0) != 0) {  // blocks, or f16 with its reason
+          EXPECT_EQ(fmt, dtypeName(q));
+        }
       }
       EXPECT_EQ(sum, m.weightBytes);
     }

@@ -320,7 +320,9 @@ TEST_F(VulkanTest, DispatchSyncLeavesOutTimestampsAndBarriers) {
     EXPECT_TRUE(!times[2].started && times[2].ended) << deferred;
     EXPECT_TRUE(!times[3].started && times[3].ended) << deferred;
     EXPECT_LT(times[0].startNs, times[2].endNs) << deferred;
-    if (!deferred) EXPECT_EQ(t.spanNs(), static_cast<double>(std::max(times[2].endNs, times[3].endNs) - times[0].startNs));
+    if (!deferred) {
+      EXPECT_EQ(t.spanNs(), static_cast<double>(std::max(times[2].endNs, times[3].endNs) - times[0].startNs));
+    }
     std::vector<float> w3(n), w4(n);
     download(*device_, b3, w3.data(), n * 4);
     download(*device_, b4, w4.data(), n * 4);

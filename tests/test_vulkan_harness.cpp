@@ -166,9 +166,10 @@ TEST(VulkanHarnessCoverage, FamiliesWithoutKernelsAreUnsupported) {
         if (r.status != Status::Ok) {
           // Unsupported, for lack of Vulkan kernels or for a device rule (split's SPLIT > 1).
           EXPECT_EQ(r.status, Status::Unsupported) << fam->name() << "." << v.name << ": " << r.message;
-          if (r.message.find("has no vulkan kernels") != std::string::npos)
+          if (r.message.find("has no vulkan kernels") != std::string::npos) {
             EXPECT_EQ(lackedCapability(r.message).rfind(fam->name() + " " + v.name + " has no vulkan kernels", 0), 0u)
                 << r.message;
+          }
         }
       }
       EXPECT_GT(ok, 0) << fam->name();

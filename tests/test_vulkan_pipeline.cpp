@@ -289,7 +289,9 @@ TEST(VulkanPipelineWinograd, EveryTileMatchesDiffusers) {
     Spread spread = f.spread("unet_out_t999");
     spread.maxAbs *= conv.tolerance(conv.variant(v), DType::F32).atol / conv.tolerance(DType::F32).atol;
     expectClose(out, f.ref->toFloat("unet_out_t999"), spread, std::string("vulkan ") + v);
-    if (perCall) EXPECT_EQ(out, f4) << "per-call U differs from resident U";
+    if (perCall) {
+      EXPECT_EQ(out, f4) << "per-call U differs from resident U";
+    }
     if (std::string(v) == "winograd_f4x4_3x3") f4 = out;
   }
   EXPECT_EQ(backend()->instance().validationErrors(), errorsBefore) << backend()->instance().lastValidationError();
