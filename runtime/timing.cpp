@@ -114,7 +114,7 @@ TimingStats timeOp(Backend& backend, int rotations, const std::function<OpEvents
       double ms = eventSpanNs(events) * 1e-6;
       samples.push_back(ms);
       total += ms;
-      if (stages.empty() && samples.size() == 1) stages.resize(events.size());
+      if (samples.size() == 1) stages.resize(events.size());  // the first timed run sets the count
       stagesAgree = stagesAgree && events.size() == stages.size();
       if (stagesAgree)
         for (size_t i = 0; i < events.size(); ++i) {

@@ -781,10 +781,9 @@ if want wino; then
   # conv coopmat_f16 (implicit GEMM on tensor cores) at the UNet's four costliest 3x3
   # convs (the ResNet blocks' second conv, residual added). F(4x4) does 1/4 of the direct
   # convolution's multiplies: a coopmat GEMM stage runs those at the tensor cores' rate,
-  # so where the scalar Winograd is already within ~2x of coopmat_f16, the transforms
-  # (memory-bound) are cheap enough for a coopmat stage to win. Each variant at its
-  # defaults and 4 sampled points (~2 min); --stages times the Winograd stages apart
-  # (input transform, GEMM, output transform), which says how much a faster GEMM can save.
+  # so what decides whether it can win is the time of the transforms (memory-bound), which
+  # the total alone does not show: --stages times the stages apart (input transform, GEMM,
+  # output transform). Each variant at its defaults and 4 sampled points (~2 min).
   # WINO_SHAPES narrows the list (e.g. "320x64x64:320 640x32x32:640").
   for sc in ${WINO_SHAPES:-320x64x64:320 640x32x32:640 1280x16x16:1280 1280x8x8:1280}; do
     shape=2x${sc%%:*} cout=${sc##*:}

@@ -19,7 +19,6 @@ cmake -S . -B build-carry -DCMAKE_BUILD_TYPE=Release -DSDSPEED_BUILD_TESTS=OFF -
 CCACHE_BASEDIR=$PWD/.. flock /tmp/build.lock nice cmake --build build-carry -j2 --target sdspeed >/dev/null
 mkdir -p .bin
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
-rm -f .bin/libicu72_*.deb
 if ! ls .bin/libyaml-cpp0.7_*.deb >/dev/null 2>&1; then
   mkdir -p /tmp/amd64/partial && apt-get $o update >/dev/null
   (cd .bin && apt-get $o download libyaml-cpp0.7 >/dev/null)
