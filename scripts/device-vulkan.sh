@@ -784,13 +784,27 @@ if want wino; then
   # so what decides whether it can win is the time of the transforms (memory-bound), which
   # the total alone does not show: --stages times the stages apart (input transform, GEMM,
   # output transform). Each variant at its defaults and 4 sampled points (~2 min).
-  # WINO_SHAPES narrows the list (e.g. "320x64x64:320 640x32x32:640").
+  # WINO_SHAPES narrows the list (e.g. "320x64x64:320 640x32x32:640"; N x C x H x W: the
+  # VAE's, batch 1, too).
+  # Session 50: winograd_f2x2_coopmat_f16 (its GEMM on tensor cores, gemm_coopmat.comp with
+  # one U per plane) first checked on the tensor cores (its quick problems have no Cin % 8
+  # == 0: SD shapes, f16 and int8 weights, both layouts), then benched with the others, 8
+  # points of its own.
+  for sc in 2x320x64x64:cout=320,residual=1 2x1280x16x16:cout=1280,temb=1 1x16x9x11:cout=70,residual=1; do
+    step 120 check-wino-coopmat-${sc%%:*} $S check --backend vulkan --op conv --variant winograd_f2x2_coopmat_f16 \
+      --arithmetic f16 --storage f16.buffer.nc4hw4,f16.buffer.nchw --weights f16,int8 --points 3 \
+      --shape ${sc%%:*} --attrs ${sc#*:} --csv "$R/check-wino-coopmat-${sc%%:*}.csv"
+  done
   for sc in ${WINO_SHAPES:-320x64x64:320 640x32x32:640 1280x16x16:1280 1280x8x8:1280}; do
-    shape=2x${sc%%:*} cout=${sc##*:}
+    shape=${sc%%:*} cout=${sc##*:}
+    case $shape in *x*x*x*) ;; *) shape=2x$shape;; esac
     step 90 bench-wino-$shape $S bench --backend vulkan --op conv --shape $shape --attrs cout=$cout,residual=1 \
       --variant winograd_f2x2_3x3,winograd_f4x4_3x3,coopmat_f16 --arithmetic f32,f16 --storage f16.buffer.nc4hw4 \
       --weights f16 --points 4 --llc-mib 60 --stages --csv "$R/bench-wino-$shape.csv"
-    grep -E "^conv|^stages" "$R/bench-wino-$shape.txt"
+    step 90 bench-wino-coopmat-$shape $S bench --backend vulkan --op conv --shape $shape --attrs cout=$cout,residual=1 \
+      --variant winograd_f2x2_coopmat_f16 --arithmetic f16 --storage f16.buffer.nc4hw4 \
+      --weights f16 --points 8 --llc-mib 60 --stages --csv "$R/bench-wino-coopmat-$shape.csv"
+    grep -hE "^conv|^stages" "$R/bench-wino-$shape.txt" "$R/bench-wino-coopmat-$shape.txt"
   done
   pack
 fi

@@ -97,6 +97,7 @@ ConvFamily::ConvFamily() {
   variants_.push_back(halfVariant(variants_[2], "conv1x1 computing in half4 (cl_khr_fp16): each KT stage's "
                                                 "products summed in half, those sums in f32"));
   variants_.push_back(coopMatVariant());  // tensor cores, Vulkan only (conv_coopmat.cpp)
+  variants_.push_back(winogradCoopMatVariant());  // its GEMM on tensor cores (conv_winograd_coopmat.cpp)
 }
 
 ProblemPtr ConvFamily::problem(Shape x, int64_t cout, int k, int stride, bool bias, bool temb, bool residual, int pad) {
@@ -248,7 +249,9 @@ Tolerance ConvFamily::tolerance(DType dtype) const {
 }
 
 Tolerance ConvFamily::tolerance(const VariantDef& v, DType dtype) const {
-  if (isCoopMat(v)) return coopMatTolerance(dtype);
+  // winograd_f2x2_coopmat_f16: the same scheme on V and U (conv_winograd_coopmat.cpp:
+  // simulated, F(2x2)'s amplification of their f16 rounding leaves it at coopmat's errors).
+  if (isCoopMat(v) || isWinogradCoopMat(v)) return coopMatTolerance(dtype);
   // Winograd multiplies by transform entries far from 1 and cancels afterwards: the
   // fp32 rounding of the transformed values is amplified by the output transform's
   // entries, and grows with the tile. Measured on PoCL in f32 (rel L2 / max abs),
@@ -309,8 +312,10 @@ double ConvFamily::minFlops(const Problem& prob) const {
 }
 
 int ConvFamily::winogradTile(const VariantDef& v) {
-  auto it = v.defines.find("WM");
-  return it == v.defines.end() ? 0 : it->second;
+  // WINO_TILE: winograd_f2x2_coopmat_f16's, whose WM is a coopmat parameter.
+  for (const char* name : {"WM", "WINO_TILE"})
+    if (auto it = v.defines.find(name); it != v.defines.end()) return it->second;
+  return 0;
 }
 
 double ConvFamily::multiplicationsPerOutput(const VariantDef& v, const ConvProblem& p) {
@@ -385,6 +390,26 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
     return s;
   }
   if (baseVariantName(v) == "direct") return s;
+  if (isWinogradCoopMat(v)) {
+    // U as f16 rows [16][CoutP][Cin] (resident, or per call in blocks of output channels),
+    // V [16][Cin][TP] and M [16][CoutP][TP] in f32, per call in blocks of tiles: the rules
+    // below with the GEMM's tiles (gemm coopmat_f16's: BN channels, BM tiles).
+    const size_t a2 = 16, half = 2;
+    const int64_t bm = int64_t{pt["SGM"]} * pt["WM"] * pt["CM"], bn = int64_t{pt["SGN"]} * pt["WN"] * pt["CN"];
+    const size_t tiles = static_cast<size_t>(d.batch * ((d.outHeight() + 1) / 2) * ((d.outWidth() + 1) / 2));
+    const size_t rowBytes = a2 * static_cast<size_t>(d.cin) * half;
+    s.weights = rowBytes * coutP;
+    s.input = a2 * static_cast<size_t>(d.cin) * up4(static_cast<int64_t>(tiles)) * f;
+    s.output = a2 * coutP * up4(static_cast<int64_t>(tiles)) * f;
+    s.blockChannels = blockRule(v, "PER_CALL_CO", bn, static_cast<int64_t>(coutP), rowBytes);
+    s.weightsBlock = rowBytes * static_cast<size_t>(s.blockChannels);
+    const size_t nb = static_cast<size_t>(s.blockChannels);
+    s.blockTiles = blockRule(v, "PER_CALL_TILES", bm, static_cast<int64_t>(up4(static_cast<int64_t>(tiles))),
+                             a2 * (static_cast<size_t>(d.cin) + nb) * f);
+    s.inputBlock = a2 * static_cast<size_t>(d.cin) * up4(s.blockTiles) * f;
+    s.outputBlock = a2 * nb * up4(s.blockTiles) * f;
+    return s;
+  }
   size_t rowBytes = 0;  // derived weights per output channel
   int64_t tilesP = 0;   // Winograd's tiles, rounded up to 4
   if (const int m = winogradTile(v)) {
@@ -423,6 +448,9 @@ std::string ConvFamily::unsupportedReason(const VariantDef& v, const ParamPoint&
     if (d.kernel != 3 || d.stride != 1)
       return "Winograd F(m x m, 3 x 3) needs a 3x3 kernel with stride 1 (got k=" + std::to_string(d.kernel) +
              ", stride " + std::to_string(d.stride) + ")";
+    // U's f16 rows are read a 16-byte chunk at a time and made two channels a word.
+    if (isWinogradCoopMat(v) && d.cin % 8 != 0)
+      return v.name + " needs Cin % 8 == 0 (U's f16 rows in 8-half chunks), got Cin " + std::to_string(d.cin);
   } else if (baseVariantName(v) == "conv1x1") {
     if (d.kernel != 1 || d.stride != 1 || d.pad != 0)
       return "conv1x1 needs a 1x1 kernel, stride 1, no padding (got k=" + std::to_string(d.kernel) + ", stride " +
@@ -725,7 +753,8 @@ class ConvOp : public PreparedOp {
 
 std::unique_ptr<PreparedOp> ConvFamily::prepare(Context& ctx, const VariantDef& v, const ParamPoint& p,
                                                 const Problem& prob, const StorageFormat& f) const {
-  if (isCoopMat(v)) throw UnsupportedError(GemmFamily::coopMatDeviceRule(p, ctx.device(), "conv"));  // "no opencl kernels"
+  if (isCoopMat(v) || isWinogradCoopMat(v))  // "no opencl kernels"
+    throw UnsupportedError(GemmFamily::coopMatDeviceRule(p, ctx.device(), "conv"));
   return std::make_unique<ConvOp>(ctx, *this, v, p, asConv(prob), f);
 }
 

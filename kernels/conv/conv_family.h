@@ -79,6 +79,11 @@ class ConvFamily : public Family {
   // Multiplications per output and input channel: k*k for direct/GEMM, (m+2)^2/m^2 for
   // Winograd F(m x m, 3 x 3).
   static double multiplicationsPerOutput(const VariantDef& v, const ConvProblem& p);
+  // winograd_f2x2_coopmat_f16 (issue #22; conv_winograd_coopmat.cpp): Winograd F(2x2, 3x3)
+  // with gemm coopmat_f16's GEMM over the planes, Vulkan only, Cin % 8 == 0.
+  static VariantDef winogradCoopMatVariant();
+  static constexpr const char* kWinogradCoopMatVariant = "winograd_f2x2_coopmat_f16";
+  static bool isWinogradCoopMat(const VariantDef& v);
   // coopmat_f16 (issue #22; conv_coopmat.cpp): the implicit GEMM on tensor cores through
   // VK_NV_cooperative_matrix, Vulkan only, any k / stride / pad; gemm coopmat_f16's
   // parameters, shared memory and device rule without GEGLU.

@@ -4,7 +4,8 @@
 //   STAGE 0 weights: U [ALPHA^2][Cin][NB] = G g G^T of output channels co0 .. co0 + NB
 //                    (once per weight tensor and cached, or per block at every call);
 //   STAGE 1 input:   V [ALPHA^2][Cin][TP] = B^T d B of tiles t0 .. t0 + T (TP = T rounded to 4);
-//   STAGE 2 GEMM:    M [ALPHA^2][NB][TP] = U^T V, batched over the ALPHA^2 planes;
+//   STAGE 2 GEMM:    M [ALPHA^2][NB][TP] = U^T V, batched over the ALPHA^2 planes
+//                    (winograd_f2x2_coopmat_f16: gemm_coopmat.comp instead, U f16 rows, UH);
 //   STAGE 3 output:  y = A^T M A + the epilogue (bias, temb, residual), 4 channels a tile.
 // One module, the stage and the tile m specialization constants (one pipeline each). V
 // and M share one scratch binding (`planes`, M from word mOff): with U that keeps the
@@ -25,6 +26,11 @@ layout(constant_id = 10) const uint TN = 64;
 layout(constant_id = 11) const uint RM = 8;
 layout(constant_id = 12) const uint RN = 4;
 layout(constant_id = 13) const uint KT = 16;
+// U's layout (STAGE 0): 0 f32 [ALPHA^2][Cin][NB] for STAGE 2 here; 1 f16 weight rows
+// [ALPHA^2][NB][Cin], two halves a word (the low one first, weights.glsl's f16), for
+// winograd_f2x2_coopmat_f16, whose GEMM is gemm_coopmat.comp with one U per plane (its
+// wrows) reading them as an f16 weight matrix per plane (Cin % 8 == 0: whole chunks).
+layout(constant_id = 14) const uint UH = 0;
 const uint ALPHA = WM + 2u;
 const uint WGS = gl_WorkGroupSize.x;
 
@@ -35,6 +41,7 @@ layout(std430, binding = 3) readonly buffer Temb { sfp temb[]; };
 layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
 layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
 layout(std430, binding = 6) buffer Ut { float u[]; };          // written by STAGE 0, read by 2
+layout(std430, binding = 6) writeonly buffer Uh { uint uh[]; };  // U again, as f16 pairs (UH = 1)
 layout(std430, binding = 7) buffer Planes { float planes[]; };  // V from 0, M from mOff
 layout(push_constant) uniform Push {
   uint Cin, H, W, Cout, Ho, Wo, flags, layout_;  // flags: 1 bias, 2 temb, 4 residual (CONV_* in conv.cl)
@@ -67,18 +74,35 @@ float BT(uint i, uint k) { return WM == 2u ? BT2[i * 4u + k] : WM == 4u ? BT4[i 
 float G(uint i, uint j) { return WM == 2u ? G2[i * 3u + j] : WM == 4u ? G4[i * 3u + j] : G6[i * 3u + j]; }
 float AT(uint i, uint k) { return WM == 2u ? AT2[i * 4u + k] : WM == 4u ? AT4[i * 6u + k] : AT6[i * 8u + k]; }
 
-// Invocation (c, ci): U[xi][ci][c] = (G g G^T)[xi] of output channel co0 + c, zero past Cout.
+// Invocation (c, ci): U[xi][ci][c] = (G g G^T)[xi] of output channel co0 + c, zero past
+// Cout. UH = 1: invocation (c, h) makes input channels 2h and 2h + 1 of row c, one word
+// per plane, U[xi][c][2h .. 2h + 1].
 void winoWeights() {
-  const uint c = gl_GlobalInvocationID.x, ci = gl_GlobalInvocationID.y, co = p.co0 + c, K = p.Cin * 9u;
+  const uint c = gl_GlobalInvocationID.x, y = gl_GlobalInvocationID.y, co = p.co0 + c, K = p.Cin * 9u;
   if (c >= p.NB) return;
-  float g[9], t[ALPHA * 3u];
-  for (uint i = 0u; i < 9u; ++i) g[i] = co < p.Cout ? w_w(co, ci * 9u + i, K) : 0.0;
+  const uint n = UH == 1u ? 2u : 1u;  // input channels per invocation
+  float t[2u * ALPHA * 3u];           // G g of each
+  for (uint h = 0u; h < n; ++h) {
+    const uint ci = n * y + h;
+    float g[9];
+    for (uint i = 0u; i < 9u; ++i) g[i] = co < p.Cout ? w_w(co, ci * 9u + i, K) : 0.0;
+    for (uint i = 0u; i < ALPHA; ++i)
+      for (uint j = 0u; j < 3u; ++j)
+        t[(h * ALPHA + i) * 3u + j] = G(i, 0u) * g[j] + G(i, 1u) * g[3u + j] + G(i, 2u) * g[6u + j];
+  }
   for (uint i = 0u; i < ALPHA; ++i)
-    for (uint j = 0u; j < 3u; ++j) t[i * 3u + j] = G(i, 0u) * g[j] + G(i, 1u) * g[3u + j] + G(i, 2u) * g[6u + j];
-  for (uint i = 0u; i < ALPHA; ++i)
-    for (uint j = 0u; j < ALPHA; ++j)
-      u[((i * ALPHA + j) * p.Cin + ci) * p.NB + c] =
-          t[i * 3u] * G(j, 0u) + t[i * 3u + 1u] * G(j, 1u) + t[i * 3u + 2u] * G(j, 2u);
+    for (uint j = 0u; j < ALPHA; ++j) {
+      vec2 v = vec2(0.0);
+      for (uint h = 0u; h < n; ++h) {
+        const uint r = (h * ALPHA + i) * 3u;
+        v[h] = t[r] * G(j, 0u) + t[r + 1u] * G(j, 1u) + t[r + 2u] * G(j, 2u);
+      }
+      const uint xi = i * ALPHA + j;
+      if (UH == 1u)
+        uh[((xi * p.NB + c) * p.Cin) / 2u + y] = packHalf2x16(v);
+      else
+        u[(xi * p.Cin + y) * p.NB + c] = v.x;
+    }
 }
 
 // Invocation (t, c): V[xi][c][t] = (B^T d B)[xi] for the ALPHA x ALPHA input tile d of

@@ -14,10 +14,18 @@
 // Scratch: V and M are one region (`planes`, M after V's bytes) so the module binds 8
 // buffers, the backend recorder's most; per call the U block is a second region. The
 // executor binds regions of its arena; an op nobody binds (check, bench) allocates its own.
+// winograd_f2x2_coopmat_f16 (conv_winograd_coopmat.cpp) runs the same stages and blocks,
+// but U is made as f16 rows per plane (conv_winograd.comp's UH) and the GEMM is
+// gemm_coopmat.comp's tensor-core GEMM: per plane (its samples, grid z) M[xi] = V[xi]^T
+// U[xi]^T with K = Cin, the tiles as positions (V read as an f32 NCHW tensor [16][Cin][TP])
+// and the block's channels as outputs (M written as one [16][NB][TP]), one U per plane
+// (wrows = NB), no epilogue (the output transform applies it).
 #include "kernels/conv/conv_winograd_vulkan.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "kernels/gemm/gemm_family.h"
 #include "kernels/vulkan/derived_weights.h"
 #include "runtime/error.h"
 
@@ -36,11 +44,21 @@ static_assert(sizeof(Push) == 16 * 4, "conv_winograd.comp pushes 16 words");
 
 uint32_t up4(int64_t x) { return static_cast<uint32_t>((x + 3) / 4 * 4); }
 
+// winograd_f2x2_coopmat_f16's GEMM stage: gemm_coopmat.comp's pipeline and output tile.
+struct CoopMatGemm {
+  const vk::ComputePipeline* pipe;
+  uint32_t bm, bn;  // tiles (positions) x output channels per work-group
+};
+constexpr uint32_t kGemmBindings = 6;   // gemm_coopmat.comp's x, w, bias, residual, y, partial sums
+constexpr uint32_t kGemmPushWords = 6;  // K, F, HW, epi, flags, wrows
+
 class VkWinogradOp : public PreparedOp {
  public:
   VkWinogradOp(vk::VulkanBackend& be, std::array<const vk::ComputePipeline*, 4> pipes, const Push& base,
-               const ConvScratch& s, uint32_t tm, uint32_t tn, uint32_t tiles, uint32_t alpha2)
-      : be_(be), pipes_(pipes), base_(base), s_(s), tm_(tm), tn_(tn), tiles_(tiles), a2_(alpha2), cache_(be, s.weights) {}
+               const ConvScratch& s, uint32_t tm, uint32_t tn, uint32_t tiles, uint32_t alpha2,
+               std::optional<CoopMatGemm> coop = std::nullopt)
+      : be_(be), pipes_(pipes), base_(base), s_(s), tm_(tm), tn_(tn), tiles_(tiles), a2_(alpha2), coop_(coop),
+        cache_(be, s.weights) {}
 
   std::vector<uint64_t> scratchRegions() const override {
     if (perCall_) return {s_.inputBlock + s_.outputBlock, s_.weightsBlock};
@@ -85,7 +103,19 @@ class VkWinogradOp : public PreparedOp {
     };
     auto weights = [&](uint32_t co0, uint32_t nb) {
       p.co0 = co0, p.NB = nb;
-      dispatch(kWeights, p, ceilDiv(nb, kTransformWg), cin, 1);
+      dispatch(kWeights, p, ceilDiv(nb, kTransformWg), coop_ ? cin / 2 : cin, 1);  // f16 rows: 2 channels a word
+    };
+    // The tensor-core GEMM of a block (nb channels from the U rows bound, tbP tiles): V and
+    // M bound apart (M from mOff: a multiple of 256 bytes), bias and residual unread.
+    auto coopGemm = [&](uint32_t nb, uint32_t tbP) {
+      const vk::BufferRange planes = buffers[7];
+      const uint64_t mBytes = uint64_t{p.mOff} * 4;
+      // (bytes 0: to the buffer's end, as the op's own region is bound.)
+      const vk::BufferRange v{planes.buffer, planes.offset, mBytes},
+          m{planes.buffer, planes.offset + mBytes, planes.bytes ? planes.bytes - mBytes : 0};
+      const std::vector<vk::BufferRange> gb = {v, buffers[6], v, v, m, m};
+      const std::array<uint32_t, kGemmPushWords> gp = {cin, nb, tbP, 0u, 0u, nb};
+      rec.dispatch(*coop_->pipe, gb, gp.data(), sizeof(gp), ceilDiv(tbP, coop_->bm), ceilDiv(nb, coop_->bn), a2_);
     };
     bool dropFirst = false;  // the resident transform's dispatch: a one-time cost, not timed
     uint32_t block = coutP;
@@ -104,7 +134,10 @@ class VkWinogradOp : public PreparedOp {
         const uint32_t tbP = oneTileBlock ? tilesP : up4(tb);
         if (!oneTileBlock) input(t0, tb, tbP);
         p.co0 = co0, p.NB = nb, p.t0 = t0, p.T = tb, p.TP = tbP;
-        dispatch(kGemm, p, ceilDiv(tbP, tn_), ceilDiv(nb, tm_), a2_);
+        if (coop_)
+          coopGemm(nb, tbP);
+        else
+          dispatch(kGemm, p, ceilDiv(tbP, tn_), ceilDiv(nb, tm_), a2_);
         dispatch(kOutput, p, ceilDiv(tb, kTransformWg), nb / 4, 1);
       }
     }
@@ -119,10 +152,56 @@ class VkWinogradOp : public PreparedOp {
   Push base_;  // the problem's constants; NB = CoutP, TP = tiles rounded up to 4
   ConvScratch s_;
   uint32_t tm_, tn_, tiles_, a2_;
+  std::optional<CoopMatGemm> coop_;  // winograd_f2x2_coopmat_f16's GEMM stage
   bool perCall_ = false;
   VkDerivedWeights cache_;  // resident U per weight tensor
   VkOpScratch scratch_;  // the planes (and per call the U block): bound, else own
 };
+
+std::unique_ptr<PreparedOp> lowerWinogradCoopMat(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
+                                                 const ParamPoint& pt, const ConvProblem& c, const StorageFormat& f) {
+  const ConvDims& d = c.dims;
+  if (d.cin % 8 != 0)  // the family's unsupportedReason says so first
+    throw UnsupportedError(v.name + " needs Cin % 8 == 0, got Cin " + std::to_string(d.cin));
+  const VulkanCoopMatModule gemm = vulkanCoopMatModule(
+      be, "conv", v, "gemm_coopmat", [&] { return GemmFamily::coopMatDeviceRule(pt, be.caps(), "conv"); });
+  constexpr uint32_t m = 2, alpha2 = 16;
+  const uint32_t Ho = u32(d.outHeight()), Wo = u32(d.outWidth());
+  const uint32_t tilesH = ceilDiv(Ho, m), tilesW = ceilDiv(Wo, m), tiles = u32(d.batch) * tilesH * tilesW;
+  const uint32_t coutP = up4(d.cout), cin = u32(d.cin);
+  auto u = [&](const char* k) { return u32(pt[k]); };
+  const uint32_t subgroup = gemm.emulated ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
+  const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
+  const ConvScratch s = ConvFamily::scratch(v, c, pt);
+  const std::array<std::array<uint32_t, 3>, 4> grids = {{{ceilDiv(up4(tiles), kTransformWg), cin, 1},
+                                                         {ceilDiv(coutP, kTransformWg), cin / 2, 1},
+                                                         {ceilDiv(up4(tiles), bm), ceilDiv(coutP, bn), alpha2},
+                                                         {ceilDiv(tiles, kTransformWg), coutP / 4, 1}}};
+  for (const auto& g : grids) vulkanCheckGroupCount(be, "conv " + v.name, g);
+  // The transforms compute in f32 (conv_winograd.comp has no half arithmetic).
+  const auto& module = vulkanModuleFor("conv_winograd", f.withArithmetic(DType::F32));
+  auto transform = [&](Stage st, uint32_t uh) {
+    return &be.pipeline(module, kBindings, sizeof(Push),
+                        {vulkanLocalSizeX(be, kTransformWg), vk::specU32(1, st), vk::specU32(2, m),
+                         vk::specU32(3, u32(d.pad)), vk::specU32(14, uh), vulkanWeightFormat(fam, f)});
+  };
+  // The GEMM reads V as an f32 NCHW tensor per plane (element loads, tiles fastest: AVEC 0)
+  // and U as f16 weights in 16-byte chunks (BVEC 1), no pairs, no split.
+  const StorageFormat planes = StorageFormat::parse("f32.buffer.nchw").withArithmetic(DType::F16);
+  const auto& gemmPipe = be.pipeline(
+      vulkanModuleFor(gemm.name, planes), kGemmBindings, kGemmPushWords * 4,
+      {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
+       vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
+       vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, 1),
+       vk::specU32(11, subgroup), vk::specU32(12, 0), vk::specU32(13, 1), vk::specU32(14, 0), vk::specU32(15, 1),
+       vk::specU32(20, 1)});
+  const std::array<const vk::ComputePipeline*, 4> pipes = {transform(kWeights, 1), transform(kInput, 0), nullptr,
+                                                           transform(kOutput, 0)};
+  const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
+  const Push base{cin, u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, vulkanLayoutCode(f), tilesH, tilesW,
+                  tiles, up4(tiles), coutP, 0, 0, 0};
+  return std::make_unique<VkWinogradOp>(be, pipes, base, s, bn, bm, tiles, alpha2, CoopMatGemm{&gemmPipe, bm, bn});
+}
 
 }  // namespace
 
@@ -137,6 +216,7 @@ std::unique_ptr<PreparedOp> lowerConvWinogradVulkan(vk::VulkanBackend& be, const
   const uint32_t Ho = u32(d.outHeight()), Wo = u32(d.outWidth()), alpha = u32(m + 2);
   const uint32_t tilesH = ceilDiv(Ho, m), tilesW = ceilDiv(Wo, m), tiles = u32(d.batch) * tilesH * tilesW;
   const uint32_t coutP = up4(d.cout), cin = u32(d.cin);
+  if (ConvFamily::isWinogradCoopMat(v)) return lowerWinogradCoopMat(be, fam, v, pt, c, f);
   const uint32_t tm = u32(pt["TM"]), tn = u32(pt["TN"]), rm = u32(pt["RM"]), rn = u32(pt["RN"]);
   const ConvScratch s = ConvFamily::scratch(v, c, pt);
   // The largest grids (resident: one block of everything) within the device's group counts.

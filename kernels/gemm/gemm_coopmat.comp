@@ -113,6 +113,10 @@ layout(std430, binding = 4) writeonly buffer YQ { sfp4 yq[]; };
 layout(std430, binding = 5) writeonly buffer Part { float part[]; };
 layout(push_constant) uniform Push {
   uint K, F, HW, epi, flags;  // flags: 1 bias, 2 residual
+  // Weight rows per sample: 0 for a Linear (every sample shares w); Winograd's coopmat GEMM
+  // stage (kernels/conv/conv_winograd_vulkan.cpp) runs one GEMM per transform plane as a
+  // "sample", each with its own U rows: sample b reads rows b * wrows + row.
+  uint wrows;
 } p;
 
 // Sm: the staging tiles, then the epilogue's C tile (coopmat_ctile.glsl).
@@ -163,7 +167,7 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
     // k fastest: neighbouring invocations read a w row's consecutive chunks.
     const uint e = lid + i * WGS, nn = e / KC, k = k0 + 8u * (e % KC);
     const uint pair = nn / BN, o = n0 + nn % BN;
-    const uint row = pair * p.F + o;  // a named value: SD_GUARD of an expression is a branch
+    const uint row = b * p.wrows + pair * p.F + o;  // a named value: SD_GUARD of an expression is a branch
     const bool okc = all(bvec2(e < BC, o < p.F));
     if (BVEC == 1u) {  // K % 8 == 0: a chunk is whole or wholly past K
       const bool ok = all(bvec2(okc, k < K));

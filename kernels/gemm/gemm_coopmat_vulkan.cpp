@@ -17,7 +17,9 @@ namespace {
 
 // x, w, bias, residual, y, and split-K's partial sums (both passes bind the same set).
 constexpr uint32_t kBindings = 6;
-constexpr uint32_t kPushWords = 5;  // K, F, HW, epi, flags (the layout: a specialization constant)
+// K, F, HW, epi, flags, wrows (0 here: the samples share w); the layout is a specialization
+// constant. The reduce pass reads the first five.
+constexpr uint32_t kPushWords = 6;
 // The reduce pass's work-group along the positions (conv_coopmat_vulkan.cpp's: a pass this
 // light needs no tuning).
 constexpr uint32_t kReduceWg = 64;
@@ -36,7 +38,7 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
   const Shape y = g->outShape();
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t flags = (g->bias ? 1u : 0u) | (g->residual ? 2u : 0u);
-  std::vector<uint32_t> push{u32(g->x.c), u32(y.c), u32(y.hw()), epi, flags};  // the layout: constant 14
+  std::vector<uint32_t> push{u32(g->x.c), u32(y.c), u32(y.hw()), epi, flags, 0};  // the layout: constant 14
   auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
   // 32: the device rule checked it (the emulation makes its own groups of 32).
   const uint32_t subgroup = module.emulated ? 32u : be.info().subgroupSize;
