@@ -75,7 +75,7 @@ TEST(VulkanWinogradCoopMat, EmulatedMatchesReference) {
   };
   const std::vector<Case> cases = {
       {"", "f16.buffer.nc4hw4", DType::Q8_0, false},
-      {"", "f32.buffer.nchw", DType::F16, true},
+      {"PF16=0", "f32.buffer.nchw", DType::F16, true},
       {"CN=8,CK=8,WM=4,WN=1,SGM=1,SGN=4,KS=64,DB=0", "f16.buffer.nchw", DType::F32, false},
       {"CN=8,CK=8,WM=1,WN=4,SGM=4,SGN=1,KS=16", "f32.buffer.nc4hw4", DType::Q4_0, true},
   };
@@ -93,11 +93,14 @@ TEST(VulkanWinogradCoopMat, EmulatedMatchesReference) {
       EXPECT_TRUE(r.canaryIntact);
       EXPECT_EQ(r.badPadding, 0u);
       ok += r.status == Status::Ok;
-      // U as f16 rows (16 planes x CoutP x Cin halves), V and M in f32, one block each here.
+      // U as f16 rows (16 planes x CoutP x Cin halves), V and M in f16 (PF16) or f32, one
+      // block each here.
       const ConvDims& d = dimsOf(prob);
       const ConvScratch s = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*prob), pt);
       const size_t coutP = static_cast<size_t>((d.cout + 3) / 4 * 4);
       EXPECT_EQ(s.weights, 16 * coutP * static_cast<size_t>(d.cin) * 2);
+      const size_t tilesP = static_cast<size_t>((d.batch * ((d.height + 1) / 2) * ((d.width + 1) / 2) + 3) / 4 * 4);
+      EXPECT_EQ(s.input + s.output, 16 * (static_cast<size_t>(d.cin) + coutP) * tilesP * (pt["PF16"] ? 2 : 4));
       EXPECT_EQ(r.scratchBytes, s.input + s.output + s.weights) << c.point << " " << r.problem;
     }
   }
@@ -153,7 +156,13 @@ TEST(VulkanWinogradCoopMat, RefusedWithReasons) {
   const VariantDef& v = conv.variant(ConvFamily::kWinogradCoopMatVariant);
   EXPECT_EQ(ConvFamily::winogradTile(v), 2);
   EXPECT_DOUBLE_EQ(ConvFamily::multiplicationsPerOutput(v, dynamic_cast<const ConvProblem&>(*problems()[0])), 4.0);
-  EXPECT_EQ(v.params.size(), GemmFamily::coopMatVariant().params.size() - 1) << "every coopmat parameter but SK";
+  // Every coopmat parameter but SK, and PF16.
+  std::vector<std::string> names, coopNames;
+  for (const auto& p : v.params) names.push_back(p.name);
+  for (const auto& p : GemmFamily::coopMatVariant().params)
+    if (p.name != "SK") coopNames.push_back(p.name);
+  coopNames.push_back("PF16");
+  EXPECT_EQ(names, coopNames);
   const StorageFormat f = StorageFormat::parse("f16.buffer.nc4hw4").withArithmetic(DType::F16);
   const DeviceCaps& caps = be->caps();
   const VariantDef emu = emulated();  // no device rule: the family's own reasons

@@ -392,9 +392,9 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
   if (baseVariantName(v) == "direct") return s;
   if (isWinogradCoopMat(v)) {
     // U as f16 rows [16][CoutP][Cin] (resident, or per call in blocks of output channels),
-    // V [16][Cin][TP] and M [16][CoutP][TP] in f32, per call in blocks of tiles: the rules
+    // V [16][Cin][TP] and M [16][CoutP][TP] in f16 or f32 (PF16), per call in blocks of tiles: the rules
     // below with the GEMM's tiles (gemm coopmat_f16's: BN channels, BM tiles).
-    const size_t a2 = 16, half = 2;
+    const size_t a2 = 16, half = 2, f = pt["PF16"] ? half : sizeof(float);  // the planes' element
     const int64_t bm = int64_t{pt["SGM"]} * pt["WM"] * pt["CM"], bn = int64_t{pt["SGN"]} * pt["WN"] * pt["CN"];
     const size_t tiles = static_cast<size_t>(d.batch * ((d.outHeight() + 1) / 2) * ((d.outWidth() + 1) / 2));
     const size_t rowBytes = a2 * static_cast<size_t>(d.cin) * half;

@@ -13,6 +13,16 @@
 // the storage (as OpenCL's); x, temb, residual, y are sfp in the layout pushed; w and bias
 // are uint words in the op's weight format (weights.glsl: f32, f16, q8_0, q4_0).
 // Arithmetic is float: Winograd has no half twin (conv's are the implicit GEMM's).
+// WINO_PLANES_F16 = 1 (module conv_winograd_h, winograd_f2x2_coopmat_f16 at PF16 = 1): V and
+// M stored as f16 (their GEMM rounds V to f16 anyway; M's rounding is the cost), half the
+// planes' traffic; the scalar GEMM stage is left out of it.
+#if WINO_PLANES_F16
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define pfp float16_t
+#else
+#define pfp float
+#endif
 #include "../common/prelude.glsl"
 #include "../common/weights.glsl"
 
@@ -42,13 +52,13 @@ layout(std430, binding = 4) readonly buffer Res { sfp res[]; };
 layout(std430, binding = 5) writeonly buffer Y { sfp y[]; };
 layout(std430, binding = 6) buffer Ut { float u[]; };          // written by STAGE 0, read by 2
 layout(std430, binding = 6) writeonly buffer Uh { uint uh[]; };  // U again, as f16 pairs (UH = 1)
-layout(std430, binding = 7) buffer Planes { float planes[]; };  // V from 0, M from mOff
+layout(std430, binding = 7) buffer Planes { pfp planes[]; };  // V from 0, M from mOff
 layout(push_constant) uniform Push {
   uint Cin, H, W, Cout, Ho, Wo, flags, layout_;  // flags: 1 bias, 2 temb, 4 residual (CONV_* in conv.cl)
   uint tilesH, tilesW;  // tiles per image
   uint T, TP;           // this block's tiles (from t0) and T rounded up to 4 (V's and M's row length)
   uint NB, co0, t0;     // this block's output channels (a multiple of 4, from co0); its first tile
-  uint mOff;            // where M starts in `planes` (words)
+  uint mOff;            // where M starts in `planes` (its elements)
 } p;
 
 // The transforms (conv.cl's, the wincnn points 0, +-1, +-2, +-1/2 and infinity; checked
@@ -132,11 +142,13 @@ void winoInput() {
     for (uint j = 0u; j < ALPHA; ++j) {
       float v = 0.0;
       for (uint l = 0u; l < ALPHA; ++l) v = fma(tmp[i * ALPHA + l], BT(j, l), v);
-      planes[((i * ALPHA + j) * p.Cin + c) * p.TP + t] = v;
+      planes[((i * ALPHA + j) * p.Cin + c) * p.TP + t] = pfp(v);
     }
 }
 
+#if !WINO_PLANES_F16
 #include "conv_winograd_gemm.glsl"
+#endif
 
 // Invocation (t, sb): y = A^T M A for tile t0 + t and the 4 channels co0 + 4 sb .., then
 // conv.cl's epilogue (bias, temb, residual); NC4HW4's pad lanes are written 0.
@@ -150,7 +162,8 @@ void winoOutput() {
   for (uint k = 0u; k < ALPHA; ++k)
     for (uint j = 0u; j < ALPHA; ++j) {
       const uint base = p.mOff + ((k * ALPHA + j) * p.NB + 4u * sb) * p.TP + t;
-      const vec4 mv = vec4(planes[base], planes[base + p.TP], planes[base + 2u * p.TP], planes[base + 3u * p.TP]);
+      const vec4 mv = vec4(float(planes[base]), float(planes[base + p.TP]), float(planes[base + 2u * p.TP]),
+                           float(planes[base + 3u * p.TP]));
       for (uint i = 0u; i < WM; ++i) tmp[i * ALPHA + j] = fma(vec4(AT(i, k)), mv, tmp[i * ALPHA + j]);
     }
   const uint stored = sd_stored_channels(p.layout_, p.Cout);
@@ -185,7 +198,11 @@ void main() {
   else if (STAGE == 1u)
     winoInput();
   else if (STAGE == 2u)
+#if !WINO_PLANES_F16
     winoGemm();
+#else
+    return;
+#endif
   else
     winoOutput();
 }

@@ -4,7 +4,7 @@
 // transform y = A^T M A + the epilogue) with U = G g G^T made as f16 weight rows per plane
 // (its UH), and the GEMM is gemm_coopmat.comp run with the planes as its samples (grid z)
 // and one U per plane (its wrows): M[xi] (tiles x channels) = V[xi]^T U[xi]^T, f16 products
-// summed in f32, M in f32. So its parameters, constraints, shared memory and device rule
+// summed in f32; V and M stored in f16 (PF16 = 1, module conv_winograd_h) or f32. So its parameters, constraints, shared memory and device rule
 // are gemm coopmat_f16's, without split-K (Cin is each plane's whole K, and 16 planes of
 // tiles fill the GPU at every SD 1.5 size). API-neutral declaration; the Vulkan lowering is
 // conv_winograd_vulkan.cpp; OpenCL has no kernel for it.
@@ -26,11 +26,17 @@ VariantDef ConvFamily::winogradCoopMatVariant() {
   VariantDef c = GemmFamily::coopMatVariant();  // coopmat_f16: f16 arithmetic, cl_khr_fp16 / shaderFloat16
   c.name = kWinogradCoopMatVariant;
   c.summary = "Winograd F(2x2,3x3) with its GEMM over the 16 planes on tensor cores (VK_NV_cooperative_matrix): "
-              "V in f32 planes, U as f16 rows, f16 products accumulated in f32, M in f32";
+              "U as f16 rows, f16 products accumulated in f32, V and M planes in f16 or f32 (PF16)";
   // The Winograd tile (winogradTile) under a name of its own: "WM" is a coopmat parameter
   // here (accumulators per subgroup along the positions, i.e. the tiles).
   c.defines["WINO_TILE"] = 2;
   std::erase_if(c.params, [](const ParamDef& p) { return p.name == "SK"; });
+  // The planes' storage: the GEMM rounds V to f16 on its way to the tensor cores anyway, so
+  // f16 V changes nothing but its traffic; M in f16 adds its rounding before the output
+  // transform (simulated as above, f16 output: relL2 6.3e-4, max 3.7e-3 at Cin 320, against
+  // 5.3e-4 and 2.7e-3 with M in f32; within the tolerance). Half the bytes V and M move
+  // (at 2x320x64x64, 42 MB each in f32), which the transforms and the GEMM's A loads are.
+  c.params.push_back({"PF16", {1, 0}, "V and M planes stored in f16 (1) or f32 (0)"});
   c.fitDefaults = nullptr;  // GEMM's fits SK, which this variant does not have
   c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) {
     return GemmFamily::coopMatDeviceRule(p, dev, "conv");

@@ -17,9 +17,10 @@
 // winograd_f2x2_coopmat_f16 (conv_winograd_coopmat.cpp) runs the same stages and blocks,
 // but U is made as f16 rows per plane (conv_winograd.comp's UH) and the GEMM is
 // gemm_coopmat.comp's tensor-core GEMM: per plane (its samples, grid z) M[xi] = V[xi]^T
-// U[xi]^T with K = Cin, the tiles as positions (V read as an f32 NCHW tensor [16][Cin][TP])
+// U[xi]^T with K = Cin, the tiles as positions (V read as an NCHW tensor [16][Cin][TP])
 // and the block's channels as outputs (M written as one [16][NB][TP]), one U per plane
-// (wrows = NB), no epilogue (the output transform applies it).
+// (wrows = NB), no epilogue (the output transform applies it); V and M in f16 (PF16 = 1:
+// the module conv_winograd_h and gemm_coopmat's f16-storage module) or f32.
 #include "kernels/conv/conv_winograd_vulkan.h"
 
 #include <algorithm>
@@ -48,6 +49,7 @@ uint32_t up4(int64_t x) { return static_cast<uint32_t>((x + 3) / 4 * 4); }
 struct CoopMatGemm {
   const vk::ComputePipeline* pipe;
   uint32_t bm, bn;  // tiles (positions) x output channels per work-group
+  bool f16Planes;   // PF16: V and M in f16
 };
 constexpr uint32_t kGemmBindings = 6;   // gemm_coopmat.comp's x, w, bias, residual, y, partial sums
 constexpr uint32_t kGemmPushWords = 6;  // K, F, HW, epi, flags, wrows
@@ -58,7 +60,7 @@ class VkWinogradOp : public PreparedOp {
                const ConvScratch& s, uint32_t tm, uint32_t tn, uint32_t tiles, uint32_t alpha2,
                std::optional<CoopMatGemm> coop = std::nullopt)
       : be_(be), pipes_(pipes), base_(base), s_(s), tm_(tm), tn_(tn), tiles_(tiles), a2_(alpha2), coop_(coop),
-        cache_(be, s.weights) {}
+        planeBytes_(coop && coop->f16Planes ? 2 : 4), cache_(be, s.weights) {}
 
   std::vector<uint64_t> scratchRegions() const override {
     if (perCall_) return {s_.inputBlock + s_.outputBlock, s_.weightsBlock};
@@ -96,7 +98,7 @@ class VkWinogradOp : public PreparedOp {
     const uint32_t tileBlock = perCall_ ? static_cast<uint32_t>(s_.blockTiles) : tilesP;
     const bool oneTileBlock = tileBlock >= tiles_;
     Push p = base_;
-    p.mOff = static_cast<uint32_t>((perCall_ ? s_.inputBlock : s_.input) / 4);
+    p.mOff = static_cast<uint32_t>((perCall_ ? s_.inputBlock : s_.input) / planeBytes_);
     auto input = [&](uint32_t t0, uint32_t tb, uint32_t tbP) {
       p.t0 = t0, p.T = tb, p.TP = tbP;
       dispatch(kInput, p, ceilDiv(tbP, kTransformWg), cin, 1);
@@ -109,7 +111,7 @@ class VkWinogradOp : public PreparedOp {
     // M bound apart (M from mOff: a multiple of 256 bytes), bias and residual unread.
     auto coopGemm = [&](uint32_t nb, uint32_t tbP) {
       const vk::BufferRange planes = buffers[7];
-      const uint64_t mBytes = uint64_t{p.mOff} * 4;
+      const uint64_t mBytes = uint64_t{p.mOff} * planeBytes_;
       // (bytes 0: to the buffer's end, as the op's own region is bound.)
       const vk::BufferRange v{planes.buffer, planes.offset, mBytes},
           m{planes.buffer, planes.offset + mBytes, planes.bytes ? planes.bytes - mBytes : 0};
@@ -153,6 +155,7 @@ class VkWinogradOp : public PreparedOp {
   ConvScratch s_;
   uint32_t tm_, tn_, tiles_, a2_;
   std::optional<CoopMatGemm> coop_;  // winograd_f2x2_coopmat_f16's GEMM stage
+  uint32_t planeBytes_ = 4;          // V's and M's elements: f32, or f16 (coop_'s PF16)
   bool perCall_ = false;
   VkDerivedWeights cache_;  // resident U per weight tensor
   VkOpScratch scratch_;  // the planes (and per call the U block): bound, else own
@@ -178,16 +181,19 @@ std::unique_ptr<PreparedOp> lowerWinogradCoopMat(vk::VulkanBackend& be, const Fa
                                                          {ceilDiv(up4(tiles), bm), ceilDiv(coutP, bn), alpha2},
                                                          {ceilDiv(tiles, kTransformWg), coutP / 4, 1}}};
   for (const auto& g : grids) vulkanCheckGroupCount(be, "conv " + v.name, g);
-  // The transforms compute in f32 (conv_winograd.comp has no half arithmetic).
-  const auto& module = vulkanModuleFor("conv_winograd", f.withArithmetic(DType::F32));
+  // The transforms compute in f32 (conv_winograd.comp has no half arithmetic); PF16: the
+  // module whose planes are f16.
+  const bool f16Planes = pt["PF16"] != 0;
+  const auto& module = vulkanModuleFor(f16Planes ? "conv_winograd_h" : "conv_winograd", f.withArithmetic(DType::F32));
   auto transform = [&](Stage st, uint32_t uh) {
     return &be.pipeline(module, kBindings, sizeof(Push),
                         {vulkanLocalSizeX(be, kTransformWg), vk::specU32(1, st), vk::specU32(2, m),
                          vk::specU32(3, u32(d.pad)), vk::specU32(14, uh), vulkanWeightFormat(fam, f)});
   };
-  // The GEMM reads V as an f32 NCHW tensor per plane (element loads, tiles fastest: AVEC 0)
-  // and U as f16 weights in 16-byte chunks (BVEC 1), no pairs, no split.
-  const StorageFormat planes = StorageFormat::parse("f32.buffer.nchw").withArithmetic(DType::F16);
+  // The GEMM reads V as an NCHW tensor per plane in the planes' type (element loads, tiles
+  // fastest: AVEC 0) and U as f16 weights in 16-byte chunks (BVEC 1), no pairs, no split.
+  const StorageFormat planes =
+      StorageFormat::parse(f16Planes ? "f16.buffer.nchw" : "f32.buffer.nchw").withArithmetic(DType::F16);
   const auto& gemmPipe = be.pipeline(
       vulkanModuleFor(gemm.name, planes), kGemmBindings, kGemmPushWords * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
@@ -200,7 +206,7 @@ std::unique_ptr<PreparedOp> lowerWinogradCoopMat(vk::VulkanBackend& be, const Fa
   const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
   const Push base{cin, u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, vulkanLayoutCode(f), tilesH, tilesW,
                   tiles, up4(tiles), coutP, 0, 0, 0};
-  return std::make_unique<VkWinogradOp>(be, pipes, base, s, bn, bm, tiles, alpha2, CoopMatGemm{&gemmPipe, bm, bn});
+  return std::make_unique<VkWinogradOp>(be, pipes, base, s, bn, bm, tiles, alpha2, CoopMatGemm{&gemmPipe, bm, bn, f16Planes});
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ const VulkanLowering* findVulkanLowering(const std::string& family) {
       {"reshape", &lowerReshapeVulkan, "reshape"},
       {"embedding", &lowerEmbeddingVulkan, "embedding"},
       {"gemm", &lowerGemmVulkan, "gemm gemm_tiled gemm_gemv gemm_coopmat gemm_coopmat_reduce"},
-      {"conv", &lowerConvVulkan, "conv conv_winograd conv_coopmat conv_coopmat_reduce conv_coopmat_weights gemm_coopmat"},
+      {"conv", &lowerConvVulkan, "conv conv_winograd conv_coopmat conv_coopmat_reduce conv_coopmat_weights conv_winograd_h gemm_coopmat"},
       {"timestep", &lowerTimestepVulkan, "timestep"},
       {"attention", &lowerAttentionVulkan, "attention attention_coopmat"},
   };
