@@ -28,19 +28,13 @@
 #include "runtime/timing.h"
 #include "runtime/vulkan/backend.h"
 #include "runtime/vulkan/instance.h"
+#include "vulkan_test_backend.h"
 #include "tuning/check.h"
 
 namespace sdspeed {
 namespace {
 
-vk::VulkanBackend* testBackend() {
-  static std::unique_ptr<vk::VulkanBackend> be = [] {
-    setenv("SDSPEED_VK_VALIDATION", "1", 0);
-    if (!vk::Instance::create()) return std::unique_ptr<vk::VulkanBackend>();
-    return std::make_unique<vk::VulkanBackend>("", "");  // no disk cache: every pipeline built
-  }();
-  return be.get();
-}
+vk::VulkanBackend* testBackend() { return vulkanTestBackend(); }
 
 // Why conv coopmat_f16's emulated module cannot run on be (empty: it can).
 std::string convCoopMatEmulationGap(vk::VulkanBackend* be) {

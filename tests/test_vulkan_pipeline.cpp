@@ -33,18 +33,12 @@
 #include "pipeline/schedulers/scheduler.h"
 #include "runtime/vulkan/backend.h"
 #include "runtime/vulkan/instance.h"
+#include "vulkan_test_backend.h"
 
 namespace sdspeed {
 namespace {
 
-vk::VulkanBackend* backend() {
-  static std::unique_ptr<vk::VulkanBackend> be = [] {
-    setenv("SDSPEED_VK_VALIDATION", "1", 0);
-    if (!vk::Instance::create()) return std::unique_ptr<vk::VulkanBackend>();
-    return std::make_unique<vk::VulkanBackend>("", "");
-  }();
-  return be.get();
-}
+vk::VulkanBackend* backend() { return vulkanTestBackend(); }
 
 struct Fixture {
   std::string dir;
