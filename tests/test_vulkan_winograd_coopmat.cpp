@@ -93,7 +93,8 @@ TEST(VulkanWinogradCoopMat, EmulatedMatchesReference) {
       const ConvScratch s = ConvFamily::scratch(v, dynamic_cast<const ConvProblem&>(*prob), pt);
       const size_t coutP = static_cast<size_t>((d.cout + 3) / 4 * 4);
       EXPECT_EQ(s.weights, 16 * coutP * static_cast<size_t>(d.cin) * 2);
-      const size_t tilesP = static_cast<size_t>((d.batch * ((d.height + 1) / 2) * ((d.width + 1) / 2) + 3) / 4 * 4);
+      // V's and M's rows: the tiles rounded up to 8 (whole chunks for the GEMM's staging).
+      const size_t tilesP = static_cast<size_t>((d.batch * ((d.height + 1) / 2) * ((d.width + 1) / 2) + 7) / 8 * 8);
       EXPECT_EQ(s.input + s.output, 16 * (static_cast<size_t>(d.cin) + coutP) * tilesP * (pt["PF16"] ? 2 : 4));
       EXPECT_EQ(r.scratchBytes, s.input + s.output + s.weights) << c.point << " " << r.problem;
     }

@@ -17,6 +17,9 @@ uvec4 sd_pack8(f16vec4 lo, f16vec4 hi) {
 // f16 x f16 products are exact in float). One 16-byte shared read per 8 halves of each,
 // as the tiles are laid out: lavapipe compiles and runs the emulation's unrolled loops
 // several times faster than with a read per half.
+// Half i (0..7) of a packed chunk, as float (the emulation's column-major A reads).
+float sd_half(uvec4 v, uint i) { return float(unpackFloat2x16(v[i / 2u])[i % 2u]); }
+
 float sd_dot8(uvec4 a, uvec4 b) {
   float s = 0.0;
   [[unroll]] for (uint j = 0u; j < 4u; ++j) s += dot(vec2(unpackFloat2x16(a[j])), vec2(unpackFloat2x16(b[j])));

@@ -396,18 +396,21 @@ ConvScratch ConvFamily::scratch(const VariantDef& v, const ConvProblem& p, const
     // below with the GEMM's tiles (gemm coopmat_f16's: BN channels, BM tiles).
     const size_t a2 = 16, half = 2, f = pt["PF16"] ? half : sizeof(float);  // the planes' element
     const int64_t bm = int64_t{pt["SGM"]} * pt["WM"] * pt["CM"], bn = int64_t{pt["SGN"]} * pt["WN"] * pt["CN"];
-    const size_t tiles = static_cast<size_t>(d.batch * ((d.outHeight() + 1) / 2) * ((d.outWidth() + 1) / 2));
+    // Tiles rounded up to 8 (not 4): whole 8-half chunks of a plane's rows for the GEMM's
+    // column-major A staging (gemm_coopmat.comp's ACOL).
+    const auto up8 = [](int64_t x) { return static_cast<size_t>((x + 7) / 8 * 8); };
+    const int64_t tiles = d.batch * ((d.outHeight() + 1) / 2) * ((d.outWidth() + 1) / 2);
     const size_t rowBytes = a2 * static_cast<size_t>(d.cin) * half;
     s.weights = rowBytes * coutP;
-    s.input = a2 * static_cast<size_t>(d.cin) * up4(static_cast<int64_t>(tiles)) * f;
-    s.output = a2 * coutP * up4(static_cast<int64_t>(tiles)) * f;
+    s.input = a2 * static_cast<size_t>(d.cin) * up8(tiles) * f;
+    s.output = a2 * coutP * up8(tiles) * f;
     s.blockChannels = blockRule(v, "PER_CALL_CO", bn, static_cast<int64_t>(coutP), rowBytes);
     s.weightsBlock = rowBytes * static_cast<size_t>(s.blockChannels);
     const size_t nb = static_cast<size_t>(s.blockChannels);
-    s.blockTiles = blockRule(v, "PER_CALL_TILES", bm, static_cast<int64_t>(up4(static_cast<int64_t>(tiles))),
+    s.blockTiles = blockRule(v, "PER_CALL_TILES", bm, static_cast<int64_t>(up8(tiles)),
                              a2 * (static_cast<size_t>(d.cin) + nb) * f);
-    s.inputBlock = a2 * static_cast<size_t>(d.cin) * up4(s.blockTiles) * f;
-    s.outputBlock = a2 * nb * up4(s.blockTiles) * f;
+    s.inputBlock = a2 * static_cast<size_t>(d.cin) * up8(s.blockTiles) * f;
+    s.outputBlock = a2 * nb * up8(s.blockTiles) * f;
     return s;
   }
   size_t rowBytes = 0;  // derived weights per output channel

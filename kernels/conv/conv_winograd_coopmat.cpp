@@ -16,6 +16,8 @@
 // as coopmat_f16's implicit GEMM (relL2 2.1e-4 to 3.6e-4, max ~2e-3); F(4x4) relL2 3.1e-3 to
 // 3.3e-3, max 3.4e-2 to 3.5e-2, 7x and 15x that, over the coopmat tolerance's relL2 3e-3.
 // F(2x2) still does 4/9 of the direct convolution's multiplies.
+#include <algorithm>
+
 #include "kernels/common/half_variant.h"
 #include "kernels/conv/conv_family.h"
 #include "kernels/gemm/gemm_family.h"
@@ -37,6 +39,14 @@ VariantDef ConvFamily::winogradCoopMatVariant() {
   // 5.3e-4 and 2.7e-3 with M in f32; within the tolerance). Half the bytes V and M move
   // (at 2x320x64x64, 42 MB each in f32), which the transforms and the GEMM's A loads are.
   c.params.push_back({"PF16", {1, 0}, "V and M planes stored in f16 (1) or f32 (0)"});
+  // With f16 planes the GEMM stages V column-major (gemm_coopmat.comp's ACOL): KS rows of BM
+  // positions (+ one uvec4 each) instead of BM rows of KS; the larger of the two layouts.
+  c.localMemBytes = [](const ParamPoint& p) {
+    const size_t stages = p["DB"] ? 2 : 1, ks = static_cast<size_t>(p["KS"]);
+    const size_t bm = static_cast<size_t>(p["SGM"] * p["WM"] * p["CM"]), bn = static_cast<size_t>(p["SGN"] * p["WN"] * p["CN"]);
+    const size_t colMajor = 2 * stages * (ks * (bm + 8) + bn * (ks + 8));
+    return std::max(GemmFamily::coopMatLocalBytes(p, false), colMajor);
+  };
   c.fitDefaults = nullptr;  // GEMM's fits SK, which this variant does not have
   c.deviceRule = [](const ParamPoint& p, const DeviceCaps& dev) {
     return GemmFamily::coopMatDeviceRule(p, dev, "conv");

@@ -44,12 +44,13 @@ struct Push {
 static_assert(sizeof(Push) == 16 * 4, "conv_winograd.comp pushes 16 words");
 
 uint32_t up4(int64_t x) { return static_cast<uint32_t>((x + 3) / 4 * 4); }
+uint32_t up8(int64_t x) { return static_cast<uint32_t>((x + 7) / 8 * 8); }
 
 // winograd_f2x2_coopmat_f16's GEMM stage: gemm_coopmat.comp's pipeline and output tile.
 struct CoopMatGemm {
   const vk::ComputePipeline* pipe;
   uint32_t bm, bn;  // tiles (positions) x output channels per work-group
-  bool f16Planes;   // PF16: V and M in f16
+  bool f16Planes;   // PF16: V and M in f16 (and the GEMM stages V column-major: its ACOL)
 };
 constexpr uint32_t kGemmBindings = 6;   // gemm_coopmat.comp's x, w, bias, residual, y, partial sums
 constexpr uint32_t kGemmPushWords = 6;  // K, F, HW, epi, flags, wrows
@@ -133,7 +134,7 @@ class VkWinogradOp : public PreparedOp {
       if (perCall_) weights(co0, nb);  // into the U block, read by this block's GEMMs
       for (uint32_t t0 = 0; t0 < tiles_; t0 += tileBlock) {
         const uint32_t tb = oneTileBlock ? tiles_ : std::min(tileBlock, tiles_ - t0);
-        const uint32_t tbP = oneTileBlock ? tilesP : up4(tb);
+        const uint32_t tbP = oneTileBlock ? tilesP : coop_ ? up8(tb) : up4(tb);  // ConvFamily::scratch's rows
         if (!oneTileBlock) input(t0, tb, tbP);
         p.co0 = co0, p.NB = nb, p.t0 = t0, p.T = tb, p.TP = tbP;
         if (coop_)
@@ -176,9 +177,9 @@ std::unique_ptr<PreparedOp> lowerWinogradCoopMat(vk::VulkanBackend& be, const Fa
   const uint32_t subgroup = gemm.emulated ? 32u : be.info().subgroupSize;  // 32: the device rule checked it
   const uint32_t bm = u("SGM") * u("WM") * u("CM"), bn = u("SGN") * u("WN") * u("CN");
   const ConvScratch s = ConvFamily::scratch(v, c, pt);
-  const std::array<std::array<uint32_t, 3>, 4> grids = {{{ceilDiv(up4(tiles), kTransformWg), cin, 1},
+  const std::array<std::array<uint32_t, 3>, 4> grids = {{{ceilDiv(up8(tiles), kTransformWg), cin, 1},
                                                          {ceilDiv(coutP, kTransformWg), cin / 2, 1},
-                                                         {ceilDiv(up4(tiles), bm), ceilDiv(coutP, bn), alpha2},
+                                                         {ceilDiv(up8(tiles), bm), ceilDiv(coutP, bn), alpha2},
                                                          {ceilDiv(tiles, kTransformWg), coutP / 4, 1}}};
   for (const auto& g : grids) vulkanCheckGroupCount(be, "conv " + v.name, g);
   // The transforms compute in f32 (conv_winograd.comp has no half arithmetic); PF16: the
@@ -194,18 +195,21 @@ std::unique_ptr<PreparedOp> lowerWinogradCoopMat(vk::VulkanBackend& be, const Fa
   // fastest: AVEC 0) and U as f16 weights in 16-byte chunks (BVEC 1), no pairs, no split.
   const StorageFormat planes =
       StorageFormat::parse(f16Planes ? "f16.buffer.nchw" : "f32.buffer.nchw").withArithmetic(DType::F16);
+  // The emulation (tests) of the column-major staging has a module of its own.
+  const std::string gemmModule = gemm.emulated && f16Planes ? gemm.name + "_acol" : gemm.name;
   const auto& gemmPipe = be.pipeline(
-      vulkanModuleFor(gemm.name, planes), kGemmBindings, kGemmPushWords * 4,
+      vulkanModuleFor(gemmModule, planes), kGemmBindings, kGemmPushWords * 4,
       {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
        vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
        vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, 1),
        vk::specU32(11, subgroup), vk::specU32(12, 0), vk::specU32(13, 1), vk::specU32(14, 0), vk::specU32(15, 1),
-       vk::specU32(20, 1)});
+       vk::specU32(16, f16Planes ? 1u : 0u), vk::specU32(20, 1)});
   const std::array<const vk::ComputePipeline*, 4> pipes = {transform(kWeights, 1), transform(kInput, 0), nullptr,
                                                            transform(kOutput, 0)};
   const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
+  // V's and M's rows: the tiles rounded up to 8 (ConvFamily::scratch), whole chunks of 8 halves.
   const Push base{cin, u32(d.height), u32(d.width), u32(d.cout), Ho, Wo, flags, vulkanLayoutCode(f), tilesH, tilesW,
-                  tiles, up4(tiles), coutP, 0, 0, 0};
+                  tiles, up8(tiles), coutP, 0, 0, 0};
   return std::make_unique<VkWinogradOp>(be, pipes, base, s, bn, bm, tiles, alpha2, CoopMatGemm{&gemmPipe, bm, bn, f16Planes});
 }
 

@@ -89,10 +89,19 @@ layout(constant_id = 13) const uint BVEC = 0;  // w chunks: 0 per element, 1 one
 // is folded when the pipeline is made, not paid per staged element.
 layout(constant_id = 14) const uint LAYOUT = 0;
 layout(constant_id = 15) const uint SK = 1;  // split-K: work-groups sharing an output tile (1: no split)
+// A staged column-major (set by the lowering, not tuned): 1 where x is f16 NCHW, its
+// positions HW a multiple of 8 and K % 8 == 0 (Winograd's f16 V planes, conv
+// winograd_f2x2_coopmat_f16): a chunk is 8 consecutive positions of one k, one 16-byte load
+// and one 16-byte store, no conversion, instead of 8 element loads packed into a k chunk;
+// the A stage is then KS rows (k) of BM positions, padded by a uvec4 (RA), read by the
+// coopmat loads column-major. Measured (results/vulkan/session50/): Winograd's GEMM at K = 320
+// spent its time staging, 47 TFLOP/s with the element loads.
+layout(constant_id = 16) const uint ACOL = 0;
 
 const uint BM = SGM * WM * CM, BN = SGN * WN * CN, WGS = SGM * SGN * SGSIZE;
 const uint KC = KS / 8u, RS = KC + 1u;            // chunks of a row per step; padded row (uvec4s)
-const uint AT = BM * RS, BT = PAIRS * BN * RS;    // one stage's shared uvec4s
+const uint PC = BM / 8u, RA = PC + 1u;            // ACOL: chunks of a k row; padded k row (uvec4s)
+const uint AT = ACOL == 1u ? KS * RA : BM * RS, BT = PAIRS * BN * RS;  // one stage's shared uvec4s
 const uint AC = BM * KC, BC = PAIRS * BN * KC;    // one stage's chunks
 const uint ACL = (AC + WGS - 1u) / WGS, BCL = (BC + WGS - 1u) / WGS;  // per invocation
 const uint STAGES = DB == 1u ? 2u : 1u;
@@ -103,6 +112,7 @@ layout(std430, binding = 0) readonly buffer X { sfp x[]; };
 SD_WEIGHT_BUFFER(1, W, w)         // in SD_WFMT (weights.glsl)
 SD_WEIGHT_BUFFER(2, Bias, wbias)  // in SD_PFMT
 layout(std430, binding = 0) readonly buffer XQ { sfp4 xq[]; };   // x again, as quads (AVEC = 1)
+layout(std430, binding = 0) readonly buffer XV { uvec4 xv[]; };  // x again, as 8-half chunks (ACOL = 1)
 layout(std430, binding = 1) readonly buffer WO { uvec4 wo[]; };  // w again, as 8-half chunks (BVEC = 1)
 layout(std430, binding = 3) readonly buffer R { sfp res[]; };
 layout(std430, binding = 4) writeonly buffer Y { sfp y[]; };
@@ -133,6 +143,8 @@ uint amask[ACL];    //   and their valid elements (bit j: element j)
 uvec4 bw[BCL];      // BVEC = 1: the chunks as loaded
 bool bok[BCL];      //   and whether each is valid
 uvec4 bc[BCL];      // BVEC = 0: the chunks, dequantized and packed (weights.glsl's reads)
+uvec4 aw[ACL];      // ACOL = 1: the chunks as loaded
+bool aok[ACL];      //   and whether each is valid
 
 // Step k0's chunks: x[b, k .. k + 7, t] of position t = m0 + mm and w[row, k .. k + 7] of
 // channel row nn; past K (k0 >= K loads nothing but element 0: the loop's last step),
@@ -140,6 +152,14 @@ uvec4 bc[BCL];      // BVEC = 0: the chunks, dequantized and packed (weights.gls
 void loadGlobal(uint b, uint m0, uint n0, uint k0) {
   const uint lid = gl_LocalInvocationID.x, K = p.K;  // K named for SD_GUARD
   [[unroll]] for (uint i = 0u; i < ACL; ++i) {
+    if (ACOL == 1u) {  // positions t .. t + 7 of row k: whole or wholly past HW (HW % 8 == 0)
+      const uint e = lid + i * WGS, k = k0 + e / PC, t = m0 + 8u * (e % PC);
+      const bool ok = all(bvec3(e < AC, k < K, t < p.HW));
+      const uint c = ((b * K + k) * p.HW + t) / 8u;
+      aw[i] = xv[SD_GUARD(ok, c)];
+      aok[i] = ok;
+      continue;
+    }
     const uint e = lid + i * WGS, mm = e % BM, k = k0 + 8u * (e / BM), t = m0 + mm;
     const bool okc = all(bvec2(e < AC, t < p.HW));
     if (AVEC == 1u) {  // channels kq .. kq + 3 of position t, twice
@@ -192,6 +212,11 @@ void loadGlobal(uint b, uint m0, uint n0, uint k0) {
 void storeShared(uint stage) {
   const uint lid = gl_LocalInvocationID.x;
   [[unroll]] for (uint i = 0u; i < ACL; ++i) {
+    if (ACOL == 1u) {  // chunk (kk, pc) at k row kk
+      const uint e = lid + i * WGS;
+      if (e < AC) Sm[stage * AT + (e / PC) * RA + e % PC] = mix(uvec4(0u), aw[i], bvec4(aok[i]));
+      continue;
+    }
     f16vec4 h[2];
     if (AVEC == 1u) {
       [[unroll]] for (uint j = 0u; j < 2u; ++j)
@@ -267,7 +292,7 @@ void main() {
       // q * BN + (sgn * WN + j) * CN.., column-major (column c at Bs[.. + c * RS]); kk / 8:
       // offsets in uvec4s (CK is 8 or 16).
 #if COOPMAT_EMULATE
-      uint am[WM];  // in uvec4s, as the coopmat loads' offsets
+      uint am[WM];  // in uvec4s, as the coopmat loads' offsets (ACOL: unused)
       [[unroll]] for (uint i = 0u; i < WM; ++i) am[i] = stage * AT + (sgm * WM + i) * CM * RS + kk / 8u;
       [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
         [[unroll]] for (uint j = 0u; j < WN; ++j) {
@@ -277,15 +302,28 @@ void main() {
             [[unroll]] for (uint r = 0u; r < CE; ++r) {
               const uint e = SG_LANE + r * 32u, row = e % CM, col = e / CM;
               float sum = 0.0;
+#if EMULATE_ACOL
+              // Module gemm_coopmat_emu_acol (ACOL = 1 alone; its own module, since lavapipe took
+              // 20 times as long to compile the other module with both paths in it): A's column
+              // j at k row kk + j, position (sgm * WM + i) * CM + row in it.
+              const uint pos = (sgm * WM + i) * CM + row;
+              [[dont_unroll]] for (uint j = 0u; j < CK; ++j)
+                sum += sd_half(Sm[stage * AT + (kk + j) * RA + pos / 8u], pos % 8u) * sd_half(Sm[bm + col * RS + j / 8u], j % 8u);
+#else
               [[unroll]] for (uint c = 0u; c < CK / 8u; ++c) sum += sd_dot8(Sm[am[i] + row * RS + c], Sm[bm + col * RS + c]);
+#endif
               acc[a][r] += sum;
             }
           }
         }
 #else
       fcoopmatNV<16, gl_ScopeSubgroup, CM, CK> am[WM];
-      [[unroll]] for (uint i = 0u; i < WM; ++i)
-        coopMatLoadNV(am[i], Sm, stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, RS, false);
+      [[unroll]] for (uint i = 0u; i < WM; ++i) {
+        if (ACOL == 1u)  // column-major: column k at k row kk + k, CM positions from the fragment's first
+          coopMatLoadNV(am[i], Sm, stage * AT + kk * RA + (sgm * WM + i) * CM / 8u, RA, true);
+        else
+          coopMatLoadNV(am[i], Sm, stage * AT + (sgm * WM + i) * CM * RS + kk / 8u, RS, false);
+      }
       [[unroll]] for (uint q = 0u; q < PAIRS; ++q)
         [[unroll]] for (uint j = 0u; j < WN; ++j) {
           fcoopmatNV<16, gl_ScopeSubgroup, CK, CN> bm;
