@@ -2,7 +2,8 @@
 // conv_winograd_vulkan.cpp): Winograd F(2x2, 3x3) whose GEMM over the 16 planes is gemm
 // coopmat_f16's tensor-core GEMM with one U per plane. What lavapipe can check: the whole
 // op with the GEMM's four coopmat operations in scalar code by the same layouts
-// (COOPMAT_EMULATE: module gemm_coopmat_emu), through checkCase against the Eigen reference
+// (COOPMAT_EMULATE: modules gemm_coopmat_emu, and gemm_coopmat_emu_acol for f16 planes),
+// through checkCase against the Eigen reference
 // at the variant's tolerance, output poisoned and a canary past its end. Not checked here:
 // the coopmat instructions themselves (scripts/device-vulkan.sh checks them on the GPU).
 #include <gtest/gtest.h>

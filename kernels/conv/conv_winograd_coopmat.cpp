@@ -1,11 +1,12 @@
 // conv winograd_f2x2_coopmat_f16 (issue #22 item 1, "Winograd's batched-GEMM stage if it
 // still wins"): Winograd F(2x2, 3x3) with its GEMM over the 16 planes on tensor cores.
-// The stages are conv_winograd.comp's (input transform V = B^T d B into f32 planes, output
+// The stages are conv_winograd.comp's (input transform V = B^T d B into planes, output
 // transform y = A^T M A + the epilogue) with U = G g G^T made as f16 weight rows per plane
 // (its UH), and the GEMM is gemm_coopmat.comp run with the planes as its samples (grid z)
 // and one U per plane (its wrows): M[xi] (tiles x channels) = V[xi]^T U[xi]^T, f16 products
-// summed in f32; V and M stored in f16 (PF16 = 1, module conv_winograd_h) or f32. So its parameters, constraints, shared memory and device rule
-// are gemm coopmat_f16's, without split-K (Cin is each plane's whole K, and 16 planes of
+// summed in f32; V and M stored in f16 (PF16 = 1, module conv_winograd_h; the GEMM then
+// stages V column-major, its ACOL) or f32. So its parameters, constraints and device rule
+// are gemm coopmat_f16's (shared memory: the larger of its two A layouts), without split-K (Cin is each plane's whole K, and 16 planes of
 // tiles fill the GPU at every SD 1.5 size). API-neutral declaration; the Vulkan lowering is
 // conv_winograd_vulkan.cpp; OpenCL has no kernel for it.
 //

@@ -152,7 +152,7 @@ class VkWinogradOp : public PreparedOp {
  private:
   vk::VulkanBackend& be_;
   std::array<const vk::ComputePipeline*, 4> pipes_;
-  Push base_;  // the problem's constants; NB = CoutP, TP = tiles rounded up to 4
+  Push base_;  // the problem's constants; NB = CoutP, TP = tiles rounded up to 4 (coop_: 8)
   ConvScratch s_;
   uint32_t tm_, tn_, tiles_, a2_;
   std::optional<CoopMatGemm> coop_;  // winograd_f2x2_coopmat_f16's GEMM stage
@@ -191,8 +191,9 @@ std::unique_ptr<PreparedOp> lowerWinogradCoopMat(vk::VulkanBackend& be, const Fa
                         {vulkanLocalSizeX(be, kTransformWg), vk::specU32(1, st), vk::specU32(2, m),
                          vk::specU32(3, u32(d.pad)), vk::specU32(14, uh), vulkanWeightFormat(fam, f)});
   };
-  // The GEMM reads V as an NCHW tensor per plane in the planes' type (element loads, tiles
-  // fastest: AVEC 0) and U as f16 weights in 16-byte chunks (BVEC 1), no pairs, no split.
+  // The GEMM reads V as an NCHW tensor per plane in the planes' type (f16: 8 tiles of one
+  // channel a 16-byte chunk, ACOL 1; f32: element loads, tiles fastest, AVEC 0) and U as f16
+  // weights in 16-byte chunks (BVEC 1), no pairs, no split.
   const StorageFormat planes =
       StorageFormat::parse(f16Planes ? "f16.buffer.nchw" : "f32.buffer.nchw").withArithmetic(DType::F16);
   // The emulation (tests) of the column-major staging has a module of its own.
