@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "kernels/gemm/gemm_coopmat_vulkan.h"
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/vulkan/derived_weights.h"
 #include "runtime/error.h"
@@ -52,8 +53,6 @@ struct CoopMatGemm {
   uint32_t bm, bn;  // tiles (positions) x output channels per work-group
   bool f16Planes;   // PF16: V and M in f16 (and the GEMM stages V column-major: its ACOL)
 };
-constexpr uint32_t kGemmBindings = 6;   // gemm_coopmat.comp's x, w, bias, residual, y, partial sums
-constexpr uint32_t kGemmPushWords = 6;  // K, F, HW, epi, flags, wrows
 
 class VkWinogradOp : public PreparedOp {
  public:
@@ -117,7 +116,7 @@ class VkWinogradOp : public PreparedOp {
       const vk::BufferRange v{planes.buffer, planes.offset, mBytes},
           m{planes.buffer, planes.offset + mBytes, planes.bytes ? planes.bytes - mBytes : 0};
       const std::vector<vk::BufferRange> gb = {v, buffers[6], v, v, m, m};
-      const std::array<uint32_t, kGemmPushWords> gp = {cin, nb, tbP, 0u, 0u, nb};
+      const std::array<uint32_t, kGemmCoopMatPushWords> gp = {cin, nb, tbP, 0u, 0u, nb};
       rec.dispatch(*coop_->pipe, gb, gp.data(), sizeof(gp), ceilDiv(tbP, coop_->bm), ceilDiv(nb, coop_->bn), a2_);
     };
     bool dropFirst = false;  // the resident transform's dispatch: a one-time cost, not timed
@@ -198,13 +197,9 @@ std::unique_ptr<PreparedOp> lowerWinogradCoopMat(vk::VulkanBackend& be, const Fa
       StorageFormat::parse(f16Planes ? "f16.buffer.nchw" : "f32.buffer.nchw").withArithmetic(DType::F16);
   // The emulation (tests) of the column-major staging has a module of its own.
   const std::string gemmModule = gemm.emulated && f16Planes ? gemm.name + "_acol" : gemm.name;
-  const auto& gemmPipe = be.pipeline(
-      vulkanModuleFor(gemmModule, planes), kGemmBindings, kGemmPushWords * 4,
-      {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
-       vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
-       vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, 1),
-       vk::specU32(11, subgroup), vk::specU32(12, 0), vk::specU32(13, 1), vk::specU32(14, 0), vk::specU32(15, 1),
-       vk::specU32(16, f16Planes ? 1u : 0u), vk::specU32(20, 1)});
+  const auto& gemmPipe = gemmCoopMatPipeline(
+      be, gemmModule, planes, pt, subgroup,
+      {/*pairs=*/1, /*avec=*/0, /*bvec=*/1, vulkanLayoutCode(planes), /*sk=*/1, f16Planes ? 1u : 0u, vk::specU32(20, 1)});
   const std::array<const vk::ComputePipeline*, 4> pipes = {transform(kWeights, 1), transform(kInput, 0), nullptr,
                                                            transform(kOutput, 0)};
   const uint32_t flags = (c.bias ? 1u : 0u) | (c.temb ? 2u : 0u) | (c.residual ? 4u : 0u);
@@ -223,11 +218,11 @@ std::unique_ptr<PreparedOp> lowerConvWinogradVulkan(vk::VulkanBackend& be, const
   const ConvDims& d = c.dims;
   if (d.kernel != 3 || d.stride != 1)  // the family's unsupportedReason says so first
     throw UnsupportedError("Winograd F(m x m, 3 x 3) needs a 3x3 kernel with stride 1");
+  if (ConvFamily::isWinogradCoopMat(v)) return lowerWinogradCoopMat(be, fam, v, pt, c, f);
   const uint32_t layout = vulkanLayoutCode(f);
   const uint32_t Ho = u32(d.outHeight()), Wo = u32(d.outWidth()), alpha = u32(m + 2);
   const uint32_t tilesH = ceilDiv(Ho, m), tilesW = ceilDiv(Wo, m), tiles = u32(d.batch) * tilesH * tilesW;
   const uint32_t coutP = up4(d.cout), cin = u32(d.cin);
-  if (ConvFamily::isWinogradCoopMat(v)) return lowerWinogradCoopMat(be, fam, v, pt, c, f);
   const uint32_t tm = u32(pt["TM"]), tn = u32(pt["TN"]), rm = u32(pt["RM"]), rn = u32(pt["RN"]);
   const ConvScratch s = ConvFamily::scratch(v, c, pt);
   // The largest grids (resident: one block of everything) within the device's group counts.

@@ -8,6 +8,7 @@
 // the epilogue; the op's time is the first start to the last end, as conv's split-K. Refused in one line where the build's glslc made no
 // module (no GL_NV_cooperative_matrix) or the device did not enable the extension; the
 // family's device rule (gemm_coopmat.cpp) has already checked the device's shape list.
+#include "kernels/gemm/gemm_coopmat_vulkan.h"
 #include "kernels/gemm/gemm_family.h"
 #include "kernels/vulkan/vulkan_lowering.h"
 #include "runtime/error.h"
@@ -16,10 +17,10 @@ namespace sdspeed {
 namespace {
 
 // x, w, bias, residual, y, and split-K's partial sums (both passes bind the same set).
-constexpr uint32_t kBindings = 6;
+constexpr uint32_t kBindings = kGemmCoopMatBindings;
 // K, F, HW, epi, flags, wrows (0 here: the samples share w); the layout is a specialization
 // constant. The reduce pass reads the first five.
-constexpr uint32_t kPushWords = 6;
+constexpr uint32_t kPushWords = kGemmCoopMatPushWords;
 // The reduce pass's work-group along the positions (conv_coopmat_vulkan.cpp's: a pass this
 // light needs no tuning).
 constexpr uint32_t kReduceWg = 64;
@@ -27,6 +28,19 @@ constexpr uint32_t kReduceWg = 64;
 using Pass = VkMultiDispatchOp::Pass;
 
 }  // namespace
+
+const vk::ComputePipeline& gemmCoopMatPipeline(vk::VulkanBackend& be, const std::string& module,
+                                               const StorageFormat& f, const ParamPoint& p, uint32_t subgroup,
+                                               const GemmCoopMatStaging& s) {
+  auto u = [&](const char* k) { return static_cast<uint32_t>(p[k]); };
+  return be.pipeline(
+      vulkanModuleFor(module, f), kGemmCoopMatBindings, kGemmCoopMatPushWords * 4,
+      {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
+       vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
+       vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, s.pairs),
+       vk::specU32(11, subgroup), vk::specU32(12, s.avec), vk::specU32(13, s.bvec), vk::specU32(14, s.layout),
+       vk::specU32(15, s.sk), vk::specU32(16, s.acol), s.weightFormat});
+}
 
 std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const Family& fam, const VariantDef& v,
                                                    const ParamPoint& p, const Problem& prob, const StorageFormat& f) {
@@ -54,13 +68,8 @@ std::unique_ptr<PreparedOp> lowerGemmCoopMatVulkan(vk::VulkanBackend& be, const 
   const std::array<uint32_t, 3> groups{ceilDiv(y.hw(), bm), ceilDiv(y.c, bn), u32(y.n) * sk};
   vulkanCheckGroupCount(be, "gemm " + v.name, groups);
   const uint32_t pairs = g->epilogue == "geglu" ? 2u : 1u;
-  const auto& pipe = be.pipeline(
-      vulkanModuleFor(module.name, f), kBindings, kPushWords * 4,
-      {vulkanLocalSizeX(be, u("SGM") * u("SGN") * subgroup), vk::specU32(1, u("CM")), vk::specU32(2, u("CN")),
-       vk::specU32(3, u("CK")), vk::specU32(4, u("WM")), vk::specU32(5, u("WN")), vk::specU32(6, u("SGM")),
-       vk::specU32(7, u("SGN")), vk::specU32(8, u("KS")), vk::specU32(9, u("DB")), vk::specU32(10, pairs),
-       vk::specU32(11, subgroup), vk::specU32(12, avec), vk::specU32(13, bvec), vk::specU32(14, layout),
-       vk::specU32(15, sk), vulkanWeightFormat(fam, f)});
+  const auto& pipe = gemmCoopMatPipeline(be, module.name, f, p, subgroup,
+                                         {pairs, avec, bvec, layout, sk, 0, vulkanWeightFormat(fam, f)});
   std::vector<Pass> passes = {{&pipe, groups}};
   std::vector<uint64_t> scratch;
   if (sk > 1) {
